@@ -1,0 +1,1150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event loops and TCP connections.  One loop thread per core owns the
+ * connections it was given; loop 0 also accepts and spreads new connections
+ * round robin.  Two backends share all connection logic: io_uring (one
+ * submit-and-wait per iteration, recv/sendmsg operations) and epoll (chosen
+ * at run time when io_uring is unavailable, or forced for tests).
+ *
+ * Batching: one receive yields every complete record in the buffer; every
+ * reply produced in an iteration goes out in one sendmsg per connection.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfsd/engine.h"
+
+#define TICK_MS 50
+#define URING_ENTRIES 2048
+#define FREE_REQS_MAX 256
+
+uint64_t nfsd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void nfsd_server_opts_default(struct nfsd_server_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->max_record = (1u << 20) + (64u << 10);
+	o->max_conn_reqs = 128;
+	o->worker_queue = 4096;
+	o->arena_limit = 4u << 20;
+	o->gid_cache_ttl_s = 300;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static struct nfsd_rbuf *rbuf_new(size_t cap)
+{
+	struct nfsd_rbuf *rb = malloc(sizeof(*rb) + cap);
+	if (!rb)
+		return NULL;
+	rb->refs = 1;
+	rb->cap = cap;
+	return rb;
+}
+
+void nfsd_rbuf_put(struct nfsd_rbuf *rb)
+{
+	if (rb && --rb->refs == 0)
+		free(rb);
+}
+
+static void outq_reset(struct nfsd_outq *q)
+{
+	xdr_enc_init(&q->enc, q->iov, NFSD_OUT_IOV, q->scratch, NFSD_OUT_SCRATCH, NULL);
+	q->sent = 0;
+}
+
+/* ------------------------------------------------------------ requests */
+
+struct nfsd_req *nfsd_req_alloc(struct nfsd_loop *l)
+{
+	struct nfsd_req *r = l->free_reqs;
+	if (r) {
+		l->free_reqs = r->next;
+		l->nfree_reqs--;
+	} else {
+		r = malloc(sizeof(*r));
+		if (!r)
+			return NULL;
+	}
+	memset(r, 0, offsetof(struct nfsd_req, iov));
+	r->loop = l;
+	xdr_arena_init(&r->arena, r->arena_buf, sizeof(r->arena_buf), l->srv->opts.arena_limit);
+	return r;
+}
+
+void nfsd_req_free(struct nfsd_loop *l, struct nfsd_req *r)
+{
+	xdr_arena_release(&r->arena);
+	if (r->rbuf) {
+		nfsd_rbuf_put(r->rbuf);
+		r->rbuf = NULL;
+	}
+	if (r->conn) {
+		nfsd_conn_put(r->conn);
+		r->conn = NULL;
+	}
+	if (r == &l->inline_req)
+		return;
+	if (l->nfree_reqs < FREE_REQS_MAX) {
+		r->next = l->free_reqs;
+		l->free_reqs = r;
+		l->nfree_reqs++;
+	} else {
+		free(r);
+	}
+}
+
+/* ------------------------------------------------------------ posting */
+
+static void loop_wake(struct nfsd_loop *l)
+{
+	uint64_t one = 1;
+	ssize_t n = write(l->evfd, &one, sizeof(one));
+	(void)n;
+}
+
+/* Called with post_lock held; returns whether to wake the loop. */
+static bool post_needs_wake(struct nfsd_loop *l)
+{
+	if (l->wake_pending)
+		return false;
+	l->wake_pending = true;
+	return true;
+}
+
+void nfsd_loop_post_req(struct nfsd_loop *l, struct nfsd_req *req)
+{
+	pthread_mutex_lock(&l->post_lock);
+	req->next = l->posted_reqs;
+	l->posted_reqs = req;
+	bool wake = post_needs_wake(l);
+	pthread_mutex_unlock(&l->post_lock);
+	if (wake)
+		loop_wake(l);
+}
+
+void nfsd_loop_post_call(struct nfsd_loop *l, struct nfsd_call *c)
+{
+	pthread_mutex_lock(&l->post_lock);
+	c->qnext = l->posted_calls;
+	l->posted_calls = c;
+	bool wake = post_needs_wake(l);
+	pthread_mutex_unlock(&l->post_lock);
+	if (wake)
+		loop_wake(l);
+}
+
+void nfsd_loop_post_fn(struct nfsd_loop *l, struct nfsd_post_fn *f)
+{
+	pthread_mutex_lock(&l->post_lock);
+	f->next = l->posted_fns;
+	l->posted_fns = f;
+	bool wake = post_needs_wake(l);
+	pthread_mutex_unlock(&l->post_lock);
+	if (wake)
+		loop_wake(l);
+}
+
+bool nfsd_loop_is_current(const struct nfsd_loop *l)
+{
+	return l->srv->started && pthread_equal(pthread_self(), l->thr);
+}
+
+static void loop_post_conn(struct nfsd_loop *l, struct nfsd_conn *c)
+{
+	pthread_mutex_lock(&l->post_lock);
+	c->next = l->posted_conns;
+	l->posted_conns = c;
+	bool wake = post_needs_wake(l);
+	pthread_mutex_unlock(&l->post_lock);
+	if (wake)
+		loop_wake(l);
+}
+
+/* ------------------------------------------------------------ connections */
+
+struct nfsd_conn *nfsd_conn_new(struct nfsd_loop *l, int fd)
+{
+	struct nfsd_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->loop = l;
+	c->fd = fd;
+	atomic_init(&c->refs, 1);
+	c->recv_op = (struct nfsd_op){ .kind = NFSD_OP_RECV, .conn = c };
+	c->send_op = (struct nfsd_op){ .kind = NFSD_OP_SEND, .conn = c };
+	c->conn_op = (struct nfsd_op){ .kind = NFSD_OP_CONNECT, .conn = c };
+	nfsd_rec_init(&c->rec, l->srv->opts.max_record);
+	for (int i = 0; i < 2; i++) {
+		c->q[i].scratch = malloc(NFSD_OUT_SCRATCH);
+		if (!c->q[i].scratch) {
+			free(c->q[0].scratch);
+			free(c);
+			return NULL;
+		}
+		outq_reset(&c->q[i]);
+	}
+	c->peerlen = sizeof(c->peer);
+	if (getpeername(fd, (struct sockaddr *)&c->peer, &c->peerlen) < 0)
+		c->peerlen = 0;
+	return c;
+}
+
+void nfsd_conn_get(struct nfsd_conn *c)
+{
+	atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+}
+
+static void outq_release(struct nfsd_loop *l, struct nfsd_outq *q)
+{
+	while (q->held) {
+		struct nfsd_req *r = q->held;
+		q->held = r->next;
+		nfsd_req_free(l, r);
+	}
+	outq_reset(q);
+}
+
+void nfsd_conn_put(struct nfsd_conn *c)
+{
+	if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	/* Last reference: the socket is closed and no request points here.
+	 * Held requests keep a reference, so both queues are empty. */
+	free(c->q[0].scratch);
+	free(c->q[1].scratch);
+	nfsd_rbuf_put(c->rb);
+	free(c);
+}
+
+/* Stop taking requests while a send is stuck and the next queue fills up:
+ * a client that does not read its replies cannot make us buffer more. */
+static bool conn_out_busy(const struct nfsd_conn *c)
+{
+	const struct xdr_enc *e = &c->q[c->cur].enc;
+	return c->sending && (e->len >= NFSD_OUT_MAX_BYTES || e->buf_used > NFSD_OUT_SCRATCH / 2 ||
+			      e->niov > NFSD_OUT_IOV / 2);
+}
+
+bool nfsd_conn_queue_bytes(struct nfsd_conn *c, const uint8_t *p, size_t len)
+{
+	struct xdr_enc *o = &c->q[c->cur].enc;
+	if (c->dead || o->niov + 1 >= o->maxiov)
+		return false;
+	if (o->buf_used + len <= o->buf_size) {
+		uint8_t *d = xdr_enc_reserve(o, len);
+		if (!d) {
+			o->err = 0;
+			return false;
+		}
+		memcpy(d, p, len);
+	} else if (xdr_enc_ref(o, p, len) < 0) {
+		o->err = 0;
+		return false;
+	}
+	nfsd_conn_mark_dirty(c);
+	return true;
+}
+
+static bool conn_paused(const struct nfsd_conn *c)
+{
+	return c->backlog || c->reqs_out >= c->loop->srv->opts.max_conn_reqs || conn_out_busy(c);
+}
+
+void nfsd_conn_mark_dirty(struct nfsd_conn *c)
+{
+	if (c->dirty || c->dead)
+		return;
+	c->dirty = true;
+	c->dnext = c->loop->dirty;
+	c->loop->dirty = c;
+}
+
+static void conn_finish_close(struct nfsd_conn *c)
+{
+	struct nfsd_loop *l = c->loop;
+	if (!c->closed_fd) {
+		if (l->backend == NFSD_BACKEND_EPOLL)
+			epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->closed_fd = true;
+	}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	outq_release(l, &c->q[0]);
+	outq_release(l, &c->q[1]);
+	while (c->backlog) {
+		struct nfsd_req *r = c->backlog;
+		c->backlog = r->next;
+		nfsd_req_free(l, r);
+	}
+	c->backlog_tail = NULL;
+	nfsd_conn_fail_calls(c, -ECONNRESET);
+	nfsd_conn_free_orphans(c);
+	l->st.conns_closed++;
+	if (c->clnt)
+		nfsd_clnt_conn_dead(c);
+	nfsd_conn_put(c);
+}
+
+void nfsd_conn_kill(struct nfsd_conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	if (c->loop->backend == NFSD_BACKEND_URING && c->ops_pending) {
+		/* In-flight operations complete (with errors) before we close. */
+		shutdown(c->fd, SHUT_RDWR);
+		return;
+	}
+	conn_finish_close(c);
+}
+
+/* ------------------------------------------------------------ backends */
+
+static struct io_uring_sqe *uring_sqe(struct nfsd_loop *l)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+	while (!sqe) {
+		io_uring_submit(&l->ring);
+		sqe = io_uring_get_sqe(&l->ring);
+	}
+	return sqe;
+}
+
+static void epoll_set(struct nfsd_conn *c)
+{
+	struct epoll_event ev = { .data.ptr = &c->recv_op };
+	if (c->recv_armed)
+		ev.events |= EPOLLIN;
+	if (c->sending || c->connecting)
+		ev.events |= EPOLLOUT;
+	epoll_ctl(c->loop->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void conn_arm_recv(struct nfsd_conn *c)
+{
+	if (c->recv_armed || c->dead || c->eof || c->connecting)
+		return;
+	c->recv_armed = true;
+	if (c->loop->backend == NFSD_BACKEND_URING) {
+		struct io_uring_sqe *sqe = uring_sqe(c->loop);
+		io_uring_prep_recv(sqe, c->fd, c->rb->data + c->rb_end, c->rb->cap - c->rb_end, 0);
+		io_uring_sqe_set_data(sqe, &c->recv_op);
+		c->ops_pending++;
+	} else {
+		epoll_set(c);
+	}
+}
+
+/* Point c->smsg at what remains to send of the sending queue. */
+static struct msghdr *conn_msg(struct nfsd_conn *c)
+{
+	struct nfsd_outq *q = &c->q[!c->cur];
+	/* Skip what a partial send already wrote, and rebase on it. */
+	size_t skip = q->sent;
+	unsigned i = 0;
+	while (i < q->enc.niov && skip >= q->enc.iov[i].iov_len) {
+		skip -= q->enc.iov[i].iov_len;
+		i++;
+	}
+	if (skip) {
+		q->enc.iov[i].iov_base = (uint8_t *)q->enc.iov[i].iov_base + skip;
+		q->enc.iov[i].iov_len -= skip;
+	}
+	if (i) {
+		memmove(q->enc.iov, q->enc.iov + i, (q->enc.niov - i) * sizeof(struct iovec));
+		q->enc.niov -= i;
+	}
+	q->enc.len -= q->sent;
+	q->sent = 0;
+	memset(&c->smsg, 0, sizeof(c->smsg));
+	c->smsg.msg_iov = q->enc.iov;
+	c->smsg.msg_iovlen = q->enc.niov;
+	return &c->smsg;
+}
+
+static void conn_send_done(struct nfsd_conn *c, ssize_t n);
+
+static void conn_start_send(struct nfsd_conn *c)
+{
+	struct msghdr *m = conn_msg(c);
+	if (c->loop->backend == NFSD_BACKEND_URING) {
+		struct io_uring_sqe *sqe = uring_sqe(c->loop);
+		io_uring_prep_sendmsg(sqe, c->fd, m, MSG_NOSIGNAL);
+		io_uring_sqe_set_data(sqe, &c->send_op);
+		c->ops_pending++;
+		return;
+	}
+	ssize_t n = sendmsg(c->fd, m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		epoll_set(c);
+		return;
+	}
+	conn_send_done(c, n < 0 ? -errno : n);
+}
+
+/* Move q[cur] to the sending side and write it. */
+static void conn_flush(struct nfsd_conn *c)
+{
+	if (c->sending || c->dead || c->q[c->cur].enc.len == 0)
+		return;
+	c->cur = !c->cur;
+	c->sending = true;
+	conn_start_send(c);
+}
+
+static void conn_process(struct nfsd_conn *c);
+
+static void conn_send_done(struct nfsd_conn *c, ssize_t n)
+{
+	struct nfsd_outq *q = &c->q[!c->cur];
+	if (c->dead)
+		return;
+	if (n <= 0) {
+		nfsd_conn_kill(c);
+		return;
+	}
+	q->sent += (size_t)n;
+	if (q->sent < q->enc.len) {
+		conn_start_send(c);
+		return;
+	}
+	outq_release(c->loop, q);
+	c->sending = false;
+	if (c->orphans && c->q[c->cur].enc.len == 0)
+		nfsd_conn_free_orphans(c);
+	if (c->loop->backend == NFSD_BACKEND_EPOLL)
+		epoll_set(c);
+	nfsd_svc_drain_backlog(c);
+	if (c->clnt)
+		nfsd_clnt_conn_drained(c);
+	conn_flush(c);
+	conn_process(c);
+}
+
+/* ------------------------------------------------------------ receiving */
+
+/* Make room to receive: compact or grow the buffer; false on failure. */
+static bool conn_make_room(struct nfsd_conn *c)
+{
+	struct nfsd_rbuf *rb = c->rb;
+	size_t keep = nfsd_rec_keep_from(&c->rec);
+	size_t need = nfsd_rec_need(&c->rec);
+	size_t live = c->rb_end - keep;
+	size_t cap = NFSD_RBUF_MIN;
+	if (need + 4096 > cap)
+		cap = need + 4096;
+	if (rb && rb->cap - c->rb_end >= 4096 && keep + need <= rb->cap)
+		return true;
+	if (rb && rb->refs == 1 && rb->cap >= cap) {
+		if (keep) {
+			memmove(rb->data, rb->data + keep, live);
+			nfsd_rec_shift(&c->rec, keep);
+			c->rb_end = live;
+		}
+		return true;
+	}
+	struct nfsd_rbuf *nrb = rbuf_new(cap < live + 4096 ? live + 4096 : cap);
+	if (!nrb)
+		return false;
+	if (rb) {
+		memcpy(nrb->data, rb->data + keep, live);
+		nfsd_rec_shift(&c->rec, keep);
+		nfsd_rbuf_put(rb);
+	}
+	c->rb = nrb;
+	c->rb_end = live;
+	return true;
+}
+
+/* Parse and dispatch every complete record; then receive more if allowed. */
+static void conn_process(struct nfsd_conn *c)
+{
+	struct nfsd_loop *l = c->loop;
+	while (!c->dead && !conn_paused(c)) {
+		size_t off, len;
+		int rc;
+		rc = nfsd_rec_next(&c->rec, c->rb->data, c->rb_end, &off, &len);
+		if (rc == NFSD_REC_MORE)
+			break;
+		if (rc < 0) {
+			l->st.records_too_big++;
+			nfsd_conn_kill(c);
+			return;
+		}
+		nfsd_svc_record(c, c->rb->data + off, len);
+	}
+	if (c->dead)
+		return;
+	if (c->q[c->cur].enc.len)
+		nfsd_conn_mark_dirty(c);
+	if (c->eof) {
+		if (!c->reqs_out && !c->sending && c->q[c->cur].enc.len == 0 && !c->backlog)
+			nfsd_conn_kill(c);
+		return;
+	}
+	if (!conn_paused(c) && !c->recv_armed) {
+		if (!conn_make_room(c)) {
+			nfsd_conn_kill(c);
+			return;
+		}
+		conn_arm_recv(c);
+	}
+}
+
+void nfsd_conn_resume(struct nfsd_conn *c)
+{
+	conn_process(c);
+}
+
+static void conn_recv_done(struct nfsd_conn *c, ssize_t n)
+{
+	c->recv_armed = false;
+	if (c->dead)
+		return;
+	if (n < 0 && (n == -EAGAIN || n == -EINTR)) {
+		conn_process(c);
+		return;
+	}
+	if (n < 0) {
+		nfsd_conn_kill(c);
+		return;
+	}
+	if (n == 0) {
+		/* Half-closed: answer what arrived, then close. */
+		c->eof = true;
+	} else {
+		c->rb_end += (size_t)n;
+	}
+	conn_process(c);
+}
+
+void nfsd_loop_add_conn(struct nfsd_loop *l, struct nfsd_conn *c)
+{
+	c->loop = l;
+	c->next = l->conns;
+	if (l->conns)
+		l->conns->prev = c;
+	l->conns = c;
+	if (l->backend == NFSD_BACKEND_EPOLL) {
+		struct epoll_event ev = { .events = 0, .data.ptr = &c->recv_op };
+		epoll_ctl(l->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+	}
+	if (c->connecting) {
+		nfsd_conn_start_connect(c);
+		return;
+	}
+	if (!conn_make_room(c)) {
+		nfsd_conn_kill(c);
+		return;
+	}
+	if (c->clnt)
+		nfsd_clnt_conn_ready(c);
+	conn_arm_recv(c);
+}
+
+void nfsd_conn_start_connect(struct nfsd_conn *c)
+{
+	struct nfsd_loop *l = c->loop;
+	if (l->backend == NFSD_BACKEND_URING) {
+		struct io_uring_sqe *sqe = uring_sqe(l);
+		io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
+		io_uring_sqe_set_data(sqe, &c->conn_op);
+		c->ops_pending++;
+	} else {
+		epoll_set(c);
+	}
+}
+
+static void conn_connect_done(struct nfsd_conn *c)
+{
+	int err = 0;
+	socklen_t el = sizeof(err);
+	c->connecting = false;
+	if (c->dead)
+		return;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+		nfsd_conn_kill(c);
+		return;
+	}
+	c->peerlen = sizeof(c->peer);
+	getpeername(c->fd, (struct sockaddr *)&c->peer, &c->peerlen);
+	if (!conn_make_room(c)) {
+		nfsd_conn_kill(c);
+		return;
+	}
+	if (c->loop->backend == NFSD_BACKEND_EPOLL)
+		epoll_set(c);
+	if (c->clnt)
+		nfsd_clnt_conn_ready(c);
+	conn_arm_recv(c);
+}
+
+/* ------------------------------------------------------------ accepting */
+
+static void listener_accepted(struct nfsd_server *s, int fd)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (s->backend == NFSD_BACKEND_EPOLL)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	unsigned i = atomic_fetch_add(&s->rr, 1) % s->nloops;
+	struct nfsd_loop *l = &s->loops[i];
+	struct nfsd_conn *c = nfsd_conn_new(l, fd);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	s->loops[0].st.conns_accepted++;
+	loop_post_conn(l, c);
+}
+
+static void uring_arm_accept(struct nfsd_loop *l, struct nfsd_listener *ln)
+{
+	struct io_uring_sqe *sqe = uring_sqe(l);
+	io_uring_prep_accept(sqe, ln->fd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data(sqe, &ln->op);
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static void uring_arm_wake(struct nfsd_loop *l)
+{
+	struct io_uring_sqe *sqe = uring_sqe(l);
+	io_uring_prep_read(sqe, l->evfd, &l->ev_val, sizeof(l->ev_val), 0);
+	io_uring_sqe_set_data(sqe, &l->wake_op);
+}
+
+static void uring_arm_tick(struct nfsd_loop *l)
+{
+	struct io_uring_sqe *sqe = uring_sqe(l);
+	l->tick_ts.tv_sec = 0;
+	l->tick_ts.tv_nsec = TICK_MS * 1000000L;
+	io_uring_prep_timeout(sqe, &l->tick_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, &l->tick_op);
+}
+
+static void loop_drain_posts(struct nfsd_loop *l)
+{
+	pthread_mutex_lock(&l->post_lock);
+	struct nfsd_req *reqs = l->posted_reqs;
+	struct nfsd_conn *conns = l->posted_conns;
+	struct nfsd_call *calls = l->posted_calls;
+	struct nfsd_post_fn *fns = l->posted_fns;
+	l->posted_fns = NULL;
+	l->posted_reqs = NULL;
+	l->posted_conns = NULL;
+	l->posted_calls = NULL;
+	l->wake_pending = false;
+	pthread_mutex_unlock(&l->post_lock);
+
+	while (conns) {
+		struct nfsd_conn *c = conns;
+		conns = c->next;
+		c->next = NULL;
+		nfsd_loop_add_conn(l, c);
+	}
+	while (reqs) {
+		struct nfsd_req *r = reqs;
+		reqs = r->next;
+		nfsd_svc_req_returned(l, r);
+	}
+	/* Posting reversed the order; submit calls oldest first. */
+	struct nfsd_call *rev = NULL;
+	while (calls) {
+		struct nfsd_call *c = calls;
+		calls = c->qnext;
+		c->qnext = rev;
+		rev = c;
+	}
+	while (rev) {
+		struct nfsd_call *c = rev;
+		rev = c->qnext;
+		nfsd_call_submit_local(l, c);
+	}
+	while (fns) {
+		struct nfsd_post_fn *f = fns;
+		fns = f->next;
+		f->fn(l, f->arg);
+	}
+}
+
+static void loop_flush_dirty(struct nfsd_loop *l)
+{
+	while (l->dirty) {
+		struct nfsd_conn *c = l->dirty;
+		l->dirty = c->dnext;
+		c->dirty = false;
+		conn_flush(c);
+	}
+}
+
+static void loop_tick(struct nfsd_loop *l)
+{
+	l->now_ns = nfsd_now_ns();
+	nfsd_loop_tick_calls(l);
+}
+
+static void uring_handle(struct nfsd_loop *l, struct io_uring_cqe *cqe)
+{
+	struct nfsd_op *op = io_uring_cqe_get_data(cqe);
+	if (!op)
+		return;
+	switch (op->kind) {
+	case NFSD_OP_ACCEPT: {
+		struct nfsd_listener *ln = &l->srv->listeners[op->listen_idx];
+		if (cqe->res >= 0)
+			listener_accepted(l->srv, cqe->res);
+		if (!atomic_load(&l->stop) && (cqe->res >= 0 || cqe->res == -EINTR ||
+					       cqe->res == -ECONNABORTED || cqe->res == -EMFILE ||
+					       cqe->res == -ENFILE || cqe->res == -EAGAIN))
+			uring_arm_accept(l, ln);
+		return;
+	}
+	case NFSD_OP_WAKE:
+		loop_drain_posts(l);
+		if (!atomic_load(&l->stop))
+			uring_arm_wake(l);
+		return;
+	case NFSD_OP_TICK:
+		loop_tick(l);
+		if (!atomic_load(&l->stop))
+			uring_arm_tick(l);
+		return;
+	}
+	/* A connection operation: hold the connection while we handle it. */
+	struct nfsd_conn *c = op->conn;
+	nfsd_conn_get(c);
+	c->ops_pending--;
+	if (op->kind == NFSD_OP_RECV)
+		conn_recv_done(c, cqe->res);
+	else if (op->kind == NFSD_OP_SEND)
+		conn_send_done(c, cqe->res);
+	else
+		conn_connect_done(c);
+	if (c->dead && c->ops_pending == 0 && !c->closed_fd)
+		conn_finish_close(c);
+	nfsd_conn_put(c);
+}
+
+static void uring_run(struct nfsd_loop *l)
+{
+	if (l->idx == 0)
+		for (unsigned i = 0; i < l->srv->nlisteners; i++)
+			uring_arm_accept(l, &l->srv->listeners[i]);
+	uring_arm_wake(l);
+	uring_arm_tick(l);
+	while (!atomic_load(&l->stop)) {
+		loop_flush_dirty(l);
+		int rc = io_uring_submit_and_wait(&l->ring, 1);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+			fprintf(stderr, "braid: io_uring_submit_and_wait: %s\n", strerror(-rc));
+			break;
+		}
+		l->now_ns = 0;
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		io_uring_for_each_cqe(&l->ring, head, cqe)
+		{
+			uring_handle(l, cqe);
+			n++;
+		}
+		io_uring_cq_advance(&l->ring, n);
+	}
+}
+
+static void epoll_handle_conn(struct nfsd_conn *c, uint32_t events)
+{
+	nfsd_conn_get(c);
+	if (c->connecting) {
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_connect_done(c);
+		goto out;
+	}
+	if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && c->sending && !c->dead)
+		conn_start_send(c);
+	if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && c->recv_armed && !c->dead) {
+		ssize_t n = recv(c->fd, c->rb->data + c->rb_end, c->rb->cap - c->rb_end,
+				 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			goto out;
+		conn_recv_done(c, n < 0 ? -errno : n);
+	} else if ((events & (EPOLLERR | EPOLLHUP)) && !c->dead && !c->sending) {
+		nfsd_conn_kill(c);
+	}
+out:
+	if (c->dead && !c->closed_fd)
+		conn_finish_close(c);
+	nfsd_conn_put(c);
+}
+
+static void epoll_run(struct nfsd_loop *l)
+{
+	struct epoll_event evs[128];
+	uint64_t next_tick = nfsd_now_ns() + TICK_MS * 1000000ull;
+	while (!atomic_load(&l->stop)) {
+		loop_flush_dirty(l);
+		uint64_t now = nfsd_now_ns();
+		int timeout = now >= next_tick ? 0 : (int)((next_tick - now) / 1000000ull) + 1;
+		int n = epoll_wait(l->epfd, evs, 128, timeout);
+		l->now_ns = 0;
+		for (int i = 0; i < n; i++) {
+			struct nfsd_op *op = evs[i].data.ptr;
+			switch (op->kind) {
+			case NFSD_OP_WAKE: {
+				uint64_t v;
+				ssize_t r = read(l->evfd, &v, sizeof(v));
+				(void)r;
+				loop_drain_posts(l);
+				break;
+			}
+			case NFSD_OP_ACCEPT: {
+				struct nfsd_listener *ln = &l->srv->listeners[op->listen_idx];
+				for (int k = 0; k < 64; k++) {
+					int fd = accept4(ln->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+					if (fd < 0)
+						break;
+					listener_accepted(l->srv, fd);
+				}
+				break;
+			}
+			default:
+				epoll_handle_conn(op->conn, evs[i].events);
+				break;
+			}
+		}
+		if (nfsd_now_ns() >= next_tick) {
+			loop_tick(l);
+			next_tick = nfsd_now_ns() + TICK_MS * 1000000ull;
+		}
+	}
+}
+
+static void *loop_main(void *arg)
+{
+	struct nfsd_loop *l = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (l->backend == NFSD_BACKEND_URING) {
+		if (l->ring_disabled && syscall(__NR_io_uring_register, l->ring.ring_fd,
+						 IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0) {
+			fprintf(stderr, "braid: io_uring_enable_rings failed\n");
+			return NULL;
+		}
+		uring_run(l);
+	}
+	else
+		epoll_run(l);
+	/* Shut down: close every connection and answer nothing more. */
+	while (l->conns) {
+		struct nfsd_conn *c = l->conns;
+		c->dead = true;
+		c->ops_pending = 0;
+		conn_finish_close(c);
+	}
+	return NULL;
+}
+
+static int loop_init(struct nfsd_server *s, struct nfsd_loop *l, unsigned idx)
+{
+	l->srv = s;
+	l->idx = idx;
+	l->epfd = -1;
+	pthread_mutex_init(&l->post_lock, NULL);
+	l->wake_op.kind = NFSD_OP_WAKE;
+	l->tick_op.kind = NFSD_OP_TICK;
+	l->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (l->evfd < 0)
+		return -errno;
+	l->backend = s->backend;
+	if (l->backend == NFSD_BACKEND_URING) {
+		/* Single issuer: only the loop thread submits; the ring starts
+		 * disabled and the loop thread enables it (and so owns it). */
+		struct io_uring_params p = { 0 };
+		p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN |
+			  IORING_SETUP_R_DISABLED;
+		int rc = io_uring_queue_init_params(URING_ENTRIES, &l->ring, &p);
+		l->ring_disabled = rc == 0;
+		if (rc == -EINVAL) {
+			memset(&p, 0, sizeof(p));
+			rc = io_uring_queue_init_params(URING_ENTRIES, &l->ring, &p);
+		}
+		if (rc < 0)
+			return rc;
+	} else {
+		l->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (l->epfd < 0)
+			return -errno;
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &l->wake_op };
+		epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev);
+	}
+	return 0;
+}
+
+/* io_uring unless it is unavailable here (or BRAID_RPC_BACKEND=epoll). */
+static int pick_backend(int force)
+{
+	const char *env = getenv("BRAID_RPC_BACKEND");
+	if (!force && env)
+		force = strcmp(env, "epoll") == 0 ? 2 : strcmp(env, "io_uring") == 0 ? 1 : 0;
+	if (force == 2)
+		return NFSD_BACKEND_EPOLL;
+	struct io_uring ring;
+	if (io_uring_queue_init(4, &ring, 0) < 0)
+		return force == 1 ? -ENOSYS : NFSD_BACKEND_EPOLL;
+	io_uring_queue_exit(&ring);
+	return NFSD_BACKEND_URING;
+}
+
+static struct nfsd_server *engine_new(const struct nfsd_server_opts *opts, int *err)
+{
+	struct nfsd_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (opts)
+		s->opts = *opts;
+	else
+		nfsd_server_opts_default(&s->opts);
+	struct nfsd_server_opts def;
+	nfsd_server_opts_default(&def);
+	if (!s->opts.max_record)
+		s->opts.max_record = def.max_record;
+	if (!s->opts.max_conn_reqs)
+		s->opts.max_conn_reqs = def.max_conn_reqs;
+	if (!s->opts.arena_limit)
+		s->opts.arena_limit = def.arena_limit;
+	if (!s->opts.worker_queue)
+		s->opts.worker_queue = def.worker_queue;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	s->nloops = s->opts.nloops ? s->opts.nloops : (unsigned)(ncpu > 0 ? ncpu : 1);
+	if (!s->opts.nworkers)
+		s->opts.nworkers = 2 * s->nloops;
+	int b = pick_backend(s->opts.force_backend);
+	if (b < 0) {
+		*err = b;
+		free(s);
+		return NULL;
+	}
+	s->backend = b;
+	atomic_init(&s->xid_seed, (unsigned)nfsd_now_ns());
+	signal(SIGPIPE, SIG_IGN);
+	s->loops = calloc(s->nloops, sizeof(*s->loops));
+	if (!s->loops) {
+		*err = -ENOMEM;
+		free(s);
+		return NULL;
+	}
+	for (unsigned i = 0; i < s->nloops; i++) {
+		int rc = loop_init(s, &s->loops[i], i);
+		if (rc < 0) {
+			*err = rc;
+			s->nloops = i + 1;
+			nfsd_server_free(s);
+			return NULL;
+		}
+	}
+	nfsd_server_add_flavor(s, &nfsd_auth_none);
+	nfsd_server_add_flavor(s, &nfsd_auth_sys);
+	nfsd_auth_set_manage_gids(s->opts.manage_gids, s->opts.gid_cache_ttl_s);
+	return s;
+}
+
+struct nfsd_server *nfsd_server_new(const struct nfsd_server_opts *opts, int *err)
+{
+	return engine_new(opts, err);
+}
+
+struct nfsd_server *nfsd_client_engine_new(unsigned nloops, int force_backend, int *err)
+{
+	struct nfsd_server_opts o;
+	nfsd_server_opts_default(&o);
+	o.nloops = nloops;
+	o.nworkers = 1;
+	o.force_backend = force_backend;
+	struct nfsd_server *s = engine_new(&o, err);
+	if (s && nfsd_server_start(s) < 0) {
+		nfsd_server_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+const char *nfsd_server_backend(const struct nfsd_server *s)
+{
+	return s->backend == NFSD_BACKEND_URING ? "io_uring" : "epoll";
+}
+
+int nfsd_server_add_program(struct nfsd_server *s, const struct nfsd_program *p)
+{
+	if (s->started || s->nprogs == sizeof(s->progs) / sizeof(s->progs[0]))
+		return -EBUSY;
+	s->progs[s->nprogs++] = p;
+	return 0;
+}
+
+int nfsd_server_add_flavor(struct nfsd_server *s, const struct nfsd_auth_flavor *f)
+{
+	for (unsigned i = 0; i < s->nflavors; i++)
+		if (s->flavors[i]->flavor == f->flavor) {
+			s->flavors[i] = f;
+			return 0;
+		}
+	if (s->started || s->nflavors == sizeof(s->flavors) / sizeof(s->flavors[0]))
+		return -EBUSY;
+	s->flavors[s->nflavors++] = f;
+	return 0;
+}
+
+int nfsd_server_listen(struct nfsd_server *s, const struct sockaddr *sa, socklen_t len)
+{
+	if (s->started || s->nlisteners == sizeof(s->listeners) / sizeof(s->listeners[0]))
+		return -EBUSY;
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, sa, len) < 0 || listen(fd, 4096) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (s->backend == NFSD_BACKEND_URING) /* io_uring accepts block in the kernel */
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	struct nfsd_listener *ln = &s->listeners[s->nlisteners];
+	ln->fd = fd;
+	ln->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						  : ((struct sockaddr_in *)&ss)->sin_port);
+	ln->op = (struct nfsd_op){ .kind = NFSD_OP_ACCEPT, .listen_idx = (int)s->nlisteners };
+	s->nlisteners++;
+	return 0;
+}
+
+int nfsd_server_listen_port(struct nfsd_server *s, unsigned idx)
+{
+	return idx < s->nlisteners ? s->listeners[idx].port : -ENOENT;
+}
+
+int nfsd_server_start(struct nfsd_server *s)
+{
+	int rc = nfsd_workers_start(s);
+	if (rc < 0)
+		return rc;
+	if (s->backend == NFSD_BACKEND_EPOLL)
+		for (unsigned i = 0; i < s->nlisteners; i++) {
+			struct epoll_event ev = { .events = EPOLLIN,
+						  .data.ptr = &s->listeners[i].op };
+			epoll_ctl(s->loops[0].epfd, EPOLL_CTL_ADD, s->listeners[i].fd, &ev);
+		}
+	s->started = true;
+	for (unsigned i = 0; i < s->nloops; i++) {
+		rc = pthread_create(&s->loops[i].thr, NULL, loop_main, &s->loops[i]);
+		if (rc) {
+			for (unsigned j = 0; j < i; j++) {
+				atomic_store(&s->loops[j].stop, true);
+				loop_wake(&s->loops[j]);
+				pthread_join(s->loops[j].thr, NULL);
+			}
+			s->started = false;
+			nfsd_workers_stop(s);
+			return -rc;
+		}
+	}
+	return 0;
+}
+
+void nfsd_server_free(struct nfsd_server *s)
+{
+	if (!s)
+		return;
+	for (unsigned i = 0; i < s->nlisteners; i++)
+		shutdown(s->listeners[i].fd, SHUT_RDWR);
+	if (s->started) {
+		for (unsigned i = 0; i < s->nloops; i++) {
+			atomic_store(&s->loops[i].stop, true);
+			loop_wake(&s->loops[i]);
+		}
+		for (unsigned i = 0; i < s->nloops; i++)
+			pthread_join(s->loops[i].thr, NULL);
+		nfsd_workers_stop(s);
+	}
+	for (unsigned i = 0; i < s->nlisteners; i++)
+		close(s->listeners[i].fd);
+	for (unsigned i = 0; i < s->nloops; i++) {
+		struct nfsd_loop *l = &s->loops[i];
+		/* Requests workers finished after the loop stopped. */
+		loop_drain_posts(l);
+		while (l->conns) {
+			struct nfsd_conn *c = l->conns;
+			c->dead = true;
+			conn_finish_close(c);
+		}
+		while (l->free_reqs) {
+			struct nfsd_req *r = l->free_reqs;
+			l->free_reqs = r->next;
+			free(r);
+		}
+		while (l->free_calls) {
+			struct nfsd_call *c = l->free_calls;
+			l->free_calls = c->hnext;
+			free(c->msg);
+			free(c);
+		}
+		if (l->backend == NFSD_BACKEND_URING && l->ring.ring_fd > 0)
+			io_uring_queue_exit(&l->ring);
+		if (l->epfd >= 0)
+			close(l->epfd);
+		if (l->evfd >= 0)
+			close(l->evfd);
+		pthread_mutex_destroy(&l->post_lock);
+	}
+	free(s->loops);
+	free(s);
+}
+
+void nfsd_server_stats(struct nfsd_server *s, struct nfsd_server_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (unsigned i = 0; i < s->nloops; i++) {
+		const struct nfsd_server_stats *x = &s->loops[i].st;
+		st->calls += x->calls;
+		st->replies += x->replies;
+		st->garbage += x->garbage;
+		st->auth_errors += x->auth_errors;
+		st->conns_accepted += x->conns_accepted;
+		st->conns_closed += x->conns_closed;
+		st->records_too_big += x->records_too_big;
+		st->worker_reqs += x->worker_reqs;
+	}
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RPC engine (RFC 5531): event loops, connections, record marking,
+ * dispatch, authentication, the worker pool, and the client side.
+ *
+ * Threads: one event loop per core owns its connections; everything in a
+ * struct nfsd_conn is touched only by its loop's thread unless said
+ * otherwise.  Blocking procedures run on the worker pool and hand their
+ * request back to the owning loop to be sent.
+ *
+ * Transports plug in below struct nfsd_conn (TCP on io_uring, TCP on epoll,
+ * later RDMA); flavors plug in as struct nfsd_auth_flavor (AUTH_NONE,
+ * AUTH_SYS, later RPCSEC_GSS).  Callers see neither.
+ */
+#ifndef BRAID_NFSD_RPC_H
+#define BRAID_NFSD_RPC_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "nfsd/xdr.h"
+
+/* RFC 5531 §9 constants used by the engine (rpc_prot.x has the full XDR). */
+enum {
+	NFSD_RPC_CALL = 0,
+	NFSD_RPC_REPLY = 1,
+	NFSD_MSG_ACCEPTED = 0,
+	NFSD_MSG_DENIED = 1,
+	NFSD_RPC_MISMATCH = 0,
+	NFSD_AUTH_ERROR = 1,
+};
+enum nfsd_accept_stat {
+	NFSD_SUCCESS = 0,
+	NFSD_PROG_UNAVAIL = 1,
+	NFSD_PROG_MISMATCH = 2,
+	NFSD_PROC_UNAVAIL = 3,
+	NFSD_GARBAGE_ARGS = 4,
+	NFSD_SYSTEM_ERR = 5,
+};
+enum nfsd_auth_stat {
+	NFSD_AUTH_OK = 0,
+	NFSD_AUTH_BADCRED = 1,
+	NFSD_AUTH_REJECTEDCRED = 2,
+	NFSD_AUTH_BADVERF = 3,
+	NFSD_AUTH_REJECTEDVERF = 4,
+	NFSD_AUTH_TOOWEAK = 5,
+};
+enum {
+	NFSD_AUTH_NONE = 0,
+	NFSD_AUTH_SYS = 1,
+	NFSD_RPCSEC_GSS = 6,
+};
+
+#define NFSD_NGROUPS_MAX 1024 /* resolved groups kept per credential */
+
+/* Who is calling: filled by the flavor before the procedure runs. */
+struct nfsd_cred {
+	uint32_t flavor;
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t *groups;    /* arena memory of the request */
+	xdr_string machine;  /* AUTH_SYS machinename, points into the record */
+	uint32_t stamp;
+};
+
+struct nfsd_server;
+struct nfsd_loop;
+struct nfsd_conn;
+struct nfsd_req;
+
+/*
+ * A procedure handler.  It returns an accept_stat (NFSD_SUCCESS after filling
+ * *res, or e.g. NFSD_GARBAGE_ARGS / NFSD_SYSTEM_ERR), or one of:
+ *   NFSD_ASYNC  - the handler keeps the request and later calls
+ *                 nfsd_req_done() from any thread;
+ *   NFSD_DROP   - send no reply (e.g. a retransmission still in progress).
+ * A handler with enc_res == NULL encodes its result itself into req->enc.
+ */
+#define NFSD_ASYNC (-1)
+#define NFSD_DROP (-2)
+typedef int (*nfsd_proc_fn)(struct nfsd_req *req, void *args, void *res);
+
+enum nfsd_proc_flags {
+	/* never blocks: run on the loop thread (AUTH_SYS groups are the wire's:
+	 * manage_gids resolution, which may block, happens for worker procs) */
+	NFSD_PROC_INLINE = 1 << 0,
+};
+
+struct nfsd_proc {
+	const char *name; /* NULL: procedure not implemented (PROC_UNAVAIL) */
+	nfsd_proc_fn fn;
+	xdr_dec_fn dec_args;
+	size_t args_size;
+	xdr_enc_fn enc_res;
+	size_t res_size;
+	unsigned flags;
+};
+
+struct nfsd_version {
+	uint32_t vers;
+	const struct nfsd_proc *procs; /* indexed by procedure number */
+	uint32_t nprocs;
+};
+
+struct nfsd_program {
+	uint32_t prog;
+	const char *name;
+	const struct nfsd_version *versions;
+	unsigned nversions;
+	void *priv; /* handed to handlers as req->priv */
+};
+
+/*
+ * An authentication flavor.  accept() checks the call's credential and
+ * verifier, fills req->cred and the reply verifier (req->rverf_*), and
+ * returns NFSD_AUTH_OK or an auth_stat.  wrap/unwrap are for flavors that
+ * protect arguments and results (RPCSEC_GSS integrity/privacy); NULL means
+ * identity.
+ */
+struct nfsd_auth_flavor {
+	uint32_t flavor;
+	const char *name;
+	int (*accept)(struct nfsd_req *req, const xdr_opaque *cred, const xdr_opaque *verf);
+	int (*unwrap)(struct nfsd_req *req);
+	int (*wrap)(struct nfsd_req *req);
+};
+
+struct nfsd_server_opts {
+	unsigned nloops;          /* event loops; 0 = one per online core */
+	unsigned nworkers;        /* blocking-work threads; 0 = 2 per loop */
+	unsigned worker_queue;    /* queued requests before loops stop reading */
+	uint32_t max_record;      /* largest RPC record accepted (bytes) */
+	unsigned max_conn_reqs;   /* requests in progress per connection */
+	size_t arena_limit;       /* per-request decode/encode arena cap */
+	bool manage_gids;         /* resolve AUTH_SYS groups on the server */
+	unsigned gid_cache_ttl_s; /* how long resolved groups are trusted */
+	int force_backend;        /* 0 auto, 1 io_uring, 2 epoll */
+};
+
+void nfsd_server_opts_default(struct nfsd_server_opts *o);
+
+/* Create a server with opts (NULL for defaults).  Returns NULL and sets *err. */
+struct nfsd_server *nfsd_server_new(const struct nfsd_server_opts *opts, int *err);
+int nfsd_server_add_program(struct nfsd_server *s, const struct nfsd_program *p);
+int nfsd_server_add_flavor(struct nfsd_server *s, const struct nfsd_auth_flavor *f);
+/* Listen on a TCP address; port 0 picks one (read it back with _port). */
+int nfsd_server_listen(struct nfsd_server *s, const struct sockaddr *sa, socklen_t len);
+int nfsd_server_listen_port(struct nfsd_server *s, unsigned idx);
+/* Start the loops and workers; returns immediately. */
+int nfsd_server_start(struct nfsd_server *s);
+/* Stop and free everything; joins every thread. */
+void nfsd_server_free(struct nfsd_server *s);
+const char *nfsd_server_backend(const struct nfsd_server *s);
+
+struct nfsd_server_stats {
+	uint64_t calls, replies, garbage, auth_errors, conns_accepted, conns_closed,
+		records_too_big, worker_reqs;
+};
+void nfsd_server_stats(struct nfsd_server *s, struct nfsd_server_stats *st);
+
+/*
+ * One RPC call being served.  Owned by the engine; a handler owns it between
+ * being called and nfsd_req_done() when it returns NFSD_ASYNC.
+ */
+struct nfsd_req {
+	struct nfsd_conn *conn;
+	struct nfsd_loop *loop;
+	void *priv; /* the program's priv */
+	uint32_t xid, prog, vers, proc;
+	const struct nfsd_proc *p;
+	const struct nfsd_auth_flavor *flavor;
+	struct nfsd_cred cred;
+	void *flavor_ctx; /* flavor state for wrap (e.g. GSS context) */
+	uint32_t rverf_flavor;
+	xdr_opaque rverf;
+	struct xdr_dec dec; /* positioned at the arguments */
+	struct xdr_enc enc; /* the reply after the header, for self-encoding */
+	struct xdr_arena arena;
+	void *args, *res;
+	int status;
+	/* engine private */
+	struct nfsd_req *next;
+	void *rbuf;
+	uint8_t *mark_p, *stat_p;   /* record mark and accept_stat, to patch */
+	unsigned res_niov;          /* encoder state where results begin */
+	size_t res_len, res_buf_used, res_iov_len;
+	uint8_t *res_buf;
+	size_t res_buf_size;
+	bool denied;                /* reply is MSG_DENIED, no results */
+	struct iovec iov[32];
+	uint8_t scratch[512];
+	uint8_t arena_buf[4096];
+};
+
+/* Finish a request a handler kept with NFSD_ASYNC (any thread). */
+void nfsd_req_done(struct nfsd_req *req, int status);
+/* The peer's address, for export matching. */
+const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *req);
+
+/* ------------------------------------------------------------------ client */
+
+/*
+ * Outgoing calls.  They ride the same connections and loops as the server
+ * side: a client connection may also receive calls (a backchannel), and a
+ * server connection may carry calls from the server to its client
+ * (nfsd_conn_call on a conn a request arrived on).
+ */
+typedef void (*nfsd_call_cb)(void *ctx, int err, struct xdr_dec *res);
+
+struct nfsd_call_opts {
+	uint32_t prog, vers, proc;
+	xdr_enc_fn enc_args; /* NULL for void */
+	const void *args;
+	unsigned timeout_ms; /* 0 = no timeout */
+	/* optional: use this auth (AUTH_SYS if uid set) */
+	uint32_t flavor;
+	uint32_t uid, gid;
+	const uint32_t *gids;
+	uint32_t ngids;
+	const char *machine;
+};
+
+/* A reconnecting client bound to one loop of an engine. */
+struct nfsd_clnt;
+struct nfsd_clnt_opts {
+	unsigned timeout_ms;   /* per call default, 0 = none */
+	bool reconnect;        /* reconnect and resend pending calls */
+	unsigned max_inflight; /* calls outstanding before callers wait */
+	const struct nfsd_program *backchannel; /* serve calls from the server */
+	void *backchannel_priv;
+};
+
+/* A client-only engine: loops without listeners. */
+struct nfsd_server *nfsd_client_engine_new(unsigned nloops, int force_backend, int *err);
+
+struct nfsd_clnt *nfsd_clnt_new(struct nfsd_server *engine, const struct sockaddr *sa,
+				socklen_t len, const struct nfsd_clnt_opts *opts, int *err);
+void nfsd_clnt_free(struct nfsd_clnt *c);
+/*
+ * Asynchronous call: cb runs on the client's loop thread with err == 0 and
+ * the decoder positioned at the results, or a negative errno (-ETIMEDOUT,
+ * -ECONNRESET, -EPROTO with the accept/auth status in 'res' NULL).
+ * Thread safe.  Calls made from the loop thread (in a callback) are batched.
+ */
+int nfsd_clnt_call_async(struct nfsd_clnt *c, const struct nfsd_call_opts *o, nfsd_call_cb cb,
+			 void *ctx);
+/*
+ * Synchronous call from a non-loop thread: decodes results with dec_res into
+ * res (arena memory), returns 0, a negative errno, or a positive rpc error
+ * (NFSD_CALL_ERR_* | stat).
+ */
+#define NFSD_CALL_ERR_ACCEPT 0x100 /* | accept_stat */
+#define NFSD_CALL_ERR_DENIED 0x200 /* | auth_stat (0x2ff: RPC_MISMATCH) */
+int nfsd_clnt_call(struct nfsd_clnt *c, const struct nfsd_call_opts *o, xdr_dec_fn dec_res,
+		   void *res, struct xdr_arena *arena);
+/* Number of reconnects so far. */
+unsigned nfsd_clnt_reconnects(const struct nfsd_clnt *c);
+
+/* Server to client on the connection a request came in on (backchannel). */
+int nfsd_conn_call_async(struct nfsd_conn *conn, const struct nfsd_call_opts *o,
+			 nfsd_call_cb cb, void *ctx);
+void nfsd_conn_get(struct nfsd_conn *conn);
+void nfsd_conn_put(struct nfsd_conn *conn);
+
+#endif /* BRAID_NFSD_RPC_H */

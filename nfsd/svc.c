@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Server side of RFC 5531: decode the call header, authenticate, find the
+ * procedure, decode its arguments, run it (inline on the loop or on a
+ * worker), and encode the reply.  Every error the RFC names gets its reply:
+ * RPC_MISMATCH, AUTH_ERROR, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL,
+ * GARBAGE_ARGS, SYSTEM_ERR.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "nfsd/engine.h"
+
+#define RPC_VERS 2
+#define REPLY_COPY_MAX 2048 /* replies up to this size are copied, not held */
+
+/* Start the reply: record mark, xid, REPLY, then MSG_ACCEPTED + verifier +
+ * accept_stat (patched at the end), remembering where results begin. */
+static void reply_begin(struct nfsd_req *r)
+{
+	struct xdr_enc *e = &r->enc;
+	xdr_enc_init(e, r->iov, sizeof(r->iov) / sizeof(r->iov[0]), r->scratch,
+		     sizeof(r->scratch), &r->arena);
+	r->mark_p = xdr_enc_reserve(e, 4);
+	xdr_enc_uint32(e, r->xid);
+	xdr_enc_uint32(e, NFSD_RPC_REPLY);
+}
+
+static void reply_accepted(struct nfsd_req *r)
+{
+	struct xdr_enc *e = &r->enc;
+	xdr_enc_uint32(e, NFSD_MSG_ACCEPTED);
+	xdr_enc_uint32(e, r->rverf_flavor);
+	xdr_enc_opaque(e, &r->rverf, 400);
+	r->stat_p = xdr_enc_reserve(e, 4);
+	r->res_niov = e->niov;
+	r->res_len = e->len;
+	r->res_buf = e->buf;
+	r->res_buf_used = e->buf_used;
+	r->res_buf_size = e->buf_size;
+	r->res_iov_len = e->niov ? e->iov[e->niov - 1].iov_len : 0;
+}
+
+/* Drop any results encoded so far (the call failed after all). */
+static void reply_rewind(struct nfsd_req *r)
+{
+	struct xdr_enc *e = &r->enc;
+	e->niov = r->res_niov;
+	e->len = r->res_len;
+	e->buf = r->res_buf;
+	e->buf_used = r->res_buf_used;
+	e->buf_size = r->res_buf_size;
+	if (e->niov)
+		e->iov[e->niov - 1].iov_len = r->res_iov_len;
+	e->err = 0;
+}
+
+static void reply_finish(struct nfsd_req *r)
+{
+	if (r->mark_p)
+		xdr_put32(r->mark_p, NFSD_REC_LAST | (uint32_t)(r->enc.len - 4));
+}
+
+static void reply_denied(struct nfsd_req *r, uint32_t what, uint32_t a, uint32_t b)
+{
+	struct xdr_enc *e = &r->enc;
+	r->denied = true;
+	xdr_enc_uint32(e, NFSD_MSG_DENIED);
+	xdr_enc_uint32(e, what);
+	xdr_enc_uint32(e, a);
+	if (what == NFSD_RPC_MISMATCH)
+		xdr_enc_uint32(e, b);
+	reply_finish(r);
+}
+
+/* Accept_stat with no results, e.g. PROC_UNAVAIL. */
+static void reply_status(struct nfsd_req *r, uint32_t stat)
+{
+	reply_rewind(r);
+	xdr_put32(r->stat_p, stat);
+	reply_finish(r);
+}
+
+static void reply_mismatch(struct nfsd_req *r, uint32_t lo, uint32_t hi)
+{
+	reply_status(r, NFSD_PROG_MISMATCH);
+	xdr_enc_uint32(&r->enc, lo);
+	xdr_enc_uint32(&r->enc, hi);
+	reply_finish(r);
+}
+
+/* Encode the handler's results (or its error) and close the reply. */
+static void reply_complete(struct nfsd_req *r, int status)
+{
+	if (status == NFSD_SUCCESS && r->p->enc_res && r->res) {
+		if (r->p->enc_res(&r->enc, r->res) < 0)
+			status = NFSD_SYSTEM_ERR;
+	} else if (status == NFSD_SUCCESS && r->enc.err) {
+		status = NFSD_SYSTEM_ERR;
+	}
+	if (status == NFSD_SUCCESS && r->flavor && r->flavor->wrap && r->flavor->wrap(r) < 0)
+		status = NFSD_SYSTEM_ERR;
+	if (status != NFSD_SUCCESS) {
+		reply_status(r, (uint32_t)status);
+		return;
+	}
+	xdr_put32(r->stat_p, NFSD_SUCCESS);
+	reply_finish(r);
+}
+
+void nfsd_svc_drain_backlog(struct nfsd_conn *c);
+
+/* Append a finished reply to q[cur]: copy small ones, reference big ones. */
+static bool outq_append(struct nfsd_conn *c, struct nfsd_req *r)
+{
+	struct nfsd_outq *q = &c->q[c->cur];
+	struct xdr_enc *o = &q->enc;
+	size_t len = r->enc.len;
+	if (len <= REPLY_COPY_MAX) {
+		if (o->buf_used + len > o->buf_size || o->niov + 1 >= o->maxiov)
+			return false;
+		uint8_t *p = xdr_enc_reserve(o, len);
+		if (!p) {
+			o->err = 0;
+			return false;
+		}
+		xdr_enc_flatten(&r->enc, p);
+		nfsd_req_free(c->loop, r);
+		return true;
+	}
+	if (o->niov + r->enc.niov >= o->maxiov)
+		return false;
+	for (unsigned i = 0; i < r->enc.niov; i++)
+		xdr_enc_ref(o, r->enc.iov[i].iov_base, r->enc.iov[i].iov_len);
+	r->next = q->held;
+	q->held = r;
+	return true;
+}
+
+void nfsd_svc_queue_reply(struct nfsd_conn *c, struct nfsd_req *r)
+{
+	c->loop->st.replies++;
+	if (c->dead) {
+		nfsd_req_free(c->loop, r);
+		return;
+	}
+	r->next = NULL;
+	if (!c->backlog && outq_append(c, r)) {
+		nfsd_conn_mark_dirty(c);
+		return;
+	}
+	if (c->backlog_tail)
+		c->backlog_tail->next = r;
+	else
+		c->backlog = r;
+	c->backlog_tail = r;
+}
+
+void nfsd_svc_drain_backlog(struct nfsd_conn *c)
+{
+	while (c->backlog) {
+		struct nfsd_req *r = c->backlog;
+		struct nfsd_req *next = r->next;
+		r->next = NULL;
+		if (!outq_append(c, r)) {
+			r->next = next;
+			break;
+		}
+		c->backlog = next;
+		if (!next)
+			c->backlog_tail = NULL;
+	}
+	if (c->q[c->cur].enc.len)
+		nfsd_conn_mark_dirty(c);
+}
+
+static const struct nfsd_auth_flavor *flavor_find(struct nfsd_server *s, uint32_t f)
+{
+	for (unsigned i = 0; i < s->nflavors; i++)
+		if (s->flavors[i]->flavor == f)
+			return s->flavors[i];
+	return NULL;
+}
+
+static const struct nfsd_program *prog_find(struct nfsd_conn *c, uint32_t prog)
+{
+	if (c->clnt || c->bc_prog)
+		return c->bc_prog && c->bc_prog->prog == prog ? c->bc_prog : NULL;
+	struct nfsd_server *s = c->loop->srv;
+	for (unsigned i = 0; i < s->nprogs; i++)
+		if (s->progs[i]->prog == prog)
+			return s->progs[i];
+	return NULL;
+}
+
+/* Run the procedure: on this thread (inline or worker). */
+void nfsd_req_run(struct nfsd_req *r)
+{
+	int st = r->p->fn(r, r->args, r->res);
+	if (st == NFSD_ASYNC)
+		return;
+	nfsd_req_done(r, st);
+}
+
+void nfsd_req_done(struct nfsd_req *r, int status)
+{
+	r->status = status;
+	if (status != NFSD_DROP)
+		reply_complete(r, status);
+	nfsd_loop_post_req(r->loop, r);
+}
+
+void nfsd_svc_req_returned(struct nfsd_loop *l, struct nfsd_req *r)
+{
+	struct nfsd_conn *c = r->conn;
+	nfsd_conn_get(c); /* freeing r drops its reference */
+	c->reqs_out--;
+	if (r->status == NFSD_DROP)
+		nfsd_req_free(l, r);
+	else
+		nfsd_svc_queue_reply(c, r);
+	if (!c->dead && !c->recv_armed)
+		nfsd_conn_resume(c);
+	nfsd_conn_put(c);
+}
+
+const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *r)
+{
+	return &r->conn->peer;
+}
+
+void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
+{
+	struct nfsd_loop *l = c->loop;
+	struct xdr_dec d;
+	uint32_t xid, mtype, rpcvers, prog, vers, proc, cflav, vflav;
+	xdr_opaque cred, verf;
+
+	xdr_dec_init(&d, rec, len, NULL);
+	if (xdr_dec_uint32(&d, &xid) || xdr_dec_uint32(&d, &mtype)) {
+		l->st.garbage++;
+		return; /* not even an xid: nothing to answer */
+	}
+	if (mtype == NFSD_RPC_REPLY) {
+		nfsd_conn_handle_reply(c, xid, rec, len);
+		return;
+	}
+	if (mtype != NFSD_RPC_CALL) {
+		l->st.garbage++;
+		return;
+	}
+	l->st.calls++;
+	struct nfsd_req *r = nfsd_req_alloc(l);
+	if (!r)
+		return;
+	r->conn = c;
+	nfsd_conn_get(c);
+	r->rbuf = c->rb;
+	c->rb->refs++;
+	r->xid = xid;
+	reply_begin(r);
+
+	if (xdr_dec_uint32(&d, &rpcvers) || xdr_dec_uint32(&d, &prog) ||
+	    xdr_dec_uint32(&d, &vers) || xdr_dec_uint32(&d, &proc) ||
+	    xdr_dec_uint32(&d, &cflav) || xdr_dec_opaque(&d, &cred, 400) ||
+	    xdr_dec_uint32(&d, &vflav) || xdr_dec_opaque(&d, &verf, 400)) {
+		/* RFC 5531 §9: a header we cannot parse; the credential is
+		 * what is malformed most often. */
+		l->st.garbage++;
+		reply_denied(r, NFSD_AUTH_ERROR, NFSD_AUTH_BADCRED, 0);
+		goto queue;
+	}
+	if (rpcvers != RPC_VERS) {
+		reply_denied(r, NFSD_RPC_MISMATCH, RPC_VERS, RPC_VERS);
+		goto queue;
+	}
+	r->prog = prog;
+	r->vers = vers;
+	r->proc = proc;
+	r->flavor = flavor_find(l->srv, cflav);
+	r->cred.flavor = cflav;
+	r->rverf_flavor = NFSD_AUTH_NONE;
+	xdr_dec_init(&r->dec, d.p, xdr_dec_left(&d), &r->arena);
+	if (!r->flavor) {
+		l->st.auth_errors++;
+		reply_denied(r, NFSD_AUTH_ERROR, NFSD_AUTH_BADCRED, 0);
+		goto queue;
+	}
+	(void)vflav;
+	int ast = r->flavor->accept(r, &cred, &verf);
+	if (ast != NFSD_AUTH_OK) {
+		l->st.auth_errors++;
+		reply_denied(r, NFSD_AUTH_ERROR, (uint32_t)ast, 0);
+		goto queue;
+	}
+	reply_accepted(r);
+
+	const struct nfsd_program *pg = prog_find(c, prog);
+	if (!pg) {
+		reply_status(r, NFSD_PROG_UNAVAIL);
+		goto queue;
+	}
+	r->priv = c->bc_prog == pg ? c->bc_priv : pg->priv;
+	const struct nfsd_version *v = NULL;
+	uint32_t lo = UINT32_MAX, hi = 0;
+	for (unsigned i = 0; i < pg->nversions; i++) {
+		const struct nfsd_version *x = &pg->versions[i];
+		if (x->vers == vers)
+			v = x;
+		lo = x->vers < lo ? x->vers : lo;
+		hi = x->vers > hi ? x->vers : hi;
+	}
+	if (!v) {
+		reply_mismatch(r, lo, hi);
+		goto queue;
+	}
+	if (proc >= v->nprocs || !v->procs[proc].name || !v->procs[proc].fn) {
+		reply_status(r, NFSD_PROC_UNAVAIL);
+		goto queue;
+	}
+	r->p = &v->procs[proc];
+	if (r->flavor->unwrap && r->flavor->unwrap(r) < 0) {
+		l->st.garbage++;
+		reply_status(r, NFSD_GARBAGE_ARGS);
+		goto queue;
+	}
+	if (r->p->args_size) {
+		r->args = xdr_arena_alloc(&r->arena, r->p->args_size);
+		if (!r->args || !r->p->dec_args || r->p->dec_args(&r->dec, r->args) < 0) {
+			l->st.garbage++;
+			reply_status(r, NFSD_GARBAGE_ARGS);
+			goto queue;
+		}
+	}
+	if (r->p->res_size) {
+		r->res = xdr_arena_alloc(&r->arena, r->p->res_size);
+		if (!r->res) {
+			reply_status(r, NFSD_SYSTEM_ERR);
+			goto queue;
+		}
+	}
+	if (r->cred.flavor == NFSD_AUTH_SYS && l->srv->opts.manage_gids &&
+	    !(r->p->flags & NFSD_PROC_INLINE))
+		nfsd_auth_resolve_groups(r);
+	c->reqs_out++;
+	if (r->p->flags & NFSD_PROC_INLINE) {
+		int st = r->p->fn(r, r->args, r->res);
+		if (st == NFSD_ASYNC)
+			return;
+		c->reqs_out--;
+		r->status = st;
+		if (st == NFSD_DROP) {
+			nfsd_req_free(l, r);
+			return;
+		}
+		reply_complete(r, st);
+		goto queue;
+	}
+	l->st.worker_reqs++;
+	nfsd_workers_queue(l->srv, r);
+	return;
+queue:
+	nfsd_svc_queue_reply(c, r);
+}
