@@ -74,6 +74,8 @@ string array alloc init left reserve ref bytes flatten void error array_len
 # Identifiers of generated function bodies (a #define of one would break them).
 GEN_LOCALS = set('''
 d e v r t err more p depth hint arm bound len val u k a w n x i0 i1 i2 i3
+labels it vp used iov out ft ti buf cap size data seed dir de dh path f c j
+word pat plen nw ntypes iters ty ea va da maxiov rc dv
 '''.split())
 
 GLOBAL_RESERVED = C_KEYWORDS | C_MACROS | C_TYPES | RUNTIME_NAMES | GEN_LOCALS
@@ -703,17 +705,24 @@ class Ext:
         self.kind = 'external'
 
 
-def c_number(v, line, path):
-    """C literal for an integer constant, typed so that it keeps its value."""
+def c_number(v, text, line, path):
+    """C literal for an integer constant (as written), typed to keep its value."""
+    if v == -2**63:
+        return '(-0x7fffffffffffffffll - 1)'
     if -2**31 <= v < 2**31:
-        return str(v) if v >= 0 else f'({v})'
-    if 0 <= v < 2**32:
-        return f'{v:#x}u'
-    if -2**63 <= v < 2**63:
-        return f'{v}ll' if v >= 0 else f'({v + 1}ll - 1)'
-    if 0 <= v < 2**64:
-        return f'{v:#x}ull'
-    raise XdrError(path, line, f'constant {v} does not fit in 64 bits')
+        suffix = ''
+    elif 0 <= v < 2**32:
+        suffix = 'u'
+    elif -2**63 <= v < 2**63:
+        suffix = 'll'
+    elif 0 <= v < 2**64:
+        suffix = 'ull'
+    else:
+        raise XdrError(path, line, f'constant {text} does not fit in 64 bits')
+    if v < 0 and -2**31 <= v:
+        # -2147483648 is "- 2147483648": a long; spell the int minimum.
+        return f'({text})' if v != -2**31 else '(-0x7fffffff - 1)'
+    return f'({text}{suffix})' if v < 0 else text + suffix
 
 
 class Gen:
@@ -819,14 +828,14 @@ class Gen:
         if n in self.pnames:
             pv, _, ps = self.pnames[n]
             return self.num_of(pv, ps, quiet, _seen)
-        if quiet or self.has_passthru:
+        if quiet or (spec or self.spec).passthru:
             return None
         raise self.err(v.line, f"unknown constant '{n}'", spec)
 
     def cval(self, v):
         """C expression for a Val."""
         if v.num is not None:
-            return c_number(v.num, v.line, self.path)
+            return c_number(v.num, v.text, v.line, self.path)
         if v.name in ('TRUE', 'FALSE') and v.name not in self.consts and v.name not in self.enumers:
             return '1' if v.name == 'TRUE' else '0'
         return cglobal(v.name)
@@ -941,12 +950,10 @@ class Gen:
         if isinstance(t, Ref):
             d = self.types.get(t.name)
             if d is None:
-                if not self.has_passthru or spec is not self.spec:
+                if not spec.passthru:
                     raise self.err(t.line, f"unknown type '{t.name}'", spec)
-            elif t.tag and d.kind != t.tag and not (isinstance(d, TypedefDef)):
+            elif t.tag and d.kind != t.tag:
                 raise self.err(t.line, f"'{t.name}' is a {d.kind}, not a {t.tag}", spec)
-            elif isinstance(d, TypedefDef) and t.tag:
-                raise self.err(t.line, f"'{t.name}' is a typedef, not a {t.tag}", spec)
         elif isinstance(t, (Fixed, OpaqueFixed)):
             self.check_val(t.size, spec, 'an array size')
             if isinstance(t, Fixed):
@@ -1207,14 +1214,27 @@ class Fn:
         self.lines.append('\t' * ind + s)
 
 
+def deref_inner(lv):
+    """X for an lvalue written (*X), else None."""
+    if lv.startswith('(*') and lv.endswith(')'):
+        inner, depth = lv[2:-1], 0
+        for ch in inner:
+            depth += ch == '('
+            depth -= ch == ')'
+            if depth < 0:
+                return None
+        return inner if depth == 0 else None
+    return None
+
+
 def addr(lv):
-    return 'v' if lv == '(*v)' else '&' + lv
+    inner = deref_inner(lv)
+    return inner if inner is not None else '&' + lv
 
 
 def member(lv, m):
-    if lv == '(*v)':
-        return f'v->{m}'
-    return f'{lv}.{m}'
+    inner = deref_inner(lv)
+    return f'{inner}->{m}' if inner is not None else f'{lv}.{m}'
 
 
 def call(fn, ind, expr):
@@ -1520,9 +1540,12 @@ class Emitter:
             o.append('')
             for d in aggs:
                 o.append(f'typedef struct {cglobal(d.name)} {cglobal(d.name)};')
+        prev = None
         for d in self.type_order(types):
-            o.append('')
+            if not (isinstance(d, TypedefDef) and isinstance(prev, TypedefDef)):
+                o.append('')
             o += self.type_body(d)
+            prev = d
         if types:
             o.append('')
             for d in types:
@@ -1941,10 +1964,17 @@ class RndEmitter:
         dt = g.resolve(u.disc.t)
         labels = [lab for a in u.arms for lab in a.labels]
         nums = {g.num_of(lab, u.spec, quiet=True) for lab in labels}
-        reach = u.default is not None
-        if isinstance(dt, Prim) and dt.kind == 'bool' and {0, 1} <= nums:
-            reach = False
+        full = isinstance(dt, Prim) and dt.kind == 'bool' and {0, 1} <= nums
+        reach = u.default is not None and not full
         return labels, reach, dt
+
+    def bad_disc(self, u):
+        """Can a discriminant match no case of a union without default?"""
+        labels, reach, dt = self.union_info(u)
+        if u.default is not None:
+            return False
+        nums = {self.g.num_of(lab, u.spec, quiet=True) for lab in labels}
+        return not (isinstance(dt, Prim) and dt.kind == 'bool' and {0, 1} <= nums)
 
     def builder(self, d):
         g = self.g
@@ -1989,8 +2019,12 @@ class RndEmitter:
                 for lab in labels:
                     fn(2, f'{g.cval(lab)},')
                 fn(1, '};')
-            fn(1, f'unsigned arm = hint >= 0 ? (unsigned)hint % {narms}u : rnd_below(r, {narms});')
-            fn(1, '')
+            if labels:
+                fn(1, f'unsigned arm = hint >= 0 ? (unsigned)hint % {narms}u : rnd_below(r, {narms});')
+                fn(1, '')
+            else:
+                fn(1, '(void)hint;')
+            fn(1, '(void)depth;')
             if labels:
                 fn(1, f'if (arm < {len(labels)}u) {{')
                 fn(2, f'v->{dn} = labels[arm];')
@@ -2060,11 +2094,11 @@ class RndEmitter:
         for d in types:
             if isinstance(d, UnionDef):
                 labels, reach, dt = self.union_info(d)
-                if not reach:
+                if not reach and not self.bad_disc(d):
                     continue
                 cn = cglobal(d.name)
                 sw = '(int)x' if isinstance(dt, Prim) and dt.kind == 'bool' else 'x'
-                o += [f'static bool incase_{cn}({self.disc_ctype(d)} x)', '{']
+                o += [f'RND_UNUSED static bool incase_{cn}({self.disc_ctype(d)} x)', '{']
                 if labels:
                     o.append(f'\tswitch ({sw}) {{')
                     for lab in labels:
@@ -2121,6 +2155,11 @@ struct rt {
 	unsigned iter;
 };
 
+static int rt_roundtrip(struct rt *t, const void *v, bool small, bool hostile);
+static int rt_overbound(struct rt *t, const void *v, int (*wire)(struct xdr_enc *, const void *),
+			const char *site);
+static int rt_baddisc(struct rt *t, const void *v, int (*wire)(struct xdr_enc *, const void *));
+@TYPES@
 static uint8_t rt_first[1u << 16] __attribute__((aligned(8)));
 static uint8_t rt_scratch[1u << 16];
 
@@ -2290,8 +2329,8 @@ static int rt_roundtrip(struct rt *t, const void *v, bool small, bool hostile)
  * v holds a member of length bound + 1: the encoder must refuse it, and
  * the same bytes written without the check must not decode.
  */
-static int rt_overbound(struct rt *t, const void *v, int (*wire)(struct xdr_enc *, const void *),
-			const char *site)
+RND_UNUSED static int rt_overbound(struct rt *t, const void *v,
+				   int (*wire)(struct xdr_enc *, const void *), const char *site)
 {
 	uint8_t *w;
 	size_t n, used;
@@ -2313,6 +2352,30 @@ static int rt_overbound(struct rt *t, const void *v, int (*wire)(struct xdr_enc 
 		fprintf(stderr, "xdr-roundtrip @BASE@: %s: ", site);
 		return rt_fail(t, "decoder did not reject length bound + 1", err, -EBADMSG);
 	}
+	t->cases += 2;
+	return 0;
+}
+
+/* A union whose discriminant matches no arm: neither encoded nor decoded. */
+RND_UNUSED static int rt_baddisc(struct rt *t, const void *v,
+				 int (*wire)(struct xdr_enc *, const void *))
+{
+	uint8_t *w;
+	size_t n, used;
+	void *dv;
+	int err;
+
+	err = rt_encode(t, t->ty->enc, v, false, &w, &n);
+	free(w);
+	if (err != -EBADMSG)
+		return rt_fail(t, "encoder accepted a discriminant that matches no arm", err, -EBADMSG);
+	err = rt_encode(t, wire, v, false, &w, &n);
+	if (err)
+		return rt_fail(t, "bad-discriminant wire form not built", err, 0);
+	err = rt_decode(t, w, n, RT_LIMIT, &dv, &used);
+	free(w);
+	if (err != -EBADMSG)
+		return rt_fail(t, "decoder accepted a discriminant that matches no arm", err, -EBADMSG);
 	t->cases += 2;
 	return 0;
 }
@@ -2423,12 +2486,21 @@ class RtEmitter:
     def bounds_fn(self, d):
         g = self.g
         sites = self.sites(d)
-        if not sites:
+        bad = isinstance(d, UnionDef) and self.rndem.bad_disc(d)
+        if not sites and not bad:
             return None, []
         cn = cglobal(d.name)
         out = []
         for k, s in enumerate(sites):
             out += self.wire_fn(d, k, s)
+        if bad:
+            fn = Fn(d.name)
+            fn(1, f'const {cn} *v = vp;')
+            fn(1, 'static const uint8_t zero[64];')
+            fn(1, '')
+            self.em.enc(fn, d.disc.t, f'v->{self.em.disc_name(d)}', 1)
+            call(fn, 1, 'xdr_enc_bytes(e, zero, sizeof(zero))')
+            out += finish(fn, f'static int rtw_{cn}_disc(struct xdr_enc *e, const void *vp)')
         fn = Fn(d.name)
         fn(1, 'struct rnd *r = &t->r;')
         fn(1, 'unsigned depth = 0;')
@@ -2442,7 +2514,7 @@ class RtEmitter:
             fn(2, f'/* {label} */')
             fn(2, f'bound = {g.cbound(shp)};')
             if isinstance(shp, VarArr):
-                esz = f'sizeof(*{vl.replace("v->", "((" + cn + " *)0)->", 1) if lv != "(*v)" else "((" + cn + " *)0)->val"})'
+                esz = f'sizeof({g.ctype(shp.elem)})'
                 fn(2, f'if (bound < RT_BOUND_SKIP && ((size_t)bound + 1) * {esz} < (16u << 20)) {{')
             else:
                 fn(2, 'if (bound < RT_BOUND_SKIP) {')
@@ -2478,7 +2550,22 @@ class RtEmitter:
             fn(4, 'return -1;')
             fn(2, '}')
         fn(1, '}')
+        if bad:
+            _, _, dt = self.rndem.union_info(d)
+            dn = f'v->{self.em.disc_name(d)}'
+            cand = self.rndem.disc_candidate(dt)
+            fn(1, '/* a discriminant that matches no case and no default */')
+            fn(1, 'for (unsigned it = 0; it < 8; it++) {')
+            fn(2, 'xdr_arena_reset(&t->va);')
+            fn(2, 'v = rnd_alloc(r, sizeof(*v));')
+            fn(2, f'{dn} = {cand};')
+            fn(2, f'for (unsigned k = 0; k < 1000 && incase_{cn}({dn}); k++)')
+            fn(3, f'{dn} = {cand};')
+            fn(2, f'if (!incase_{cn}({dn}) && rt_baddisc(t, v, rtw_{cn}_disc))')
+            fn(3, 'return -1;')
+            fn(1, '}')
         fn(1, '(void)depth;')
+        fn(1, '(void)bound;')
         out += [f'static int rtb_{cn}(struct rt *t)', '{'] + fn.lines + ['\treturn 0;', '}', '']
         return f'rtb_{cn}', out
 
@@ -2489,38 +2576,26 @@ class RtEmitter:
              '#include <stdio.h>', '#include <stdlib.h>', '#include <string.h>', '',
              f'#include "{s.base}.h"']
         o += self.rndem.emit()
-        o.append('struct rt;')
-        o.append('static int rt_roundtrip(struct rt *t, const void *v, bool small, bool hostile);')
-        o.append('static int rt_overbound(struct rt *t, const void *v, '
-                 'int (*wire)(struct xdr_enc *, const void *), const char *site);')
-        o.append('')
-        rows = []
+        types, rows = [], []
         for d in g.local_types():
             cn = cglobal(d.name)
-            o += [f'static void rtr_{cn}(struct rnd *r, void *v, int hint)', '{',
-                  f'\trndt_{cn}(r, v, 0, hint);', '}', '',
-                  f'static int rtd_{cn}(struct xdr_dec *d, void *v)', '{',
-                  f'\treturn xdr_dec_{cn}(d, v);', '}', '',
-                  f'static int rte_{cn}(struct xdr_enc *e, const void *v)', '{']
+            types += [f'static void rtr_{cn}(struct rnd *r, void *v, int hint)', '{',
+                      f'\trndt_{cn}(r, v, 0, hint);', '}', '',
+                      f'static int rtd_{cn}(struct xdr_dec *d, void *v)', '{',
+                      f'\treturn xdr_dec_{cn}(d, v);', '}', '',
+                      f'static int rte_{cn}(struct xdr_enc *e, const void *v)', '{']
             if isinstance(d, EnumDef) or (isinstance(d, TypedefDef) and d.name in RUNTIME_ALIASES):
                 codec = 'enum' if isinstance(d, EnumDef) else d.name
-                o.append(f'\treturn xdr_enc_{codec}(e, *(const {cn} *)v);')
+                types.append(f'\treturn xdr_enc_{codec}(e, *(const {cn} *)v);')
             else:
-                o.append(f'\treturn xdr_enc_{cn}(e, v);')
-            o += ['}', '']
+                types.append(f'\treturn xdr_enc_{cn}(e, v);')
+            types += ['}', '']
             bname, bcode = self.bounds_fn(d)
-            o += bcode
+            types += bcode
             rows.append(f'\t{{ "{d.name}", sizeof({cn}), {self.rndem.narms(d)}, rtr_{cn}, rtd_{cn}, '
                         f'rte_{cn}, {bname or "NULL"} }},')
-        o += RT_MAIN.split('\n')[:0]
-        main = RT_MAIN.replace('@BASE@', s.base)
-        head, tail = main.split('struct rt {', 1)
-        o.append(head)
-        o.append('struct rt {' + tail.split('static uint8_t rt_first', 1)[0])
-        o.append('static const struct rt_type rt_types[] = {')
-        o += rows if rows else []
-        o.append('};')
-        o.append('static uint8_t rt_first' + tail.split('static uint8_t rt_first', 1)[1])
+        types += ['static const struct rt_type rt_types[] = {'] + rows + ['};', '']
+        o.append(RT_MAIN.replace('@BASE@', s.base).replace('@TYPES@', '\n'.join(types)))
         return '\n'.join(o)
 
 
