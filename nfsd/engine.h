@@ -22,6 +22,22 @@
 
 enum nfsd_backend { NFSD_BACKEND_URING = 1, NFSD_BACKEND_EPOLL = 2 };
 
+/*
+ * A transport under a connection.  The connection logic (records, queues,
+ * flow control) is shared; a transport only moves bytes and reports back
+ * through the loop's completion handlers.  TCP has two (io_uring, epoll);
+ * RPC-over-RDMA (RFC 8166) is meant to be a third, delivering whole
+ * messages to nfsd_svc_record() and sending the same iovec replies.
+ */
+struct nfsd_xprt_ops {
+	const char *name;
+	void (*attach)(struct nfsd_conn *c);       /* joined its loop */
+	void (*arm_recv)(struct nfsd_conn *c);     /* into rb[rb_end, cap) */
+	void (*start_send)(struct nfsd_conn *c, struct msghdr *m);
+	void (*wait_connect)(struct nfsd_conn *c); /* outgoing connect pending */
+	void (*detach)(struct nfsd_conn *c);       /* before the fd closes */
+};
+
 /* Receive buffer; requests decoded from it hold a reference (loop thread only). */
 struct nfsd_rbuf {
 	unsigned refs;
@@ -86,6 +102,7 @@ struct nfsd_post_fn {
  */
 struct nfsd_conn {
 	struct nfsd_loop *loop;
+	const struct nfsd_xprt_ops *xprt;
 	atomic_uint refs;
 	int fd;
 	struct sockaddr_storage peer;

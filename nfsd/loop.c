@@ -281,8 +281,7 @@ static void conn_finish_close(struct nfsd_conn *c)
 {
 	struct nfsd_loop *l = c->loop;
 	if (!c->closed_fd) {
-		if (l->backend == NFSD_BACKEND_EPOLL)
-			epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		c->xprt->detach(c);
 		close(c->fd);
 		c->closed_fd = true;
 	}
@@ -314,7 +313,7 @@ void nfsd_conn_kill(struct nfsd_conn *c)
 	if (c->dead)
 		return;
 	c->dead = true;
-	if (c->loop->backend == NFSD_BACKEND_URING && c->ops_pending) {
+	if (c->ops_pending) {
 		/* In-flight operations complete (with errors) before we close. */
 		shutdown(c->fd, SHUT_RDWR);
 		return;
@@ -349,14 +348,7 @@ static void conn_arm_recv(struct nfsd_conn *c)
 	if (c->recv_armed || c->dead || c->eof || c->connecting)
 		return;
 	c->recv_armed = true;
-	if (c->loop->backend == NFSD_BACKEND_URING) {
-		struct io_uring_sqe *sqe = uring_sqe(c->loop);
-		io_uring_prep_recv(sqe, c->fd, c->rb->data + c->rb_end, c->rb->cap - c->rb_end, 0);
-		io_uring_sqe_set_data(sqe, &c->recv_op);
-		c->ops_pending++;
-	} else {
-		epoll_set(c);
-	}
+	c->xprt->arm_recv(c);
 }
 
 /* Point c->smsg at what remains to send of the sending queue. */
@@ -390,14 +382,66 @@ static void conn_send_done(struct nfsd_conn *c, ssize_t n);
 
 static void conn_start_send(struct nfsd_conn *c)
 {
-	struct msghdr *m = conn_msg(c);
-	if (c->loop->backend == NFSD_BACKEND_URING) {
-		struct io_uring_sqe *sqe = uring_sqe(c->loop);
-		io_uring_prep_sendmsg(sqe, c->fd, m, MSG_NOSIGNAL);
-		io_uring_sqe_set_data(sqe, &c->send_op);
-		c->ops_pending++;
-		return;
-	}
+	c->xprt->start_send(c, conn_msg(c));
+}
+
+/* ------------------------------------------------------------ transports */
+
+static void uring_arm_recv(struct nfsd_conn *c)
+{
+	struct io_uring_sqe *sqe = uring_sqe(c->loop);
+	io_uring_prep_recv(sqe, c->fd, c->rb->data + c->rb_end, c->rb->cap - c->rb_end, 0);
+	io_uring_sqe_set_data(sqe, &c->recv_op);
+	c->ops_pending++;
+}
+
+static void uring_start_send(struct nfsd_conn *c, struct msghdr *m)
+{
+	struct io_uring_sqe *sqe = uring_sqe(c->loop);
+	io_uring_prep_sendmsg(sqe, c->fd, m, MSG_NOSIGNAL);
+	io_uring_sqe_set_data(sqe, &c->send_op);
+	c->ops_pending++;
+}
+
+static void uring_wait_connect(struct nfsd_conn *c)
+{
+	struct io_uring_sqe *sqe = uring_sqe(c->loop);
+	io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
+	io_uring_sqe_set_data(sqe, &c->conn_op);
+	c->ops_pending++;
+}
+
+static void uring_attach(struct nfsd_conn *c)
+{
+}
+
+static void uring_detach(struct nfsd_conn *c)
+{
+}
+
+static const struct nfsd_xprt_ops uring_xprt = {
+	.name = "tcp/io_uring",
+	.attach = uring_attach,
+	.arm_recv = uring_arm_recv,
+	.start_send = uring_start_send,
+	.wait_connect = uring_wait_connect,
+	.detach = uring_detach,
+};
+
+/* epoll: level-triggered interest follows what the connection waits for. */
+static void epoll_attach(struct nfsd_conn *c)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &c->recv_op };
+	epoll_ctl(c->loop->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+static void epoll_detach(struct nfsd_conn *c)
+{
+	epoll_ctl(c->loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+}
+
+static void epoll_start_send(struct nfsd_conn *c, struct msghdr *m)
+{
 	ssize_t n = sendmsg(c->fd, m, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 		epoll_set(c);
@@ -405,6 +449,15 @@ static void conn_start_send(struct nfsd_conn *c)
 	}
 	conn_send_done(c, n < 0 ? -errno : n);
 }
+
+static const struct nfsd_xprt_ops epoll_xprt = {
+	.name = "tcp/epoll",
+	.attach = epoll_attach,
+	.arm_recv = epoll_set,
+	.start_send = epoll_start_send,
+	.wait_connect = epoll_set,
+	.detach = epoll_detach,
+};
 
 /* Move q[cur] to the sending side and write it. */
 static void conn_flush(struct nfsd_conn *c)
@@ -436,8 +489,8 @@ static void conn_send_done(struct nfsd_conn *c, ssize_t n)
 	c->sending = false;
 	if (c->orphans && c->q[c->cur].enc.len == 0)
 		nfsd_conn_free_orphans(c);
-	if (c->loop->backend == NFSD_BACKEND_EPOLL)
-		epoll_set(c);
+	if (c->xprt == &epoll_xprt)
+		epoll_set(c); /* drop the EPOLLOUT interest */
 	nfsd_svc_drain_backlog(c);
 	if (c->clnt)
 		nfsd_clnt_conn_drained(c);
@@ -549,10 +602,8 @@ void nfsd_loop_add_conn(struct nfsd_loop *l, struct nfsd_conn *c)
 	if (l->conns)
 		l->conns->prev = c;
 	l->conns = c;
-	if (l->backend == NFSD_BACKEND_EPOLL) {
-		struct epoll_event ev = { .events = 0, .data.ptr = &c->recv_op };
-		epoll_ctl(l->epfd, EPOLL_CTL_ADD, c->fd, &ev);
-	}
+	c->xprt = l->backend == NFSD_BACKEND_URING ? &uring_xprt : &epoll_xprt;
+	c->xprt->attach(c);
 	if (c->connecting) {
 		nfsd_conn_start_connect(c);
 		return;
@@ -568,15 +619,7 @@ void nfsd_loop_add_conn(struct nfsd_loop *l, struct nfsd_conn *c)
 
 void nfsd_conn_start_connect(struct nfsd_conn *c)
 {
-	struct nfsd_loop *l = c->loop;
-	if (l->backend == NFSD_BACKEND_URING) {
-		struct io_uring_sqe *sqe = uring_sqe(l);
-		io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
-		io_uring_sqe_set_data(sqe, &c->conn_op);
-		c->ops_pending++;
-	} else {
-		epoll_set(c);
-	}
+	c->xprt->wait_connect(c);
 }
 
 static void conn_connect_done(struct nfsd_conn *c)
@@ -596,8 +639,8 @@ static void conn_connect_done(struct nfsd_conn *c)
 		nfsd_conn_kill(c);
 		return;
 	}
-	if (c->loop->backend == NFSD_BACKEND_EPOLL)
-		epoll_set(c);
+	if (c->xprt == &epoll_xprt)
+		epoll_set(c); /* drop the EPOLLOUT interest of the connect */
 	if (c->clnt)
 		nfsd_clnt_conn_ready(c);
 	conn_arm_recv(c);
