@@ -29,19 +29,20 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap) __attribute__((w
 /* Present when built with a sanitizer. */
 void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
 
-#define MAX_INPUT (1u << 16)
-#define MAX_CORPUS 4096u
+#define FUZZ_MAX_INPUT (1u << 16)
+#define FUZZ_MAX_CORPUS 4096u
 
 struct input {
 	uint8_t *data;
 	size_t len;
 };
 
-static struct input corpus[MAX_CORPUS];
+static struct input corpus[FUZZ_MAX_CORPUS];
 static unsigned ncorpus;
 static const uint8_t *volatile cur_data;
 static volatile size_t cur_len;
 static char crash_path[4096];
+static volatile int saving; /* while fuzzing, not when replaying files */
 static uint64_t rng = 0x62726169642d667aull;
 
 static uint64_t rnd64(void)
@@ -65,7 +66,7 @@ static void save_crash(void)
 	size_t n = cur_len;
 	int fd;
 
-	if (!p && n)
+	if (!saving || (!p && n))
 		return;
 	fd = open(crash_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
@@ -115,10 +116,10 @@ static int read_file(const char *path, struct input *in)
 
 	if (!f)
 		return -1;
-	buf = malloc(MAX_INPUT);
+	buf = malloc(FUZZ_MAX_INPUT);
 	if (!buf)
 		abort();
-	n = fread(buf, 1, MAX_INPUT, f);
+	n = fread(buf, 1, FUZZ_MAX_INPUT, f);
 	fclose(f);
 	in->data = buf;
 	in->len = n;
@@ -133,7 +134,7 @@ static void load_dir(const char *dir)
 
 	if (!dh)
 		return;
-	while ((de = readdir(dh)) && ncorpus < MAX_CORPUS) {
+	while ((de = readdir(dh)) && ncorpus < FUZZ_MAX_CORPUS) {
 		struct stat st;
 
 		if (de->d_name[0] == '.')
@@ -199,7 +200,7 @@ static size_t mutate(uint8_t *buf, size_t len, size_t cap)
 			break;
 		case 7: /* copy a range to another place */
 			if (len) {
-				static uint8_t tmp[MAX_INPUT];
+				static uint8_t tmp[FUZZ_MAX_INPUT];
 				size_t from = below(len);
 
 				k = below(len - from) + 1;
@@ -286,13 +287,14 @@ int main(int argc, char **argv)
 		printf("standalone: executed %d inputs\n", nfiles);
 		return 0;
 	}
+	saving = 1;
 	for (int i = 1; i < argc; i++)
 		if (argv[i][0] != '-')
 			load_dir(argv[i]);
 	for (unsigned i = 0; i < ncorpus; i++, runs++)
 		run_one(corpus[i].data, corpus[i].len);
 
-	buf = malloc(MAX_INPUT);
+	buf = malloc(FUZZ_MAX_INPUT);
 	if (!buf)
 		abort();
 	start = now();
@@ -303,7 +305,7 @@ int main(int argc, char **argv)
 		unsigned kind = (unsigned)below(10);
 
 		if (kind < 6 && braid_fuzz_seed) {
-			len = braid_fuzz_seed(rnd64(), buf, MAX_INPUT);
+			len = braid_fuzz_seed(rnd64(), buf, FUZZ_MAX_INPUT);
 			seeds++;
 		} else if (kind < 8 && ncorpus) {
 			const struct input *in = &corpus[below(ncorpus)];
@@ -317,7 +319,7 @@ int main(int argc, char **argv)
 		}
 		/* A few valid inputs go in unchanged; the rest are mutated. */
 		if (below(8))
-			len = mutate(buf, len, MAX_INPUT);
+			len = mutate(buf, len, FUZZ_MAX_INPUT);
 		run_one(buf, len);
 		runs++;
 	}
