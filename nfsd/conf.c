@@ -121,7 +121,8 @@ static int conf_parse_bool(const char *s, bool *v, struct conf_why *why)
 			return 0;
 		}
 	}
-	return conf_why_set(why, "\"%.*s\" is not a boolean (expected yes/no, true/false, on/off, 1/0)",
+	return conf_why_set(why,
+			    "\"%.*s\" is not a boolean (expected yes/no, true/false, on/off, 1/0)",
 			    CONF_SHOW, s);
 }
 
@@ -135,7 +136,8 @@ static int conf_parse_int(const char *s, int64_t *v, struct conf_why *why)
 	if (*p == '-' || *p == '+')
 		neg = *p++ == '-';
 	rc = conf_parse_digits(&p, &n);
-	if (rc == -ERANGE || (!rc && !*p && n > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX)))
+	uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	if (rc == -ERANGE || (!rc && !*p && n > limit))
 		return conf_why_set(why, "\"%.*s\" is too large for an integer", CONF_SHOW, s);
 	if (rc || *p)
 		return conf_why_set(why, "\"%.*s\" is not an integer (expected decimal digits)",
@@ -187,7 +189,8 @@ static int conf_parse_size(const char *s, uint64_t *v, struct conf_why *why)
 		return conf_why_set(why, "\"%.*s\" is too large", CONF_SHOW, s);
 	if (rc)
 		return conf_why_set(why,
-				    "\"%.*s\" is not a size (expected a number with optional k, m, g, t)",
+				    "\"%.*s\" is not a size (expected a number with optional "
+				    "k, m, g, t)",
 				    CONF_SHOW, s);
 	return 0;
 }
@@ -341,7 +344,9 @@ static int conf_check_range(const struct conf_schema *r, int64_t sv, uint64_t uv
 	case CONF_INT:
 		if (sv >= r->min && sv <= r->max)
 			return 0;
-		return conf_why_set(why, "%" PRId64 " is out of range (expected %" PRId64 "..%" PRId64 ")",
+		return conf_why_set(why,
+				    "%" PRId64 " is out of range (expected %" PRId64 "..%" PRId64
+				    ")",
 				    sv, r->min, r->max);
 	case CONF_SIZE:
 		if (uv >= (uint64_t)r->min && uv <= (uint64_t)r->max)
@@ -502,7 +507,8 @@ static int conf_schema_check(const struct conf_schema *schema, struct conf_error
 		size_t want = conf_type_size(r->type);
 		if ((want && r->size != want) || r->size == 0)
 			return conf_fail(err, 0,
-					 "schema: %s: field is %zu bytes, its type needs %zu (use CONF_AT)",
+					 "schema: %s: field is %zu bytes, its type needs %zu "
+					 "(use CONF_AT)",
 					 label, r->size, want);
 		if (r->type == CONF_ENUM && (!r->values || !r->values[0]))
 			return conf_fail(err, 0, "schema: %s: enum without values", label);
@@ -541,17 +547,15 @@ struct conf_parse {
 	void *settings;
 	struct conf_error *err;
 	unsigned *first; /* per row: the line that first set it, 0 if none yet */
-	bool in_section;
-	char sec[64], sub[128];
-	bool has_sub;
+	const struct conf_schema *cur; /* first row of the current section, NULL before one */
 };
 
 static const char *conf_cur_label(const struct conf_parse *p, char *buf, size_t len)
 {
-	if (p->has_sub)
-		snprintf(buf, len, "[%s \"%s\"]", p->sec, p->sub);
+	if (p->cur->subsection)
+		snprintf(buf, len, "[%s \"%s\"]", p->cur->section, p->cur->subsection);
 	else
-		snprintf(buf, len, "[%s]", p->sec);
+		snprintf(buf, len, "[%s]", p->cur->section);
 	return buf;
 }
 
@@ -591,14 +595,10 @@ static int conf_parse_header(struct conf_parse *p, char *s, unsigned line)
 		goto bad;
 	name[nlen] = '\0';
 
-	p->in_section = false;
+	p->cur = NULL;
 	for (const struct conf_schema *r = p->schema; r->section; r++) {
 		if (conf_same_section(r, name, sub)) {
-			/* names we know fit: they are the schema's */
-			snprintf(p->sec, sizeof(p->sec), "%s", r->section);
-			snprintf(p->sub, sizeof(p->sub), "%s", sub ? sub : "");
-			p->has_sub = sub != NULL;
-			p->in_section = true;
+			p->cur = r;
 			return 0;
 		}
 	}
@@ -670,11 +670,11 @@ static int conf_parse_assign(struct conf_parse *p, char *s, unsigned line)
 	bool after_space = conf_is_space(*q);
 	while (conf_is_space(*q))
 		q++;
-	if (!p->in_section)
+	if (!p->cur)
 		return conf_fail(p->err, line, "%.64s: outside any [section]", key);
 	conf_cur_label(p, cur, sizeof(cur));
 	for (r = p->schema; r->section; r++) {
-		if (conf_same_section(r, p->sec, p->has_sub ? p->sub : NULL) &&
+		if (conf_same_section(r, p->cur->section, p->cur->subsection) &&
 		    !strcasecmp(r->key, key))
 			break;
 	}
@@ -684,8 +684,8 @@ static int conf_parse_assign(struct conf_parse *p, char *s, unsigned line)
 	if (conf_parse_value(q, after_space, &quoted, &why))
 		return conf_fail(p->err, line, "%s: %s", label, why.msg);
 	if (!*q && !quoted)
-		return conf_fail(p->err, line, "%s: empty value (remove the line to use the default)",
-				 label);
+		return conf_fail(p->err, line,
+				 "%s: empty value (remove the line to use the default)", label);
 
 	unsigned *first = &p->first[r - p->schema];
 	if (*first && !(r->flags & CONF_REPEAT))
@@ -781,7 +781,8 @@ int conf_file_read(const char *path, char **text, struct conf_error *err)
 	}
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > CONF_FILE_MAX) {
 		rc = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
-		conf_fail(err, 0, S_ISREG(st.st_mode) ? "larger than 16 MiB" : "not a regular file");
+		conf_fail(err, 0, "%s",
+			  S_ISREG(st.st_mode) ? "larger than 16 MiB" : "not a regular file");
 		close(fd);
 		return rc;
 	}

@@ -86,7 +86,9 @@ struct conf_schema {
 /*
  * Fill every schema field of 'settings' with its default, then apply the
  * file.  0, or -EINVAL (bad schema, syntax or value), -ENOENT (no file) or
- * another -errno from reading it, with 'err' filled in.
+ * another -errno from reading it, with 'err' filled in.  When the file
+ * cannot be read the defaults are still in place, so a daemon may treat
+ * -ENOENT as "run on defaults".  No global state: loads may run in parallel.
  */
 int conf_load(const struct conf_schema *schema, void *settings, const char *path,
 	      struct conf_error *err);

@@ -95,36 +95,46 @@ static size_t exports_continuation(const char *s)
 	return 0;
 }
 
+/*
+ * Walk one token from s: its text (quotes removed) goes to out when out is
+ * not NULL.  Returns its length; *end is where it stops, *quoted whether a
+ * quote was left open (at the end of the line).
+ */
+static size_t exports_tok_scan(const char *s, char *out, const char **end, bool *quoted)
+{
+	size_t n = 0;
+
+	*quoted = false;
+	for (; *s && *s != '\n'; s++) {
+		if (*s == '"') {
+			*quoted = !*quoted;
+			continue;
+		}
+		if (!*quoted && (exports_is_blank(*s) || exports_continuation(s)))
+			break;
+		if (out)
+			out[n] = *s;
+		n++;
+	}
+	*end = s;
+	return n;
+}
+
 static int exports_lex_token(struct exports_lex *lx, struct exports_line *l,
 			     struct conf_error *err)
 {
-	const char *s = lx->s;
-	unsigned line = lx->line;
-	bool quoted = false;
-	size_t n = 0;
+	const char *end;
+	bool quoted;
+	size_t n = exports_tok_scan(lx->s, NULL, &end, &quoted);
 	char *buf;
 
-	/* the token is never longer than the text it comes from */
-	for (n = 0; s[n] && s[n] != '\n'; n++)
-		;
+	if (quoted)
+		return exports_fail(err, lx->line, "unterminated quote");
 	buf = malloc(n + 1);
 	if (!buf)
 		return -ENOMEM;
-	n = 0;
-	for (; *s && *s != '\n'; s++) {
-		if (*s == '"') {
-			quoted = !quoted;
-			continue;
-		}
-		if (!quoted && (exports_is_blank(*s) || exports_continuation(s)))
-			break;
-		buf[n++] = *s;
-	}
+	exports_tok_scan(lx->s, buf, &end, &quoted);
 	buf[n] = '\0';
-	if (quoted) {
-		free(buf);
-		return exports_fail(err, line, "unterminated quote");
-	}
 	if (l->n == l->cap) {
 		unsigned cap = l->cap ? l->cap * 2 : 8;
 		struct exports_tok *v = realloc(l->v, cap * sizeof(*v));
@@ -136,9 +146,9 @@ static int exports_lex_token(struct exports_lex *lx, struct exports_line *l,
 		l->cap = cap;
 	}
 	l->v[l->n].s = buf;
-	l->v[l->n].line = line;
+	l->v[l->n].line = lx->line;
 	l->n++;
-	lx->s = s;
+	lx->s = end;
 	return 0;
 }
 
@@ -222,7 +232,8 @@ static int exports_path_parse(const char *tok, char **out, struct exports_why *w
 	for (const char *s = tok; *s; s++) {
 		if (s[0] == '\\' && exports_is_octal(s[1]) && exports_is_octal(s[2]) &&
 		    exports_is_octal(s[3])) {
-			unsigned v = (unsigned)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			unsigned v = (unsigned)(s[1] - '0') * 64 + (unsigned)(s[2] - '0') * 8 +
+				     (unsigned)(s[3] - '0');
 			if (v == 0 || v > 255) {
 				free(p);
 				return exports_why_set(why, "\\%.3s is not a byte a path can hold",
@@ -303,8 +314,8 @@ static int exports_opt_sec(struct export_client *c, const char *val, struct expo
 		}
 		if (f == EXPORTS_NFLAVORS)
 			return exports_why_set(why,
-					       "unknown flavor \"%.*s\" (expected sys, krb5, krb5i, "
-					       "krb5p or none)",
+					       "unknown flavor \"%.*s\" (expected sys, krb5, "
+					       "krb5i, krb5p or none)",
 					       (int)(n < 32 ? n : 32), s);
 		for (unsigned i = 0; i < nsec; i++) {
 			if (sec[i] == exports_flavors[f].flavor)
@@ -423,12 +434,13 @@ static int exports_opts_parse(struct export_client *c, const char *opts, struct 
 		if (!o->parse && eq)
 			return exports_why_set(why, "\"%s\": %s takes no value", item, o->name);
 		if (o->parse && !eq)
-			return exports_why_set(why, "\"%s\": expected %s=%s", item, o->name, o->expect);
+			return exports_why_set(why, "\"%s\": expected %s=%s", item, o->name,
+					       o->expect);
 		if (o->parse == exports_opt_sec) {
 			if (had_sec)
 				return exports_why_set(why,
-						       "\"%s\": sec= given twice (per-flavor options "
-						       "are not supported)",
+						       "\"%s\": sec= given twice (per-flavor "
+						       "options are not supported)",
 						       item);
 			had_sec = true;
 		}
@@ -600,8 +612,19 @@ static int exports_client_parse(struct export_client *c, const char *tok,
 	return rc;
 }
 
+/*
+ * Array v of n elements with room for one more (capacity doubles at each
+ * power of two), or NULL with v untouched when out of memory.
+ */
+static void *exports_grow(void *v, unsigned n, size_t size)
+{
+	if (n & (n - 1))
+		return v; /* not a power of two (nor 0): there is room */
+	return realloc(v, (n ? 2 * (size_t)n : 1) * size);
+}
+
 /* The export of 'path', appended if new; takes 'path' either way. */
-static struct export *exports_export_get(struct exports *ex, char *path, unsigned line)
+static struct export_entry *exports_export_get(struct exports *ex, char *path, unsigned line)
 {
 	for (unsigned i = 0; i < ex->n; i++) {
 		if (!strcmp(ex->v[i].path, path)) {
@@ -609,30 +632,32 @@ static struct export *exports_export_get(struct exports *ex, char *path, unsigne
 			return &ex->v[i];
 		}
 	}
-	struct export *v = realloc(ex->v, (ex->n + 1) * sizeof(*v));
+	struct export_entry *v = exports_grow(ex->v, ex->n, sizeof(*v));
 	if (!v) {
 		free(path);
 		return NULL;
 	}
 	ex->v = v;
-	v[ex->n] = (struct export){ .path = path, .line = line };
+	v[ex->n] = (struct export_entry){ .path = path, .line = line };
 	return &v[ex->n++];
 }
 
 /* Append c (its spec now owned by e) unless its spec is already listed. */
-static int exports_client_add(struct export *e, struct export_client *c, struct conf_error *err)
+static int exports_client_add(struct export_entry *e, struct export_client *c,
+			      struct conf_error *err)
 {
 	for (unsigned i = 0; i < e->nclients; i++) {
 		if (!strcasecmp(e->clients[i].spec, c->spec)) {
 			int rc = exports_fail(err, c->line,
-					      "%.*s: client \"%.*s\" listed twice (first on line %u)",
+					      "%.*s: client \"%.*s\" listed twice "
+					      "(first on line %u)",
 					      EXPORTS_SHOW, e->path, EXPORTS_SHOW, c->spec,
 					      e->clients[i].line);
 			free(c->spec);
 			return rc;
 		}
 	}
-	struct export_client *v = realloc(e->clients, (e->nclients + 1) * sizeof(*v));
+	struct export_client *v = exports_grow(e->clients, e->nclients, sizeof(*v));
 	if (!v) {
 		free(c->spec);
 		return -ENOMEM;
@@ -648,8 +673,8 @@ static int exports_parse_line(struct exports *ex, const struct exports_line *l,
 	const struct exports_tok *t = l->v;
 	struct export_client def, c;
 	struct exports_why why;
-	struct export *e;
-	char *path;
+	struct export_entry *e;
+	char *path = NULL;
 	unsigned i = 1;
 	int rc;
 
@@ -754,7 +779,7 @@ int exports_load(const char *path, struct exports **out, struct conf_error *err)
 	return rc;
 }
 
-const struct export *exports_find(const struct exports *ex, const char *path)
+const struct export_entry *exports_find(const struct exports *ex, const char *path)
 {
 	struct exports_why why;
 	char *p;
@@ -833,7 +858,7 @@ static bool exports_client_matches(const struct export_client *c, int family,
 const struct export_client *exports_match(const struct exports *ex, const char *path,
 					  const struct sockaddr *peer, const char *peer_hostname)
 {
-	const struct export *e = exports_find(ex, path);
+	const struct export_entry *e = exports_find(ex, path);
 	char name[NI_MAXHOST];
 	const char *n = NULL;
 	uint8_t addr[16];

@@ -84,15 +84,16 @@ struct export_client {
 	unsigned line;
 };
 
-struct export {
+struct export_entry {
 	char *path; /* absolute, no '//', no trailing '/' (except "/") */
 	struct export_client *clients;
 	unsigned nclients;
 	unsigned line; /* where the path first appears */
 };
 
+/* Read-only once parsed: any number of threads may match against it. */
 struct exports {
-	struct export *v;
+	struct export_entry *v;
 	unsigned n;
 };
 
@@ -103,8 +104,11 @@ int exports_parse_string(const char *name, const char *text, struct exports **ou
 			 struct conf_error *err);
 void exports_free(struct exports *ex);
 
-/* The export of 'path' (normalized as the file's paths are), or NULL. */
-const struct export *exports_find(const struct exports *ex, const char *path);
+/*
+ * The export of 'path' (normalized as the file's paths are), or NULL.  A
+ * linear scan, as is exports_match(): callers cache what they look up.
+ */
+const struct export_entry *exports_find(const struct exports *ex, const char *path);
 
 /*
  * The client entry of 'path' that applies to 'peer' (AF_INET or AF_INET6;

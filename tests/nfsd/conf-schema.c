@@ -215,7 +215,8 @@ static void test_syntax(void)
 	BAD(1, "[]\n", "malformed section header (expected [name] or [name \"subsection\"])");
 	BAD(1, "[nfsd] x\n", "malformed section header (expected [name] or [name \"subsection\"])");
 	BAD(1, "[ds \"a]\n", "malformed section header (expected [name] or [name \"subsection\"])");
-	BAD(1, "[ds \"\"]\n", "malformed section header (expected [name] or [name \"subsection\"])");
+	BAD(1, "[ds \"\"]\n",
+	    "malformed section header (expected [name] or [name \"subsection\"])");
 	BAD(2, "[nfsd]\nname = \"abc\n", "[nfsd] name: unterminated quote");
 	BAD(2, "[nfsd]\nname = \"abc\" x\n", "[nfsd] name: text after the closing quote");
 	BAD(2, "[nfsd]\nthreads =\n",
@@ -264,7 +265,8 @@ static void test_bool(void)
 	}
 	BADV("nfsd", "pnfs", "maybe",
 	     "\"maybe\" is not a boolean (expected yes/no, true/false, on/off, 1/0)");
-	BADV("nfsd", "pnfs", "2", "\"2\" is not a boolean (expected yes/no, true/false, on/off, 1/0)");
+	BADV("nfsd", "pnfs", "2",
+	     "\"2\" is not a boolean (expected yes/no, true/false, on/off, 1/0)");
 	BADV("nfsd", "pnfs", "yes please",
 	     "\"yes please\" is not a boolean (expected yes/no, true/false, on/off, 1/0)");
 }
@@ -422,10 +424,12 @@ static void test_addrs(void)
 	BADADDR("1.2.3.4:1, 5.6.7.8", "5.6.7.8");
 	BADV("nfsd", "peers", "::1:2049",
 	     "\"::1:2049\": an IPv6 host needs brackets, as in [::1]:2049");
-	BADV("nfsd", "peers", "192.0.2.1:65536", "\"192.0.2.1:65536\": the port must be a number 0..65535");
+	BADV("nfsd", "peers", "192.0.2.1:65536",
+	     "\"192.0.2.1:65536\": the port must be a number 0..65535");
 	BADV("nfsd", "peers", "[::1]:http", "\"[::1]:http\": the port must be a number 0..65535");
 	BADV("nfsd", "peers", "192.0.2.1:", "\"192.0.2.1:\": the port must be a number 0..65535");
-	BADV("nfsd", "peers", "1.2.3.4:1,,5.6.7.8:1", "\"1.2.3.4:1,,5.6.7.8:1\" has an empty address");
+	BADV("nfsd", "peers", "1.2.3.4:1,,5.6.7.8:1",
+	     "\"1.2.3.4:1,,5.6.7.8:1\" has an empty address");
 	BADV("nfsd", "peers", "1.2.3.4:1,", "\"1.2.3.4:1,\" has an empty address");
 
 	char list[1024] = "";
@@ -510,8 +514,10 @@ static void test_bad_schema(void)
 		{ 0 },
 	};
 	const struct conf_schema twice[] = {
-		{ .section = "x", .key = "i", .type = CONF_INT, CONF_AT(struct bad, i), .desc = "d" },
-		{ .section = "X", .key = "I", .type = CONF_INT, CONF_AT(struct bad, i), .desc = "d" },
+		{ .section = "x", .key = "i", .type = CONF_INT, CONF_AT(struct bad, i),
+		  .desc = "d" },
+		{ .section = "X", .key = "I", .type = CONF_INT, CONF_AT(struct bad, i),
+		  .desc = "d" },
 		{ 0 },
 	};
 	const struct conf_schema nodesc[] = {
@@ -541,7 +547,8 @@ static void test_bad_schema(void)
 	CHECK_EQ(conf_load_string(nodesc, &b, "t", "", &err), -EINVAL);
 	CHECK(!strcmp(err.msg, "schema: [x] i: no description"));
 	CHECK_EQ(conf_load_string(baddef, &b, "t", "", &err), -EINVAL);
-	CHECK(!strcmp(err.msg, "schema: [x] s: default: \"long...\" is too long (at most 3 bytes)"));
+	CHECK(!strcmp(err.msg,
+		      "schema: [x] s: default: \"long...\" is too long (at most 3 bytes)"));
 	CHECK_EQ(conf_load_string(noenum, &b, "t", "", &err), -EINVAL);
 	CHECK(!strcmp(err.msg, "schema: [x] e: enum without values"));
 	CHECK_EQ(conf_load_string(badname, &b, "t", "", &err), -EINVAL);

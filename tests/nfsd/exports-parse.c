@@ -57,7 +57,7 @@ static void bad_at(unsigned line, const char *text, const char *msg, const char 
 static const struct export_client *client(const struct exports *ex, const char *path,
 					  unsigned i)
 {
-	const struct export *e = exports_find(ex, path);
+	const struct export_entry *e = exports_find(ex, path);
 	CHECK(e);
 	CHECK(i < e->nclients);
 	return &e->clients[i];
@@ -89,7 +89,7 @@ static void test_client_forms(void)
 				   "10.9.8.7/8 10.1.0.0/255.255.0.0 172.16.0.0/0.0.0.0 "
 				   "2001:db8:1::/48 ::/0 *.lab.example.com host? ws[0-9] *\n");
 	CHECK_EQ(ex->n, 1);
-	const struct export *e = &ex->v[0];
+	const struct export_entry *e = &ex->v[0];
 	CHECK(!strcmp(e->path, "/srv/a"));
 	CHECK_EQ(e->line, 1);
 	CHECK_EQ(e->nclients, 12);
@@ -178,7 +178,8 @@ static void test_options(void)
 				   "c(sec=krb5p:krb5i:krb5:sys:none) d(sec=none) e(fsid=42) "
 				   "f(fsid=root) g(fsid=0) "
 				   "h(fsid=8c3b6e9e-1f2a-4b5c-9d8e-0123456789AB) "
-				   "i(fsid=00112233:44556677:8899aabb:ccddeeff) j(fsid=1,fsid=2)\n");
+				   "i(fsid=00112233:44556677:8899aabb:ccddeeff) "
+				   "j(fsid=1,fsid=2)\n");
 	CHECK_EQ(client(ex, "/x", 0)->anonuid, 1000);
 	CHECK_EQ(client(ex, "/x", 0)->anongid, 0);
 	CHECK_EQ(client(ex, "/x", 1)->anonuid, 4294967295u);
@@ -213,7 +214,8 @@ static void test_lines(void)
 	struct exports *ex = PARSE("# exports for the lab\n"
 				   "\n"
 				   "/srv/public\n"
-				   "   \"/srv/with space\"  -rw,async  host1 host2(ro,sync)  # trailing\n"
+				   "   \"/srv/with space\"  -rw,async  host1 host2(ro,sync)"
+				   "  # trailing\n"
 				   "/srv/oct\\040al//dir/ 10.0.0.0/8(rw) \\\n"
 				   "\t\t*.lab(ro) \\\n"
 				   "\n"
@@ -223,7 +225,7 @@ static void test_lines(void)
 				   "/srv/a#b h\n");
 	CHECK_EQ(ex->n, 6);
 
-	const struct export *e = exports_find(ex, "/srv/public");
+	const struct export_entry *e = exports_find(ex, "/srv/public");
 	CHECK(e);
 	CHECK_EQ(e->line, 3);
 	CHECK_EQ(e->nclients, 1);
@@ -290,7 +292,8 @@ static void test_errors(void)
 	BAD(3, "/a h\n\n/b h(rw,bogus)\n", "h(rw,bogus): unknown option \"bogus\"");
 	BAD(1, "/a h(crossmnt)\n", "h(crossmnt): unknown option \"crossmnt\"");
 	BAD(1, "/a h(rw=1)\n", "h(rw=1): \"rw=1\": rw takes no value");
-	BAD(1, "/a h(anonuid)\n", "h(anonuid): \"anonuid\": expected anonuid=a number 0..4294967295");
+	BAD(1, "/a h(anonuid)\n",
+	    "h(anonuid): \"anonuid\": expected anonuid=a number 0..4294967295");
 	BAD(1, "/a h(anonuid=x)\n",
 	    "h(anonuid=x): \"anonuid=x\": expected anonuid=a number 0..4294967295");
 	BAD(1, "/a h(anongid=-2)\n",
@@ -494,6 +497,40 @@ static void test_squash(void)
 	exports_free(ex);
 }
 
+/* Many exports, one with many clients: arrays grow, order is kept. */
+static void test_many(void)
+{
+	size_t cap = 1 << 16, o = 0;
+	char *text = malloc(cap);
+	CHECK(text);
+	for (int i = 0; i < 300; i++)
+		o += (size_t)snprintf(text + o, cap - o, "/srv/e%d h%d(rw)\n", i, i);
+	o += (size_t)snprintf(text + o, cap - o, "/srv/big");
+	for (int i = 0; i < 100; i++)
+		o += (size_t)snprintf(text + o, cap - o, " \\\n 10.0.%d.0/24(anonuid=%d)", i, i);
+	o += (size_t)snprintf(text + o, cap - o, "\n");
+	CHECK(o < cap);
+	struct exports *ex = PARSE(text);
+	CHECK_EQ(ex->n, 301);
+	for (int i = 0; i < 300; i++) {
+		char path[32], spec[32];
+		snprintf(path, sizeof(path), "/srv/e%d", i);
+		snprintf(spec, sizeof(spec), "h%d", i);
+		CHECK(!strcmp(client(ex, path, 0)->spec, spec));
+		CHECK_EQ(exports_find(ex, path)->line, i + 1);
+	}
+	const struct export_entry *e = exports_find(ex, "/srv/big");
+	CHECK(e);
+	CHECK_EQ(e->nclients, 100);
+	for (int i = 0; i < 100; i++) {
+		CHECK_EQ(e->clients[i].anonuid, i);
+		CHECK_EQ(e->clients[i].line, 302 + i);
+	}
+	MATCH(ex, "/srv/big", v4("10.0.77.5"), NULL, "10.0.77.0/24");
+	exports_free(ex);
+	free(text);
+}
+
 static void test_files(void)
 {
 	char path[] = "/tmp/braid-exports-XXXXXX";
@@ -532,6 +569,7 @@ int main(void)
 	test_errors();
 	test_match();
 	test_squash();
+	test_many();
 	test_files();
 	printf("exports-parse: ok\n");
 	return 0;
