@@ -41,7 +41,6 @@ void nfsd_server_opts_default(struct nfsd_server_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->max_record = (1u << 20) + (64u << 10);
 	o->max_conn_reqs = 128;
-	o->worker_queue = 4096;
 	o->arena_limit = 4u << 20;
 	o->gid_cache_ttl_s = 300;
 }
@@ -982,8 +981,6 @@ static struct nfsd_server *engine_new(const struct nfsd_server_opts *opts, int *
 		s->opts.max_conn_reqs = def.max_conn_reqs;
 	if (!s->opts.arena_limit)
 		s->opts.arena_limit = def.arena_limit;
-	if (!s->opts.worker_queue)
-		s->opts.worker_queue = def.worker_queue;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	s->nloops = s->opts.nloops ? s->opts.nloops : (unsigned)(ncpu > 0 ? ncpu : 1);
 	if (!s->opts.nworkers)

@@ -130,9 +130,9 @@ struct nfsd_auth_flavor {
 struct nfsd_server_opts {
 	unsigned nloops;          /* event loops; 0 = one per online core */
 	unsigned nworkers;        /* blocking-work threads; 0 = 2 per loop */
-	unsigned worker_queue;    /* queued requests before loops stop reading */
 	uint32_t max_record;      /* largest RPC record accepted (bytes) */
-	unsigned max_conn_reqs;   /* requests in progress per connection */
+	unsigned max_conn_reqs;   /* requests in progress per connection: with the
+				   * connection count, this bounds the worker queue */
 	size_t arena_limit;       /* per-request decode/encode arena cap */
 	bool manage_gids;         /* resolve AUTH_SYS groups on the server */
 	unsigned gid_cache_ttl_s; /* how long resolved groups are trusted */
