@@ -24,10 +24,7 @@ struct conf_why {
 	char msg[192];
 };
 
-static int conf_fail(struct conf_error *err, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int conf_fail(struct conf_error *err, unsigned line, const char *fmt, ...)
+int conf_error_set(struct conf_error *err, unsigned line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -500,27 +497,27 @@ static int conf_schema_check(const struct conf_schema *schema, struct conf_error
 		conf_row_label(r, label, sizeof(label));
 		if (!conf_name_ok(r->section) || !conf_name_ok(r->key) ||
 		    (r->subsection && (!*r->subsection || strchr(r->subsection, '"'))))
-			return conf_fail(err, 0, "schema: %s: bad section, subsection or key name",
+			return conf_error_set(err, 0, "schema: %s: bad section, subsection or key name",
 					 label);
 		if (r->type < CONF_BOOL || r->type > CONF_ADDRS)
-			return conf_fail(err, 0, "schema: %s: unknown type", label);
+			return conf_error_set(err, 0, "schema: %s: unknown type", label);
 		size_t want = conf_type_size(r->type);
 		if ((want && r->size != want) || r->size == 0)
-			return conf_fail(err, 0,
+			return conf_error_set(err, 0,
 					 "schema: %s: field is %zu bytes, its type needs %zu "
 					 "(use CONF_AT)",
 					 label, r->size, want);
 		if (r->type == CONF_ENUM && (!r->values || !r->values[0]))
-			return conf_fail(err, 0, "schema: %s: enum without values", label);
+			return conf_error_set(err, 0, "schema: %s: enum without values", label);
 		if ((r->type == CONF_SIZE || r->type == CONF_DURATION) && r->max > r->min &&
 		    r->min < 0)
-			return conf_fail(err, 0, "schema: %s: negative minimum", label);
+			return conf_error_set(err, 0, "schema: %s: negative minimum", label);
 		if (!r->desc || !*r->desc)
-			return conf_fail(err, 0, "schema: %s: no description", label);
+			return conf_error_set(err, 0, "schema: %s: no description", label);
 		for (const struct conf_schema *q = schema; q < r; q++) {
 			if (conf_same_section(q, r->section, r->subsection) &&
 			    !strcasecmp(q->key, r->key))
-				return conf_fail(err, 0, "schema: %s: listed twice", label);
+				return conf_error_set(err, 0, "schema: %s: listed twice", label);
 		}
 	}
 	return 0;
@@ -535,7 +532,7 @@ static int conf_defaults_set(const struct conf_schema *schema, void *settings,
 	for (const struct conf_schema *r = schema; r->section; r++) {
 		memset((char *)settings + r->off, 0, r->size);
 		if (r->def && conf_value_set(r, settings, r->def, false, &why))
-			return conf_fail(err, 0, "schema: %s: default: %s",
+			return conf_error_set(err, 0, "schema: %s: default: %s",
 					 conf_row_label(r, label, sizeof(label)), why.msg);
 	}
 	return 0;
@@ -606,9 +603,9 @@ static int conf_parse_header(struct conf_parse *p, char *s, unsigned line)
 		snprintf(label, sizeof(label), "[%.64s \"%.64s\"]", name, sub);
 	else
 		snprintf(label, sizeof(label), "[%.64s]", name);
-	return conf_fail(p->err, line, "unknown section %s", label);
+	return conf_error_set(p->err, line, "unknown section %s", label);
 bad:
-	return conf_fail(p->err, line,
+	return conf_error_set(p->err, line,
 			 "malformed section header (expected [name] or [name \"subsection\"])");
 }
 
@@ -662,7 +659,7 @@ static int conf_parse_assign(struct conf_parse *p, char *s, unsigned line)
 	while (conf_is_space(*q))
 		q++;
 	if (!klen || *q != '=')
-		return conf_fail(p->err, line,
+		return conf_error_set(p->err, line,
 				 "expected 'key = value', '[section]' or a comment, not \"%.*s\"",
 				 CONF_SHOW, s);
 	key[klen] = '\0';
@@ -671,7 +668,7 @@ static int conf_parse_assign(struct conf_parse *p, char *s, unsigned line)
 	while (conf_is_space(*q))
 		q++;
 	if (!p->cur)
-		return conf_fail(p->err, line, "%.64s: outside any [section]", key);
+		return conf_error_set(p->err, line, "%.64s: outside any [section]", key);
 	conf_cur_label(p, cur, sizeof(cur));
 	for (r = p->schema; r->section; r++) {
 		if (conf_same_section(r, p->cur->section, p->cur->subsection) &&
@@ -679,19 +676,19 @@ static int conf_parse_assign(struct conf_parse *p, char *s, unsigned line)
 			break;
 	}
 	if (!r->section)
-		return conf_fail(p->err, line, "%s %.64s: unknown key", cur, key);
+		return conf_error_set(p->err, line, "%s %.64s: unknown key", cur, key);
 	conf_row_label(r, label, sizeof(label));
 	if (conf_parse_value(q, after_space, &quoted, &why))
-		return conf_fail(p->err, line, "%s: %s", label, why.msg);
+		return conf_error_set(p->err, line, "%s: %s", label, why.msg);
 	if (!*q && !quoted)
-		return conf_fail(p->err, line,
+		return conf_error_set(p->err, line,
 				 "%s: empty value (remove the line to use the default)", label);
 
 	unsigned *first = &p->first[r - p->schema];
 	if (*first && !(r->flags & CONF_REPEAT))
-		return conf_fail(p->err, line, "%s: set twice (first on line %u)", label, *first);
+		return conf_error_set(p->err, line, "%s: set twice (first on line %u)", label, *first);
 	if (conf_value_set(r, p->settings, q, *first != 0, &why))
-		return conf_fail(p->err, line, "%s: %s", label, why.msg);
+		return conf_error_set(p->err, line, "%s: %s", label, why.msg);
 	if (!*first)
 		*first = line;
 	return 0;
@@ -749,10 +746,10 @@ int conf_load_string(const struct conf_schema *schema, void *settings, const cha
 		nrows++;
 	p.first = calloc(nrows + 1, sizeof(*p.first));
 	if (!p.first)
-		return conf_fail(err, 0, "out of memory"), -ENOMEM;
+		return conf_error_set(err, 0, "out of memory"), -ENOMEM;
 	rc = conf_parse_text(&p, text);
 	if (rc == -ENOMEM)
-		conf_fail(err, 0, "out of memory");
+		conf_error_set(err, 0, "out of memory");
 	free(p.first);
 	return rc;
 }
@@ -770,18 +767,18 @@ int conf_file_read(const char *path, char **text, struct conf_error *err)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		conf_fail(err, 0, "cannot open: %s", strerror(-rc));
+		conf_error_set(err, 0, "cannot open: %s", strerror(-rc));
 		return rc;
 	}
 	if (fstat(fd, &st)) {
 		rc = -errno;
-		conf_fail(err, 0, "cannot stat: %s", strerror(-rc));
+		conf_error_set(err, 0, "cannot stat: %s", strerror(-rc));
 		close(fd);
 		return rc;
 	}
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > CONF_FILE_MAX) {
 		rc = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
-		conf_fail(err, 0, "%s",
+		conf_error_set(err, 0, "%s",
 			  S_ISREG(st.st_mode) ? "larger than 16 MiB" : "not a regular file");
 		close(fd);
 		return rc;
@@ -789,7 +786,7 @@ int conf_file_read(const char *path, char **text, struct conf_error *err)
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		close(fd);
-		return conf_fail(err, 0, "out of memory"), -ENOMEM;
+		return conf_error_set(err, 0, "out of memory"), -ENOMEM;
 	}
 	while (len < (size_t)st.st_size) {
 		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
@@ -797,7 +794,7 @@ int conf_file_read(const char *path, char **text, struct conf_error *err)
 			continue;
 		if (n < 0) {
 			rc = -errno;
-			conf_fail(err, 0, "cannot read: %s", strerror(-rc));
+			conf_error_set(err, 0, "cannot read: %s", strerror(-rc));
 			free(buf);
 			close(fd);
 			return rc;
@@ -814,7 +811,7 @@ int conf_file_read(const char *path, char **text, struct conf_error *err)
 		for (const char *c = buf; c < nul; c++)
 			line += *c == '\n';
 		free(buf);
-		return conf_fail(err, line, "contains a NUL byte");
+		return conf_error_set(err, line, "contains a NUL byte");
 	}
 	*text = buf;
 	return 0;

@@ -105,6 +105,9 @@ void conf_schema_dump(const struct conf_schema *schema, FILE *f);
 
 /* "file:line: msg\n" ("file: msg\n" when line is 0). */
 void conf_error_print(const struct conf_error *err, FILE *f);
+/* Record line and reason (printf-style) in err; returns -EINVAL. */
+int conf_error_set(struct conf_error *err, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /*
  * Read a whole text file (shared with the exports parser): *text is

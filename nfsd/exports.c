@@ -37,19 +37,6 @@ static int exports_why_set(struct exports_why *why, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int exports_fail(struct conf_error *err, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int exports_fail(struct conf_error *err, unsigned line, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->line = line;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /*
  * Lexing: a logical line (backslash-newline joins lines) split on blanks
@@ -129,7 +116,7 @@ static int exports_lex_token(struct exports_lex *lx, struct exports_line *l,
 	char *buf;
 
 	if (quoted)
-		return exports_fail(err, lx->line, "unterminated quote");
+		return conf_error_set(err, lx->line, "unterminated quote");
 	buf = malloc(n + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -648,7 +635,7 @@ static int exports_client_add(struct export_entry *e, struct export_client *c,
 {
 	for (unsigned i = 0; i < e->nclients; i++) {
 		if (!strcasecmp(e->clients[i].spec, c->spec)) {
-			int rc = exports_fail(err, c->line,
+			int rc = conf_error_set(err, c->line,
 					      "%.*s: client \"%.*s\" listed twice "
 					      "(first on line %u)",
 					      EXPORTS_SHOW, e->path, EXPORTS_SHOW, c->spec,
@@ -682,12 +669,12 @@ static int exports_parse_line(struct exports *ex, const struct exports_line *l,
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc)
-		return exports_fail(err, t[0].line, "\"%.*s\": %s", EXPORTS_SHOW, t[0].s, why.msg);
+		return conf_error_set(err, t[0].line, "\"%.*s\": %s", EXPORTS_SHOW, t[0].s, why.msg);
 	exports_client_defaults(&def);
 	if (i < l->n && t[i].s[0] == '-') {
 		if (exports_opts_parse(&def, t[i].s + 1, &why)) {
 			free(path);
-			return exports_fail(err, t[i].line, "%.*s: %s", EXPORTS_SHOW, t[i].s,
+			return conf_error_set(err, t[i].line, "%.*s: %s", EXPORTS_SHOW, t[i].s,
 					    why.msg);
 		}
 		i++;
@@ -710,7 +697,7 @@ static int exports_parse_line(struct exports *ex, const struct exports_line *l,
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc)
-			return exports_fail(err, t[i].line, "%.*s: %s", EXPORTS_SHOW, t[i].s,
+			return conf_error_set(err, t[i].line, "%.*s: %s", EXPORTS_SHOW, t[i].s,
 					    why.msg);
 		c.line = t[i].line;
 		rc = exports_client_add(e, &c, err);
@@ -747,7 +734,7 @@ int exports_parse_string(const char *name, const char *text, struct exports **ou
 	*out = NULL;
 	ex = calloc(1, sizeof(*ex));
 	if (!ex)
-		return exports_fail(err, 0, "out of memory"), -ENOMEM;
+		return conf_error_set(err, 0, "out of memory"), -ENOMEM;
 	while ((rc = exports_lex_line(&lx, &l, err)) == 1) {
 		rc = exports_parse_line(ex, &l, err);
 		if (rc)
@@ -756,7 +743,7 @@ int exports_parse_string(const char *name, const char *text, struct exports **ou
 	exports_line_clear(&l);
 	free(l.v);
 	if (rc == -ENOMEM)
-		exports_fail(err, 0, "out of memory");
+		conf_error_set(err, 0, "out of memory");
 	if (rc) {
 		exports_free(ex);
 		return rc;
