@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The braid-ds object store: one local directory of objects, I/O through
+ * io_uring (page-cache writes excepted, see io_run in store.c), a CRC32C per
+ * block checked on every read.
+ *
+ * An object is one Braid data file on this DS, named by the MDS's object id
+ * (braid_ctl.x: a 16-byte key and a 64-bit generation).  The store holds at
+ * most one object per key.  Calls that name an object return -ENOENT when no
+ * object has the key and -ESTALE when the object has another generation
+ * (BRAID_CTL_NOENT / BRAID_CTL_STALE); create returns -EEXIST for another
+ * generation.
+ *
+ * Offsets are the file's own: pNFS segment striping writes each segment at
+ * the file offset, so an object is sparse and holes read as zeros.
+ *
+ * Durability (RFC 1813 §3.3.7, RFC 8881 §18.32): a DS_DATA_SYNC or
+ * DS_FILE_SYNC write, and ds_store_commit(), return only after the data and
+ * what is needed to read it back (size, CRCs) are on stable storage;
+ * create, remove, truncate and setfence likewise (braid_ctl.x).  UNSTABLE
+ * writes may be lost by a crash; the write verifier changes on every open so
+ * that clients resend what they did not commit.
+ *
+ * Integrity: a block whose data does not match its CRC is never returned:
+ * the read fails with -EIO and the mismatch is logged and counted.
+ *
+ * Fencing (RFC 8435 §2.2, loosely coupled): each object has an owner uid/gid
+ * and permission bits; READ and WRITE are checked against them as POSIX
+ * does (owner, else group, else other; no supplementary groups, no root
+ * override) and fail with -EACCES.  The MDS fences a client by changing the
+ * owner (ds_store_setfence), which waits for I/O in progress.
+ *
+ * Threads: every function may be called from any number of threads at once,
+ * except ds_store_open/ds_store_close.  Functions return 0 (or a count) on
+ * success and -errno on failure; none sets errno as its interface.
+ *
+ * On-disk format: see the comment at the top of store.c.
+ */
+#ifndef BRAID_DATASERVER_STORE_H
+#define BRAID_DATASERVER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#define DS_KEY_SIZE       16 /* BRAID_CTL_KEY_SIZE */
+#define DS_VERIFIER_SIZE  8  /* NFS3_WRITEVERFSIZE, NFS4_VERIFIER_SIZE */
+#define DS_UUID_SIZE      16 /* BRAID_CTL_UUID_SIZE */
+#define DS_BLOCK_DEFAULT  4096
+#define DS_STORE_ALIGN    4096              /* buffers so aligned avoid bounce copies */
+#define DS_STORE_MAX_IO   (16u << 20)       /* largest single read or write */
+#define DS_STORE_MAX_SIZE (1ull << 48)      /* largest object size (256 TiB) */
+
+struct ds_store;
+
+/* braid_ctl_objid */
+struct ds_objid {
+	uint8_t key[DS_KEY_SIZE];
+	uint64_t gen;
+};
+
+/* Values equal stable_how (RFC 1813 §3.3.7) and stable_how4. */
+enum ds_stable {
+	DS_UNSTABLE = 0,
+	DS_DATA_SYNC = 1,
+	DS_FILE_SYNC = 2,
+};
+
+enum ds_store_io {
+	DS_STORE_IO_URING = 0, /* io_uring; plain syscalls if it cannot be set up */
+	DS_STORE_IO_PSYNC = 1, /* preadv/pwritev/fsync */
+};
+
+struct ds_store_opts {
+	bool create;           /* make a new store if dir holds none (else -ENOENT) */
+	bool direct;           /* O_DIRECT data I/O where the filesystem allows it */
+	unsigned block_size;   /* CRC block of a new store: power of 2, 4 KiB..1 MiB;
+				* 0 = DS_BLOCK_DEFAULT; an existing store keeps its own */
+	unsigned max_open;     /* idle objects kept open; 0 = 1024 */
+	enum ds_store_io io;
+};
+
+struct ds_obj_stat {
+	struct ds_objid id;
+	uint64_t size;
+	struct timespec mtime; /* last change of data or size */
+	uint64_t change;       /* changes with data or size; survives restarts */
+	uint64_t used;         /* bytes of storage, data and CRCs */
+	uint32_t uid, gid, mode;
+};
+
+struct ds_list_entry {
+	struct ds_objid id;
+	uint64_t size;
+};
+
+struct ds_scrub_stats {
+	uint64_t objects;     /* objects checked */
+	uint64_t blocks;      /* blocks checked */
+	uint64_t bad_objects; /* objects with a bad block or an unreadable header */
+	uint64_t bad_blocks;
+	uint64_t orphans;     /* leftover files of interrupted creates, removed */
+};
+
+/* Counters since open; each is updated atomically. */
+struct ds_store_counters {
+	uint64_t reads, writes, commits;
+	uint64_t bytes_read, bytes_written;
+	uint64_t rmw_blocks;  /* partial blocks read back to recompute a CRC */
+	uint64_t bounced;     /* O_DIRECT requests copied through an aligned buffer */
+	uint64_t fsyncs;      /* completed fsync calls (FILE_SYNC, COMMIT, metadata) */
+	uint64_t fdatasyncs;  /* completed fdatasync calls (DATA_SYNC, metadata) */
+	uint64_t crc_errors;  /* blocks that failed verification */
+	uint64_t loads, evictions;
+};
+
+/*
+ * Open (with opts->create, make) the store in dir.  opts may be NULL
+ * (defaults, no create).  -ENOENT: dir holds no store and opts->create is
+ * false (an unmounted data disk is not silently replaced by an empty store);
+ * -EBUSY: the store is open already (this process or another).
+ */
+int ds_store_open(const char *dir, const struct ds_store_opts *opts, struct ds_store **out);
+
+/*
+ * Write back cached metadata, sync the filesystem and mark the store cleanly
+ * closed; frees st even on error.  No other call may be in progress.
+ */
+int ds_store_close(struct ds_store *st);
+
+/* New on every open: boot counter and random bits (NFS write verifier). */
+void ds_store_verifier(const struct ds_store *st, uint8_t verf[DS_VERIFIER_SIZE]);
+
+/* The store's identity, made once with it (braid_ctl REGISTER rr_ds_uuid). */
+void ds_store_uuid(const struct ds_store *st, uint8_t uuid[DS_UUID_SIZE]);
+
+unsigned ds_store_block_size(const struct ds_store *st);
+
+/* Whether data I/O is O_DIRECT (asked for and allowed by the filesystem). */
+bool ds_store_direct(const struct ds_store *st);
+
+void ds_store_counters(const struct ds_store *st, struct ds_store_counters *out);
+
+/* Bytes of the store's filesystem, total and available. */
+int ds_store_space(const struct ds_store *st, uint64_t *total, uint64_t *avail);
+
+/*
+ * Create an empty object owned by uid/gid with permission bits mode (within
+ * 0777).  Idempotent: an existing object with this id is left as it is.
+ * -EEXIST: the key is held at another generation.  Durable on return.
+ */
+int ds_store_create(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+		    uint32_t mode);
+
+/* Remove the object and its data.  Durable on return. */
+int ds_store_remove(struct ds_store *st, const struct ds_objid *id);
+
+/*
+ * Set the size: data beyond it is discarded; growing adds a hole.  mtime and
+ * change move when the size changes.  -EINVAL beyond DS_STORE_MAX_SIZE.
+ * Durable on return.
+ */
+int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t size);
+
+/*
+ * Make uid/gid the owner.  On return no READ or WRITE checked against the
+ * old owner is in progress, and later ones use the new owner.  Durable on
+ * return.
+ */
+int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
+		      uint32_t gid);
+
+int ds_store_stat(struct ds_store *st, const struct ds_objid *id, struct ds_obj_stat *out);
+
+/*
+ * Write iov[0..iovcnt) at off, as uid/gid (needs write permission).  Returns
+ * the byte count, all of it, once the promise of how is kept (a stable write
+ * syncs the whole object, earlier UNSTABLE writes included).  -EFBIG past
+ * DS_STORE_MAX_SIZE; -EINVAL over DS_STORE_MAX_IO; -EIO when a partially
+ * overwritten block fails its CRC (nothing is written then).
+ */
+ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+		       uint64_t off, const struct iovec *iov, int iovcnt, enum ds_stable how);
+
+/*
+ * Make every write that has returned durable (RFC 1813 §3.3.21): the whole
+ * object is synced, a superset of [off, off + len), and nothing when nothing
+ * changed since the last sync.  No permission check (committing cannot
+ * change data).
+ */
+int ds_store_commit(struct ds_store *st, const struct ds_objid *id, uint64_t off, uint64_t len);
+
+/*
+ * Read up to len bytes at off into buf, as uid/gid (needs read permission).
+ * Returns the count (short only at the end of the object) and sets *eof when
+ * the read reaches the end.  Every block touched is verified: -EIO if any
+ * fails (buf is then zeroed).  With O_DIRECT, a DS_STORE_ALIGN-aligned buf
+ * and block-aligned off and len avoid a copy.
+ */
+ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+		      uint64_t off, size_t len, void *buf, bool *eof);
+
+/*
+ * Walk the objects (braid_ctl LIST): start with cookie 0 and pass *next back
+ * until *eof.  Fills at most max entries (max >= 1), *n of them.  Every
+ * object that exists for the whole walk is returned at least once; cookies
+ * stay valid across restarts.
+ */
+int ds_store_list(struct ds_store *st, uint64_t cookie, struct ds_list_entry *ents, unsigned max,
+		  unsigned *n, uint64_t *next, bool *eof);
+
+/*
+ * Verify every block of every object, reading the media where O_DIRECT is
+ * possible.  bad (may be NULL) is called once per bad object with the
+ * offset of its first bad block (UINT64_MAX: header unreadable) and the
+ * number of bad blocks.  Also removes files left by interrupted creates.
+ * stats may be NULL.
+ */
+typedef void (*ds_scrub_bad_fn)(void *arg, const struct ds_objid *id, uint64_t first_bad_off,
+				uint64_t nbad);
+int ds_store_scrub(struct ds_store *st, ds_scrub_bad_fn bad, void *arg,
+		   struct ds_scrub_stats *stats);
+
+#endif
