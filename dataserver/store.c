@@ -1359,6 +1359,29 @@ out:
 	return rc;
 }
 
+/* Borrow a ring and open the object (exclusively for size and fence
+ * changes); on failure nothing is held. */
+static int obj_begin(struct ds_store *st, const struct ds_objid *id, bool excl,
+		     struct ds_ring **rp, struct ds_obj **op)
+{
+	struct ds_ring *r = ring_get(st);
+	if (!r)
+		return -ENOMEM;
+	int rc = obj_open(st, r, id, excl, op);
+	if (rc) {
+		ring_put(st, r);
+		return rc;
+	}
+	*rp = r;
+	return 0;
+}
+
+static void obj_end(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
+{
+	obj_close(st, r, o);
+	ring_put(st, r);
+}
+
 ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		       uint64_t off, const struct iovec *iov, int iovcnt, enum ds_stable how)
 {
@@ -1370,25 +1393,21 @@ ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t 
 		return -EINVAL;
 	if (off > DS_STORE_MAX_SIZE || len > DS_STORE_MAX_SIZE - off)
 		return -EFBIG;
-	struct ds_ring *r = ring_get(st);
-	if (!r)
-		return -ENOMEM;
+	struct ds_ring *r;
 	struct ds_obj *o;
-	int rc = obj_open(st, r, id, false, &o);
+	int rc = obj_begin(st, id, false, &r, &o);
 	if (rc)
-		goto out;
+		return rc;
 	rc = obj_access(o, uid, gid, 2);
 	if (!rc && len)
 		rc = obj_write(st, r, o, off, iov, iovcnt, len);
 	if (!rc && how != DS_UNSTABLE)
 		rc = obj_sync(st, r, o, how == DS_DATA_SYNC);
-	obj_close(st, r, o);
+	obj_end(st, r, o);
 	if (!rc) {
 		ctr_add(&st->ctr.writes, 1);
 		ctr_add(&st->ctr.bytes_written, len);
 	}
-out:
-	ring_put(st, r);
 	return rc ? rc : (ssize_t)len;
 }
 
@@ -1396,20 +1415,16 @@ int ds_store_commit(struct ds_store *st, const struct ds_objid *id, uint64_t off
 {
 	if (!id)
 		return -EINVAL;
-	struct ds_ring *r = ring_get(st);
-	if (!r)
-		return -ENOMEM;
+	struct ds_ring *r;
 	struct ds_obj *o;
-	int rc = obj_open(st, r, id, false, &o);
+	int rc = obj_begin(st, id, false, &r, &o);
 	if (rc)
-		goto out;
+		return rc;
 	/* the whole object, a superset of [off, off + len) (RFC 1813 §3.3.21) */
 	rc = obj_sync(st, r, o, false);
-	obj_close(st, r, o);
+	obj_end(st, r, o);
 	if (!rc)
 		ctr_add(&st->ctr.commits, 1);
-out:
-	ring_put(st, r);
 	return rc;
 }
 
@@ -1502,14 +1517,12 @@ ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t u
 {
 	if (!id || (len && !buf) || len > DS_STORE_MAX_IO)
 		return -EINVAL;
-	struct ds_ring *r = ring_get(st);
-	if (!r)
-		return -ENOMEM;
+	struct ds_ring *r;
 	struct ds_obj *o;
 	size_t n = 0;
-	int rc = obj_open(st, r, id, false, &o);
+	int rc = obj_begin(st, id, false, &r, &o);
 	if (rc)
-		goto out;
+		return rc;
 	rc = obj_access(o, uid, gid, 4);
 	pthread_mutex_lock(&o->mu);
 	uint64_t size = o->size;
@@ -1521,13 +1534,11 @@ ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t u
 	}
 	if (!rc && eof)
 		*eof = off + n >= size;
-	obj_close(st, r, o);
+	obj_end(st, r, o);
 	if (!rc) {
 		ctr_add(&st->ctr.reads, 1);
 		ctr_add(&st->ctr.bytes_read, n);
 	}
-out:
-	ring_put(st, r);
 	return rc ? rc : (ssize_t)n;
 }
 
@@ -1732,13 +1743,11 @@ int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t s
 {
 	if (!id || size > DS_STORE_MAX_SIZE)
 		return -EINVAL;
-	struct ds_ring *r = ring_get(st);
-	if (!r)
-		return -ENOMEM;
+	struct ds_ring *r;
 	struct ds_obj *o;
-	int rc = obj_open(st, r, id, true, &o);
+	int rc = obj_begin(st, id, true, &r, &o);
 	if (rc)
-		goto out;
+		return rc;
 	/* lock is exclusive: no writer changes size now */
 	uint64_t cur = o->size;
 	if (size != cur) {
@@ -1752,9 +1761,7 @@ int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t s
 	}
 	if (!rc)
 		rc = obj_sync(st, r, o, false);
-	obj_close(st, r, o);
-out:
-	ring_put(st, r);
+	obj_end(st, r, o);
 	return rc;
 }
 
@@ -1763,13 +1770,11 @@ int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t u
 {
 	if (!id)
 		return -EINVAL;
-	struct ds_ring *r = ring_get(st);
-	if (!r)
-		return -ENOMEM;
+	struct ds_ring *r;
 	struct ds_obj *o;
-	int rc = obj_open(st, r, id, true, &o);
+	int rc = obj_begin(st, id, true, &r, &o);
 	if (rc)
-		goto out;
+		return rc;
 	/* lock is exclusive: no READ or WRITE is in progress */
 	if (o->uid != uid || o->gid != gid) {
 		o->uid = uid;
@@ -1786,9 +1791,7 @@ int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t u
 		if (!rc)
 			rc = io_fsync(st, r, o->mfd, true);
 	}
-	obj_close(st, r, o);
-out:
-	ring_put(st, r);
+	obj_end(st, r, o);
 	return rc;
 }
 
@@ -1796,13 +1799,11 @@ int ds_store_stat(struct ds_store *st, const struct ds_objid *id, struct ds_obj_
 {
 	if (!id || !out)
 		return -EINVAL;
-	struct ds_ring *r = ring_get(st);
-	if (!r)
-		return -ENOMEM;
+	struct ds_ring *r;
 	struct ds_obj *o;
-	int rc = obj_open(st, r, id, false, &o);
+	int rc = obj_begin(st, id, false, &r, &o);
 	if (rc)
-		goto out;
+		return rc;
 	struct stat ds, ms;
 	if (fstat(o->dfd, &ds) || fstat(o->mfd, &ms)) {
 		rc = -errno;
@@ -1820,9 +1821,7 @@ int ds_store_stat(struct ds_store *st, const struct ds_objid *id, struct ds_obj_
 		out->change = o->change;
 		pthread_mutex_unlock(&o->mu);
 	}
-	obj_close(st, r, o);
-out:
-	ring_put(st, r);
+	obj_end(st, r, o);
 	return rc;
 }
 
