@@ -1739,7 +1739,8 @@ static int obj_cut(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 	return 0;
 }
 
-int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t size)
+static int obj_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t size,
+			bool check, uint32_t uid, uint32_t gid)
 {
 	if (!id || size > DS_STORE_MAX_SIZE)
 		return -EINVAL;
@@ -1748,6 +1749,11 @@ int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t s
 	int rc = obj_begin(st, id, true, &r, &o);
 	if (rc)
 		return rc;
+	/* checked under the exclusive lock, so a fence change cannot pass it */
+	if (check && (rc = obj_access(o, uid, gid, 2))) {
+		obj_end(st, r, o);
+		return rc;
+	}
 	/* lock is exclusive: no writer changes size now */
 	uint64_t cur = o->size;
 	if (size != cur) {
@@ -1763,6 +1769,17 @@ int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t s
 		rc = obj_sync(st, r, o, false);
 	obj_end(st, r, o);
 	return rc;
+}
+
+int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t size)
+{
+	return obj_truncate(st, id, size, false, 0, 0);
+}
+
+int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
+			 uint32_t gid, uint64_t size)
+{
+	return obj_truncate(st, id, size, true, uid, gid);
 }
 
 int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid,

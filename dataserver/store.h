@@ -164,6 +164,9 @@ int ds_store_remove(struct ds_store *st, const struct ds_objid *id);
  * Durable on return.
  */
 int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t size);
+/* The same as uid/gid, who need write permission (an NFS SETATTR of size). */
+int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
+			 uint32_t gid, uint64_t size);
 
 /*
  * Make uid/gid the owner.  On return no READ or WRITE checked against the

@@ -39,61 +39,13 @@
 #include <unistd.h>
 
 #include "mds/store_impl.h"
+#include "nfsd/mac.h"
 
-/*
- * SipHash-2-4 (Aumasson and Bernstein, 2012).
- */
-static inline uint64_t rotl64(uint64_t x, int b)
-{
-	return (x << b) | (x >> (64 - b));
-}
-
-static inline void sipround(uint64_t v[4])
-{
-	v[0] += v[1];
-	v[1] = rotl64(v[1], 13);
-	v[1] ^= v[0];
-	v[0] = rotl64(v[0], 32);
-	v[2] += v[3];
-	v[3] = rotl64(v[3], 16);
-	v[3] ^= v[2];
-	v[0] += v[3];
-	v[3] = rotl64(v[3], 21);
-	v[3] ^= v[0];
-	v[2] += v[1];
-	v[1] = rotl64(v[1], 17);
-	v[1] ^= v[2];
-	v[2] = rotl64(v[2], 32);
-}
-
+/* SipHash-2-4 (nfsd/mac.c) with the store's key layout. */
 uint64_t mds_siphash24(const uint64_t key[2], const void *data, size_t len)
 {
-	uint64_t v[4] = {
-	    0x736f6d6570736575ULL ^ key[0],
-	    0x646f72616e646f6dULL ^ key[1],
-	    0x6c7967656e657261ULL ^ key[0],
-	    0x7465646279746573ULL ^ key[1],
-	};
-	const uint8_t *p = data;
-	size_t nblocks = len / 8;
-	for (size_t i = 0; i < nblocks; i++, p += 8) {
-		uint64_t m = get_le64(p);
-		v[3] ^= m;
-		sipround(v);
-		sipround(v);
-		v[0] ^= m;
-	}
-	uint64_t b = (uint64_t)len << 56;
-	for (size_t i = 0; i < (len & 7); i++)
-		b |= (uint64_t)p[i] << (8 * i);
-	v[3] ^= b;
-	sipround(v);
-	sipround(v);
-	v[0] ^= b;
-	v[2] ^= 0xff;
-	for (int i = 0; i < 4; i++)
-		sipround(v);
-	return v[0] ^ v[1] ^ v[2] ^ v[3];
+	const struct siphash_key k = { { key[0], key[1] } };
+	return siphash24(&k, data, len);
 }
 
 /* LMDB's codes to -errno. */

@@ -503,12 +503,26 @@ static int call_encode(struct nfsd_server *eng, struct nfsd_call *call,
 		xdr_enc_uint32(&e, n);
 		for (uint32_t i = 0; i < n; i++)
 			xdr_enc_uint32(&e, o->gids[i]);
+	} else if (o->sign) {
+		uint8_t body[64];
+		size_t blen = o->cred(o->sign_ctx, body);
+		xdr_enc_uint32(&e, o->flavor);
+		xdr_opaque b = xdr_opaque_of(body, blen);
+		xdr_enc_opaque(&e, &b, sizeof(body));
 	} else {
 		xdr_enc_uint32(&e, NFSD_AUTH_NONE);
 		xdr_enc_uint32(&e, 0);
 	}
-	xdr_enc_uint32(&e, NFSD_AUTH_NONE);
-	xdr_enc_uint32(&e, 0);
+	size_t verf_off = e.len - 4 + 8; /* from the xid: after the verifier's flavor and length */
+	if (o->sign) {
+		static const uint8_t zero[64];
+		xdr_enc_uint32(&e, o->flavor);
+		xdr_opaque v = xdr_opaque_of(zero, o->verf_len > 64 ? 64 : o->verf_len);
+		xdr_enc_opaque(&e, &v, 64);
+	} else {
+		xdr_enc_uint32(&e, NFSD_AUTH_NONE);
+		xdr_enc_uint32(&e, 0);
+	}
 	if (o->enc_args)
 		o->enc_args(&e, o->args);
 	int rc = e.err;
@@ -528,6 +542,9 @@ static int call_encode(struct nfsd_server *eng, struct nfsd_call *call,
 		if (!rc) {
 			xdr_enc_flatten(&e, call->msg);
 			call->len = e.len;
+			if (o->sign)
+				o->sign(o->sign_ctx, call->msg + 4, e.len - 4, verf_off,
+					o->verf_len > 64 ? 64 : o->verf_len);
 		}
 	}
 	xdr_arena_release(&arena);
@@ -597,9 +614,23 @@ static void sync_cb(void *ctx, int err, struct xdr_dec *d)
 {
 	struct sync_call *s = ctx;
 	if (!err && s->dec) {
-		d->arena = s->arena;
-		if (s->dec(d, s->res) < 0)
-			err = -EBADMSG;
+		/* The receive buffer is reused once this returns: with an arena,
+		 * decode from a copy in it, so opaques and strings in the
+		 * results stay valid as long as the arena. */
+		struct xdr_dec dc = *d;
+		size_t n = xdr_dec_left(d);
+		uint8_t *copy = s->arena ? xdr_arena_alloc(s->arena, n ? n : 1) : NULL;
+		if (s->arena && !copy) {
+			err = -ENOMEM;
+		} else {
+			if (copy) {
+				memcpy(copy, d->p, n);
+				xdr_dec_init(&dc, copy, n, s->arena);
+			}
+			dc.arena = s->arena;
+			if (s->dec(&dc, s->res) < 0)
+				err = -EBADMSG;
+		}
 	}
 	pthread_mutex_lock(&s->lock);
 	s->err = err;

@@ -90,6 +90,10 @@ struct nfsd_req *nfsd_req_alloc(struct nfsd_loop *l)
 
 void nfsd_req_free(struct nfsd_loop *l, struct nfsd_req *r)
 {
+	if (r->on_free) {
+		r->on_free(r->on_free_arg);
+		r->on_free = NULL;
+	}
 	xdr_arena_release(&r->arena);
 	if (r->rbuf) {
 		nfsd_rbuf_put(r->rbuf);

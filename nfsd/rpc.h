@@ -98,6 +98,15 @@ struct nfsd_proc {
 	unsigned flags;
 };
 
+/*
+ * Fill the codec fields (dec_args, args_size, enc_res, res_size) of every
+ * row that has a handler from the generated descriptor of the version, so
+ * tables name only handlers and flags.  Rows past desc->nprocs are left
+ * alone.  Call before the server starts.
+ */
+struct xdr_vers_desc;
+void nfsd_procs_bind(struct nfsd_proc *procs, unsigned nprocs, const struct xdr_vers_desc *desc);
+
 struct nfsd_version {
 	uint32_t vers;
 	const struct nfsd_proc *procs; /* indexed by procedure number */
@@ -125,6 +134,7 @@ struct nfsd_auth_flavor {
 	int (*accept)(struct nfsd_req *req, const xdr_opaque *cred, const xdr_opaque *verf);
 	int (*unwrap)(struct nfsd_req *req);
 	int (*wrap)(struct nfsd_req *req);
+	void *priv; /* the flavor's own state (keys, replay cache) */
 };
 
 struct nfsd_server_opts {
@@ -180,6 +190,13 @@ struct nfsd_req {
 	struct xdr_arena arena;
 	void *args, *res;
 	int status;
+	/* the whole call record (xid first), for flavors that sign calls */
+	const uint8_t *rec;
+	size_t rec_len;
+	/* called once when the request is freed, after its reply is sent:
+	 * releases memory the reply referenced (e.g. a READ buffer) */
+	void (*on_free)(void *arg);
+	void *on_free_arg;
 	/* engine private */
 	struct nfsd_req *next;
 	void *rbuf;
@@ -220,6 +237,16 @@ struct nfsd_call_opts {
 	const uint32_t *gids;
 	uint32_t ngids;
 	const char *machine;
+	/*
+	 * optional: a flavor that signs the call (flavor must be set to it).
+	 * cred() appends the credential body (at most 64 bytes) and returns
+	 * its length; sign() gets the encoded call from the xid to the end
+	 * and writes the verifier body (verf_len bytes) at msg + verf_off.
+	 */
+	size_t (*cred)(void *ctx, uint8_t *body);
+	void (*sign)(void *ctx, uint8_t *msg, size_t len, size_t verf_off, size_t verf_len);
+	uint32_t verf_len;
+	void *sign_ctx;
 };
 
 /* A reconnecting client bound to one loop of an engine. */
@@ -249,7 +276,8 @@ int nfsd_clnt_call_async(struct nfsd_clnt *c, const struct nfsd_call_opts *o, nf
 /*
  * Synchronous call from a non-loop thread: decodes results with dec_res into
  * res (arena memory), returns 0, a negative errno, or a positive rpc error
- * (NFSD_CALL_ERR_* | stat).
+ * (NFSD_CALL_ERR_* | stat).  Results that hold opaques, strings or arrays
+ * need an arena: the reply is copied into it and they point there.
  */
 #define NFSD_CALL_ERR_ACCEPT 0x100 /* | accept_stat */
 #define NFSD_CALL_ERR_DENIED 0x200 /* | auth_stat (0x2ff: RPC_MISMATCH) */

@@ -259,6 +259,8 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	r->rbuf = c->rb;
 	c->rb->refs++;
 	r->xid = xid;
+	r->rec = rec;
+	r->rec_len = len;
 	reply_begin(r);
 
 	if (xdr_dec_uint32(&d, &rpcvers) || xdr_dec_uint32(&d, &prog) ||
@@ -362,4 +364,18 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	return;
 queue:
 	nfsd_svc_queue_reply(c, r);
+}
+
+void nfsd_procs_bind(struct nfsd_proc *procs, unsigned nprocs, const struct xdr_vers_desc *desc)
+{
+	for (unsigned i = 0; i < nprocs && i < desc->nprocs; i++) {
+		struct nfsd_proc *p = &procs[i];
+		const struct xdr_proc_desc *d = &desc->procs[i];
+		if (!p->fn)
+			continue;
+		p->dec_args = d->arg_size ? d->dec_arg : NULL;
+		p->args_size = d->arg_size;
+		p->enc_res = d->res_size ? d->enc_res : NULL;
+		p->res_size = d->res_size;
+	}
 }

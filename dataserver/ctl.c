@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include "braid_ctl.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "dataserver/ctl.h"
+#include "nfsd/auth_braid.h"
+
+int ds_ctl_errno(int32_t stat)
+{
+	switch (stat) {
+	case BRAID_CTL_OK:
+		return 0;
+	case BRAID_CTL_NOENT:
+		return -ENOENT;
+	case BRAID_CTL_STALE:
+		return -ESTALE;
+	case BRAID_CTL_EXIST:
+		return -EEXIST;
+	case BRAID_CTL_ACCESS:
+		return -EACCES;
+	case BRAID_CTL_INVAL:
+		return -EINVAL;
+	case BRAID_CTL_NOSPC:
+		return -ENOSPC;
+	case BRAID_CTL_IO:
+		return -EIO;
+	case BRAID_CTL_DELAY:
+		return -EAGAIN;
+	default:
+		return -EREMOTEIO;
+	}
+}
+
+/* One signed call, its codecs from the generated descriptor; results
+ * decoded into arena memory. */
+static int ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
+		    const void *args, void *res, struct xdr_arena *arena)
+{
+	const struct xdr_proc_desc *d = &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1.procs[proc];
+	struct nfsd_call_opts o = {
+		.prog = BRAID_CTL_PROGRAM,
+		.vers = BRAID_CTL_V1,
+		.proc = proc,
+		.enc_args = d->arg_size ? d->enc_arg : NULL,
+		.args = args,
+	};
+	braid_auth_call_opts(&o, key);
+	int rc = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = nfsd_clnt_call(c, &o, d->res_size ? d->dec_res : NULL, res, arena);
+		if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDCRED) ||
+		    rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDVERF))
+			continue; /* resent past the window or seen: sign afresh */
+		break;
+	}
+	if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_BADVERF) ||
+	    rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDCRED))
+		return -EKEYREJECTED;
+	if (rc > 0)
+		return -EPROTO;
+	return rc;
+}
+
+static void objid_to(const struct ds_objid *id, braid_ctl_objid *o)
+{
+	memcpy(o->oi_key, id->key, DS_KEY_SIZE);
+	o->oi_gen = id->gen;
+}
+
+int ds_ctl_null(struct nfsd_clnt *c, const struct braid_key *key)
+{
+	return ctl_call(c, key, BRAID_CTLPROC_NULL, NULL, NULL, NULL);
+}
+
+int ds_ctl_create(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
+		  uint32_t uid, uint32_t gid, uint32_t mode, uint8_t fh[DS_CTL_FH_MAX],
+		  uint32_t *fhlen)
+{
+	braid_ctl_create_args a = { .cr_uid = uid, .cr_gid = gid, .cr_mode = mode };
+	braid_ctl_create_res r;
+	objid_to(id, &a.cr_obj);
+	struct xdr_arena arena;
+	xdr_arena_init(&arena, NULL, 0, 1u << 16);
+	int rc = ctl_call(c, key, BRAID_CTLPROC_CREATE, &a, &r, &arena);
+	if (!rc && !(rc = ds_ctl_errno(r.cr_status))) {
+		if (r.u.cr_fh.len > DS_CTL_FH_MAX) {
+			rc = -EPROTO;
+		} else {
+			memcpy(fh, r.u.cr_fh.val, r.u.cr_fh.len);
+			*fhlen = r.u.cr_fh.len;
+		}
+	}
+	xdr_arena_release(&arena);
+	return rc;
+}
+
+static int ctl_stat_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
+			 const void *args)
+{
+	braid_ctl_stat st;
+	int rc = ctl_call(c, key, proc, args, &st, NULL);
+	return rc ? rc : ds_ctl_errno(st);
+}
+
+int ds_ctl_remove(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id)
+{
+	braid_ctl_remove_args a;
+	objid_to(id, &a.rm_obj);
+	return ctl_stat_call(c, key, BRAID_CTLPROC_REMOVE, &a);
+}
+
+int ds_ctl_truncate(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
+		    uint64_t size)
+{
+	braid_ctl_truncate_args a = { .tr_size = size };
+	objid_to(id, &a.tr_obj);
+	return ctl_stat_call(c, key, BRAID_CTLPROC_TRUNCATE, &a);
+}
+
+int ds_ctl_setfence(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
+		    uint32_t uid, uint32_t gid)
+{
+	braid_ctl_setfence_args a = { .sf_uid = uid, .sf_gid = gid };
+	objid_to(id, &a.sf_obj);
+	return ctl_stat_call(c, key, BRAID_CTLPROC_SETFENCE, &a);
+}
+
+int ds_ctl_stat(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
+		struct ds_ctl_stat *out)
+{
+	braid_ctl_statobj_args a;
+	braid_ctl_statobj_res r;
+	objid_to(id, &a.st_obj);
+	int rc = ctl_call(c, key, BRAID_CTLPROC_STAT, &a, &r, NULL);
+	if (rc || (rc = ds_ctl_errno(r.st_status)))
+		return rc;
+	out->size = r.u.st_resok.st_size;
+	out->used = r.u.st_resok.st_used;
+	out->change = r.u.st_resok.st_change;
+	out->mtime_sec = r.u.st_resok.st_mtime.t_seconds;
+	out->mtime_nsec = r.u.st_resok.st_mtime.t_nseconds;
+	return 0;
+}
+
+int ds_ctl_list(struct nfsd_clnt *c, const struct braid_key *key, uint64_t cookie, unsigned max,
+		struct ds_list_entry *ents, unsigned *n, uint64_t *next, bool *eof)
+{
+	braid_ctl_list_args a = { .la_cookie = cookie, .la_max_entries = max };
+	braid_ctl_list_res r;
+	struct xdr_arena arena;
+	xdr_arena_init(&arena, NULL, 0, 1u << 20);
+	int rc = ctl_call(c, key, BRAID_CTLPROC_LIST, &a, &r, &arena);
+	if (!rc && !(rc = ds_ctl_errno(r.lr_status))) {
+		unsigned k = r.u.lr_resok.lr_entries.len;
+		if (k > max) {
+			rc = -EPROTO;
+		} else {
+			for (unsigned i = 0; i < k; i++) {
+				const braid_ctl_list_entry *e = &r.u.lr_resok.lr_entries.val[i];
+				memcpy(ents[i].id.key, e->le_obj.oi_key, DS_KEY_SIZE);
+				ents[i].id.gen = e->le_obj.oi_gen;
+				ents[i].size = e->le_size;
+			}
+			*n = k;
+			*next = r.u.lr_resok.lr_cookie;
+			*eof = r.u.lr_resok.lr_eof;
+		}
+	}
+	xdr_arena_release(&arena);
+	return rc;
+}

@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * braid-ds: settings, start and stop, READ buffers, and registration with
+ * the MDS (REGISTER at start and whenever a HEARTBEAT says STALE).
+ */
+#include "config.h"
+
+#include "braid_ctl.h"
+#include "nfs3_prot.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataserver/ds_impl.h"
+
+static const char *const io_modes[] = { "uring", "psync", NULL };
+
+#define S(m) CONF_AT(struct ds_settings, m)
+const struct conf_schema ds_conf_schema[] = {
+	{ "ds", NULL, "store_dir", CONF_STRING, .def = "/var/lib/braid/ds", S(store_dir),
+	  .desc = "Directory of the object store (one per data disk)." },
+	{ "ds", NULL, "create", CONF_BOOL, .def = "yes", S(create),
+	  .desc = "Make a new store when store_dir holds none (no: refuse, e.g. to catch an "
+		  "unmounted disk)." },
+	{ "ds", NULL, "direct_io", CONF_BOOL, .def = "no", S(direct_io),
+	  .desc = "Read and write object data with O_DIRECT where the filesystem allows it." },
+	{ "ds", NULL, "io", CONF_ENUM, .values = io_modes, .def = "uring", S(io),
+	  .desc = "Storage I/O engine: io_uring, or plain preadv/pwritev." },
+	{ "ds", NULL, "block_size", CONF_SIZE, .min = 4096, .max = 1 << 20, .def = "4k",
+	  S(block_size), .desc = "CRC block of a new store (a power of two)." },
+	{ "ds", NULL, "max_open", CONF_INT, .min = 16, .max = 1 << 20, .def = "1024", S(max_open),
+	  .desc = "Idle objects kept open." },
+	{ "ds", NULL, "listen", CONF_ADDRS, CONF_REPEAT, .def = "0.0.0.0:2049", S(listen),
+	  .desc = "Addresses to serve NFS and the control protocol on (port 0: any free port)." },
+	{ "ds", NULL, "advertise", CONF_ADDRS, CONF_REPEAT, S(advertise),
+	  .desc = "Addresses clients are told to use, when they differ from listen (NAT, "
+		  "wildcard listen); default: listen." },
+	{ "ds", NULL, "ctl_advertise", CONF_ADDRS, CONF_REPEAT, S(ctl_advertise),
+	  .desc = "Addresses the MDS calls this data server at; default: advertise." },
+	{ "ds", NULL, "key_file", CONF_STRING, .def = "/etc/braid/cluster.key", S(key_file),
+	  .desc = "The cluster key shared with braid-mds (64 hex digits, mode 0600)." },
+	{ "ds", NULL, "mds", CONF_ADDRS, S(mds),
+	  .desc = "Control address of braid-mds to register with; none: stand alone." },
+	{ "ds", NULL, "hostname", CONF_STRING, S(hostname),
+	  .desc = "Name given to the MDS; default: the host name." },
+	{ "ds", NULL, "nfs3", CONF_BOOL, .def = "yes", S(nfs3),
+	  .desc = "Serve NFSv3 data access." },
+	{ "ds", NULL, "nfs41", CONF_BOOL, .def = "yes", S(nfs41),
+	  .desc = "Serve NFSv4.1/4.2 data access." },
+	{ "ds", NULL, "max_io", CONF_SIZE, .min = 4096, .max = 1 << 20, .def = "1m", S(max_io),
+	  .desc = "Largest READ and WRITE (rsize and wsize given to clients)." },
+	{ "ds", NULL, "loops", CONF_INT, .min = 0, .max = 256, .def = "0", S(loops),
+	  .desc = "Network event loops; 0: one per core." },
+	{ "ds", NULL, "workers", CONF_INT, .min = 0, .max = 4096, .def = "0", S(workers),
+	  .desc = "Threads doing storage I/O; 0: 16 per core." },
+	{ "ds", NULL, "scrub_interval", CONF_DURATION, .def = "0", S(scrub_interval_ms),
+	  .desc = "Verify every block this often in the background; 0: never." },
+	{ 0 }
+};
+#undef S
+
+int ds_settings_load(const char *path, struct ds_settings *s, struct conf_error *err)
+{
+	memset(s, 0, sizeof(*s));
+	return conf_load(ds_conf_schema, s, path, err);
+}
+
+void ds_log(const char *fmt, ...)
+{
+	char buf[1024];
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	int n = (int)strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ braid-ds: ", &tm);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", buf);
+}
+
+void ds_req_ids(const struct nfsd_req *req, uint32_t *uid, uint32_t *gid)
+{
+	if (req->cred.flavor == NFSD_AUTH_SYS) {
+		*uid = req->cred.uid;
+		*gid = req->cred.gid;
+	} else {
+		*uid = *gid = 65534; /* nobody: other-permission bits only */
+	}
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+#define BUF_HDR 4096 /* keeps the data aligned; its first word names the pool */
+#define BUF_KEEP 256
+
+void *ds_buf_get(struct braid_ds *ds)
+{
+	struct ds_bufpool *p = &ds->bufs;
+	void *b = NULL;
+	pthread_mutex_lock(&p->mu);
+	if (p->nfree)
+		b = p->free[--p->nfree];
+	pthread_mutex_unlock(&p->mu);
+	if (b)
+		return b;
+	void *m;
+	if (posix_memalign(&m, DS_STORE_ALIGN, BUF_HDR + p->size))
+		return NULL;
+	*(struct ds_bufpool **)m = p;
+	return (uint8_t *)m + BUF_HDR;
+}
+
+static void buf_release(void *b)
+{
+	void *m = (uint8_t *)b - BUF_HDR;
+	struct ds_bufpool *p = *(struct ds_bufpool **)m;
+	pthread_mutex_lock(&p->mu);
+	if (p->nfree < p->cap) {
+		p->free[p->nfree++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (b)
+		free(m);
+}
+
+void ds_buf_put(struct braid_ds *ds, void *buf)
+{
+	(void)ds;
+	buf_release(buf);
+}
+
+void ds_req_hold_buf(struct braid_ds *ds, struct nfsd_req *req, void *buf)
+{
+	(void)ds;
+	req->on_free = buf_release;
+	req->on_free_arg = buf;
+}
+
+static void bufpool_release(struct ds_bufpool *p)
+{
+	for (unsigned i = 0; i < p->nfree; i++)
+		free((uint8_t *)p->free[i] - BUF_HDR);
+	free(p->free);
+	pthread_mutex_destroy(&p->mu);
+}
+
+/* ----------------------------------------------------------- addresses */
+
+/* RFC 5665 universal address and netid of sa. */
+static int uaddr_of(const struct sockaddr_storage *ss, char *addr, size_t alen, const char **netid)
+{
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		*netid = "tcp";
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		*netid = "tcp6";
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	snprintf(addr, alen, "%s.%u.%u", host, port >> 8, port & 255);
+	return 0;
+}
+
+static bool addr_is_wildcard(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+	const struct sockaddr_in6 *in6 = (const void *)ss;
+	return IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr);
+}
+
+static void addr_set_port(struct sockaddr_storage *ss, int port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+static unsigned addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+/* ---------------------------------------------------------- registration */
+
+struct reg_addrs {
+	braid_ctl_netaddr na[BRAID_CTL_ADDRS_MAX];
+	char buf[BRAID_CTL_ADDRS_MAX][BRAID_CTL_UADDR_MAX + 1];
+	unsigned n;
+};
+
+static void reg_addrs_fill(const struct conf_addrs *a, struct reg_addrs *r)
+{
+	r->n = 0;
+	for (unsigned i = 0; i < a->n && r->n < BRAID_CTL_ADDRS_MAX; i++) {
+		const char *netid;
+		if (uaddr_of(&a->addr[i], r->buf[r->n], sizeof(r->buf[0]), &netid))
+			continue;
+		r->na[r->n].na_r_netid = xdr_string_of(netid);
+		r->na[r->n].na_r_addr = xdr_string_of(r->buf[r->n]);
+		r->n++;
+	}
+}
+
+static int enc_register_args(struct xdr_enc *e, const void *v)
+{
+	return xdr_enc_braid_ctl_register_args(e, v);
+}
+static int dec_register_res(struct xdr_dec *d, void *v)
+{
+	return xdr_dec_braid_ctl_register_res(d, v);
+}
+static int enc_heartbeat_args(struct xdr_enc *e, const void *v)
+{
+	return xdr_enc_braid_ctl_heartbeat_args(e, v);
+}
+static int dec_heartbeat_res(struct xdr_dec *d, void *v)
+{
+	return xdr_dec_braid_ctl_heartbeat_res(d, v);
+}
+
+/* Wait up to ms or until stop; true when stopping. */
+static bool reg_sleep(struct braid_ds *ds, unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ds->reg_mu);
+	while (!ds->reg_stop && pthread_cond_timedwait(&ds->reg_cond, &ds->reg_mu, &ts) == 0)
+		;
+	bool stop = ds->reg_stop;
+	pthread_mutex_unlock(&ds->reg_mu);
+	return stop;
+}
+
+static void *reg_main(void *arg)
+{
+	struct braid_ds *ds = arg;
+	int err = 0;
+	struct nfsd_server *eng = nfsd_client_engine_new(1, 0, &err);
+	if (!eng) {
+		ds_log("cannot start the MDS client: %s", strerror(-err));
+		return NULL;
+	}
+	const struct sockaddr_storage *mds = &ds->set.mds.addr[0];
+	struct nfsd_clnt_opts co = { .timeout_ms = 10000, .reconnect = true };
+	struct nfsd_clnt *c = nfsd_clnt_new(eng, (const struct sockaddr *)mds, sizeof(*mds), &co,
+					    &err);
+	if (!c) {
+		ds_log("cannot reach the MDS: %s", strerror(-err));
+		nfsd_server_free(eng);
+		return NULL;
+	}
+	struct reg_addrs adv, ctl;
+	reg_addrs_fill(ds->set.advertise.n ? &ds->set.advertise : &ds->set.listen, &adv);
+	reg_addrs_fill(ds->set.ctl_advertise.n ? &ds->set.ctl_advertise
+					       : ds->set.advertise.n ? &ds->set.advertise
+								     : &ds->set.listen,
+		       &ctl);
+	braid_ctl_proto protos[2];
+	unsigned nprotos = 0;
+	uint32_t io = (uint32_t)ds->set.max_io;
+	if (ds->set.nfs41 && ds->v41)
+		protos[nprotos++] = (braid_ctl_proto){ 4, 1, io, io };
+	if (ds->set.nfs3)
+		protos[nprotos++] = (braid_ctl_proto){ 3, 0, io, io };
+	char host[256];
+	if (ds->set.hostname[0])
+		snprintf(host, sizeof(host), "%s", ds->set.hostname);
+	else if (gethostname(host, sizeof(host)))
+		snprintf(host, sizeof(host), "braid-ds");
+	host[sizeof(host) - 1] = 0;
+	uint8_t verf[DS_VERIFIER_SIZE];
+	ds_store_verifier(ds->store, verf);
+
+	unsigned interval = 0, backoff = 250;
+	bool registered = false;
+	while (!reg_sleep(ds, registered ? interval * 1000 : 0)) {
+		uint64_t total = 0, avail = 0;
+		ds_store_space(ds->store, &total, &avail);
+		struct nfsd_call_opts o = { .prog = BRAID_CTL_PROGRAM, .vers = BRAID_CTL_V1 };
+		braid_auth_call_opts(&o, &ds->key);
+		struct xdr_arena arena;
+		xdr_arena_init(&arena, NULL, 0, 1u << 16);
+		int rc;
+		int32_t st;
+		if (!registered) {
+			braid_ctl_register_args a = {
+				.rr_hostname = xdr_string_of(host),
+				.rr_addrs = { adv.n, adv.na },
+				.rr_ctl_addrs = { ctl.n, ctl.na },
+				.rr_protos = { nprotos, protos },
+				.rr_capacity = total,
+				.rr_free = avail,
+			};
+			memcpy(a.rr_ds_uuid, ds->uuid, DS_UUID_SIZE);
+			memcpy(a.rr_boot_verifier, verf, DS_VERIFIER_SIZE);
+			braid_ctl_register_res r;
+			o.proc = BRAID_CTLPROC_REGISTER;
+			o.enc_args = enc_register_args;
+			o.args = &a;
+			rc = nfsd_clnt_call(c, &o, dec_register_res, &r, &arena);
+			st = rc ? -1 : r.rr_status;
+			if (!rc && st == BRAID_CTL_OK) {
+				registered = true;
+				interval = r.u.rr_resok.rr_heartbeat_interval;
+				interval = interval ? interval : 1;
+				atomic_store(&ds->ds_id, r.u.rr_resok.rr_ds_id);
+				ds_log("registered with the MDS as data server %u (heartbeat %us)",
+				       r.u.rr_resok.rr_ds_id, interval);
+				backoff = 250;
+			}
+		} else {
+			struct ds_store_counters cn;
+			ds_store_counters(ds->store, &cn);
+			braid_ctl_heartbeat_args a = {
+				.hb_ds_id = atomic_load(&ds->ds_id),
+				.hb_capacity = total,
+				.hb_free = avail,
+				.hb_health = cn.crc_errors ? BRAID_CTL_HEALTH_DEGRADED : 0,
+			};
+			memcpy(a.hb_boot_verifier, verf, DS_VERIFIER_SIZE);
+			braid_ctl_heartbeat_res r;
+			o.proc = BRAID_CTLPROC_HEARTBEAT;
+			o.enc_args = enc_heartbeat_args;
+			o.args = &a;
+			rc = nfsd_clnt_call(c, &o, dec_heartbeat_res, &r, &arena);
+			st = rc ? -1 : r.hb_status;
+			if (!rc && st == BRAID_CTL_OK && r.u.hb_heartbeat_interval)
+				interval = r.u.hb_heartbeat_interval;
+			else if (!rc && st == BRAID_CTL_STALE)
+				registered = false; /* the MDS forgot us: register again */
+		}
+		xdr_arena_release(&arena);
+		if (rc || (st != BRAID_CTL_OK && st != BRAID_CTL_STALE)) {
+			if (rc)
+				ds_log("MDS call failed: %s", rc < 0 ? strerror(-rc) : "RPC error");
+			else
+				ds_log("MDS refused %s: status %d",
+				       registered ? "HEARTBEAT" : "REGISTER", st);
+			if (!registered && reg_sleep(ds, backoff))
+				break;
+			backoff = backoff < 8000 ? backoff * 2 : backoff;
+		}
+	}
+	nfsd_clnt_free(c);
+	nfsd_server_free(eng);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- scrub */
+
+static void scrub_bad(void *arg, const struct ds_objid *id, uint64_t first_bad, uint64_t nbad)
+{
+	(void)arg;
+	char hex[2 * DS_KEY_SIZE + 1];
+	for (int i = 0; i < DS_KEY_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id->key[i]);
+	if (first_bad == UINT64_MAX)
+		ds_log("scrub: object %s gen %llu: header unreadable", hex,
+		       (unsigned long long)id->gen);
+	else
+		ds_log("scrub: object %s gen %llu: %llu bad block(s), first at offset %llu", hex,
+		       (unsigned long long)id->gen, (unsigned long long)nbad,
+		       (unsigned long long)first_bad);
+}
+
+int braid_ds_scrub(struct braid_ds *ds, struct ds_scrub_stats *st)
+{
+	struct ds_scrub_stats local;
+	int rc = ds_store_scrub(ds->store, scrub_bad, ds, st ? st : &local);
+	if (!st)
+		st = &local;
+	ds_log("scrub: %llu objects, %llu blocks checked: %llu bad objects, %llu bad blocks",
+	       (unsigned long long)st->objects, (unsigned long long)st->blocks,
+	       (unsigned long long)st->bad_objects, (unsigned long long)st->bad_blocks);
+	return rc;
+}
+
+static void *scrub_main(void *arg)
+{
+	struct braid_ds *ds = arg;
+	while (!reg_sleep(ds, (unsigned)ds->set.scrub_interval_ms))
+		braid_ds_scrub(ds, NULL);
+	return NULL;
+}
+
+/* ---------------------------------------------------------- start, stop */
+
+static uint64_t fsid_of(const uint8_t uuid[DS_UUID_SIZE])
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | (uint64_t)(uuid[i] ^ uuid[i + 8]);
+	return v;
+}
+
+int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *msg, size_t msglen)
+{
+	struct braid_ds *ds = calloc(1, sizeof(*ds));
+	if (!ds) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	ds->set = *set;
+	pthread_mutex_init(&ds->reg_mu, NULL);
+	pthread_cond_init(&ds->reg_cond, NULL);
+	pthread_mutex_init(&ds->bufs.mu, NULL);
+	ds->bufs.size = set->max_io;
+	ds->bufs.cap = BUF_KEEP;
+	ds->bufs.free = calloc(BUF_KEEP, sizeof(void *));
+	int rc = ds->bufs.free ? 0 : -ENOMEM;
+	if (rc) {
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
+	if (!set->nfs3 && !set->nfs41) {
+		snprintf(msg, msglen, "[ds] nfs3 and nfs41 are both off: nothing to serve");
+		rc = -EINVAL;
+		goto fail;
+	}
+	if ((rc = braid_key_load(set->key_file, &ds->key, msg, msglen)))
+		goto fail;
+	if (!set->advertise.n)
+		for (unsigned i = 0; i < set->listen.n; i++)
+			if (addr_is_wildcard(&set->listen.addr[i]) && set->mds.n) {
+				snprintf(msg, msglen,
+					 "[ds] listen has a wildcard address: set [ds] advertise to "
+					 "the addresses clients should use");
+				rc = -EINVAL;
+				goto fail;
+			}
+	struct ds_store_opts so = {
+		.create = set->create,
+		.direct = set->direct_io,
+		.block_size = (unsigned)set->block_size,
+		.max_open = (unsigned)set->max_open,
+		.io = set->io == DS_IO_PSYNC ? DS_STORE_IO_PSYNC : DS_STORE_IO_URING,
+	};
+	if (set->create && mkdir(set->store_dir, 0700) && errno != EEXIST) {
+		rc = -errno;
+		snprintf(msg, msglen, "store %s: %s", set->store_dir, strerror(-rc));
+		goto fail;
+	}
+	if ((rc = ds_store_open(set->store_dir, &so, &ds->store))) {
+		snprintf(msg, msglen, "store %s: %s%s", set->store_dir, strerror(-rc),
+			 rc == -ENOENT ? " (no store there and [ds] create = no)"
+			 : rc == -EBUSY ? " (another braid-ds has it open)"
+					: "");
+		goto fail;
+	}
+	ds_store_uuid(ds->store, ds->uuid);
+	ds->fsid = fsid_of(ds->uuid);
+
+	struct nfsd_server_opts o;
+	nfsd_server_opts_default(&o);
+	o.nloops = (unsigned)set->loops;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	o.nworkers = set->workers ? (unsigned)set->workers : (unsigned)(ncpu > 0 ? ncpu : 1) * 16;
+	o.max_record = (uint32_t)set->max_io + 64 * 1024;
+	o.arena_limit = 1u << 20;
+	ds->srv = nfsd_server_new(&o, &rc);
+	if (!ds->srv) {
+		snprintf(msg, msglen, "RPC server: %s", strerror(-rc));
+		goto fail;
+	}
+	if (!(ds->auth = braid_auth_new(&ds->key))) {
+		rc = -ENOMEM;
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
+	nfsd_server_add_flavor(ds->srv, braid_auth_flavor(ds->auth));
+	nfsd_procs_bind(ds_nfs3_procs, 22, &xdr_desc_NFS_PROGRAM_NFS_V3);
+	nfsd_procs_bind(ds_ctl_procs, 9, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1);
+	/* the engine hands handlers the program's priv: this ds */
+	ds->nfs3_prog = ds_nfs3_program;
+	ds->nfs3_prog.priv = ds;
+	ds->ctl_prog = ds_ctl_program;
+	ds->ctl_prog.priv = ds;
+	if (set->nfs3 && (rc = nfsd_server_add_program(ds->srv, &ds->nfs3_prog)))
+		goto fail_prog;
+	if ((rc = nfsd_server_add_program(ds->srv, &ds->ctl_prog)))
+		goto fail_prog;
+	if (set->nfs41 && (rc = ds_nfs41_start(ds, msg, msglen)))
+		goto fail;
+	for (unsigned i = 0; i < set->listen.n; i++) {
+		const struct sockaddr_storage *ss = &set->listen.addr[i];
+		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6);
+		if ((rc = nfsd_server_listen(ds->srv, (const struct sockaddr *)ss, len))) {
+			char a[80];
+			const char *netid;
+			uaddr_of(ss, a, sizeof(a), &netid);
+			snprintf(msg, msglen, "listen on %s: %s", a, strerror(-rc));
+			goto fail;
+		}
+		ds->ports[i] = nfsd_server_listen_port(ds->srv, i);
+		/* advertise what was bound when listen asked for any port */
+		if (!addr_port(ss))
+			addr_set_port(&ds->set.listen.addr[i], ds->ports[i]);
+	}
+	ds->nports = set->listen.n;
+	if ((rc = nfsd_server_start(ds->srv))) {
+		snprintf(msg, msglen, "RPC server start: %s", strerror(-rc));
+		goto fail;
+	}
+	if (set->mds.n) {
+		if ((rc = -pthread_create(&ds->reg_thread, NULL, reg_main, ds))) {
+			snprintf(msg, msglen, "registration thread: %s", strerror(-rc));
+			goto fail;
+		}
+		ds->reg_running = true;
+	}
+	if (set->scrub_interval_ms) {
+		if ((rc = -pthread_create(&ds->scrub_thread, NULL, scrub_main, ds))) {
+			snprintf(msg, msglen, "scrub thread: %s", strerror(-rc));
+			goto fail;
+		}
+		ds->scrub_running = true;
+	}
+	*out = ds;
+	return 0;
+fail_prog:
+	snprintf(msg, msglen, "adding RPC programs: %s", strerror(-rc));
+fail:
+	braid_ds_stop(ds);
+	return rc;
+}
+
+int braid_ds_stop(struct braid_ds *ds)
+{
+	if (!ds)
+		return 0;
+	pthread_mutex_lock(&ds->reg_mu);
+	ds->reg_stop = true;
+	pthread_cond_broadcast(&ds->reg_cond);
+	pthread_mutex_unlock(&ds->reg_mu);
+	if (ds->reg_running)
+		pthread_join(ds->reg_thread, NULL);
+	if (ds->scrub_running)
+		pthread_join(ds->scrub_thread, NULL);
+	if (ds->srv)
+		nfsd_server_free(ds->srv);
+	ds_nfs41_stop(ds);
+	braid_auth_free(ds->auth);
+	int rc = 0;
+	if (ds->store)
+		rc = ds_store_close(ds->store);
+	if (ds->bufs.free)
+		bufpool_release(&ds->bufs);
+	pthread_cond_destroy(&ds->reg_cond);
+	pthread_mutex_destroy(&ds->reg_mu);
+	memset(&ds->key, 0, sizeof(ds->key));
+	free(ds);
+	return rc;
+}
+
+int braid_ds_port(const struct braid_ds *ds, unsigned idx)
+{
+	return idx < ds->nports ? ds->ports[idx] : -1;
+}
+
+unsigned braid_ds_nports(const struct braid_ds *ds)
+{
+	return ds->nports;
+}
+
+struct ds_store *braid_ds_store(struct braid_ds *ds)
+{
+	return ds->store;
+}
+
+uint32_t braid_ds_id(const struct braid_ds *ds)
+{
+	return atomic_load(&((struct braid_ds *)ds)->ds_id);
+}

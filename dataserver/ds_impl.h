@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of braid-ds shared by ds.c, nfs3.c, nfs41.c and ctl_svc.c. */
+#ifndef BRAID_DATASERVER_DS_IMPL_H
+#define BRAID_DATASERVER_DS_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "dataserver/ds.h"
+#include "dataserver/fh.h"
+#include "dataserver/store.h"
+#include "nfsd/auth_braid.h"
+#include "nfsd/rpc.h"
+
+/*
+ * Aligned I/O buffers for READ replies: a READ fills one, the reply
+ * references it, and the request's on_free hook gives it back after the
+ * reply is sent.  Guarded by mu.
+ */
+struct ds_bufpool {
+	pthread_mutex_t mu;
+	void **free;
+	unsigned nfree, cap;
+	size_t size;
+};
+
+struct braid_ds {
+	struct ds_settings set;
+	struct braid_key key;
+	struct ds_store *store;
+	struct nfsd_server *srv;
+	struct braid_auth *auth;
+	struct nfsd_program nfs3_prog, ctl_prog, nfs4_prog;
+	struct ds_bufpool bufs;
+	uint8_t uuid[DS_UUID_SIZE];
+	uint64_t fsid;
+	unsigned nports;
+	int ports[CONF_ADDRS_MAX];
+	struct nfs41_server *v41;
+	/* MDS registration: the thread owns these, others read ds_id */
+	pthread_t reg_thread;
+	bool reg_running;
+	pthread_mutex_t reg_mu; /* guards reg_stop with reg_cond */
+	pthread_cond_t reg_cond;
+	bool reg_stop;
+	_Atomic uint32_t ds_id;
+	/* background scrub */
+	pthread_t scrub_thread;
+	bool scrub_running;
+};
+
+extern const struct nfsd_program ds_nfs3_program;
+extern const struct nfsd_program ds_ctl_program;
+extern struct nfsd_proc ds_nfs3_procs[22];
+extern struct nfsd_proc ds_ctl_procs[9];
+
+/* nfs41.c: the NFSv4.1 data-server program (NULL when it cannot start). */
+int ds_nfs41_start(struct braid_ds *ds, char *msg, size_t msglen);
+void ds_nfs41_stop(struct braid_ds *ds);
+
+/* Caller identity for fencing: AUTH_SYS ids, else nobody. */
+void ds_req_ids(const struct nfsd_req *req, uint32_t *uid, uint32_t *gid);
+
+/* A READ buffer of at least set.max_io bytes, 4 KiB aligned; NULL if none. */
+void *ds_buf_get(struct braid_ds *ds);
+void ds_buf_put(struct braid_ds *ds, void *buf);
+/* Give buf back when req is freed (after its reply went out). */
+void ds_req_hold_buf(struct braid_ds *ds, struct nfsd_req *req, void *buf);
+
+void ds_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

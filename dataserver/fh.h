@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File handles of data-server objects.
+ *
+ * braid-ds returns an object's handle in the CREATE reply (braid_ctl.x) and
+ * braid-mds hands it to clients in layouts (or computes it itself: both
+ * hold the cluster key).  The handle names the object and carries a MAC,
+ * so a client can neither forge a handle nor alter one to reach another
+ * object; it is the same for NFSv3 and NFSv4.1 and survives restarts.
+ *
+ *	offset size
+ *	0      1    version (1)
+ *	1      1    type (1: data-server object)
+ *	2      2    0
+ *	4      4    id of the cluster key that signed it (braid_key.id)
+ *	8      16   object key
+ *	24     8    object generation, big-endian
+ *	32     16   SipHash-2-4-128 of bytes 0..31 under the key's fh half
+ *
+ * A handle of another length, version or type, signed by another key or
+ * whose MAC does not match is not one of ours: NFS3ERR_BADHANDLE /
+ * NFS4ERR_BADHANDLE.  A genuine handle whose object is gone (or has another
+ * generation) is stale: NFS3ERR_STALE / NFS4ERR_STALE.
+ */
+#ifndef BRAID_DATASERVER_FH_H
+#define BRAID_DATASERVER_FH_H
+
+#include <stdint.h>
+
+#include "dataserver/store.h"
+#include "nfsd/mac.h"
+
+#define DS_FH_SIZE 48
+
+void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE]);
+/* 0 and *id, or -EBADMSG for a handle that is not genuine. */
+int ds_fh_parse(const struct braid_key *key, const void *fh, uint32_t len, struct ds_objid *id);
+
+#endif
