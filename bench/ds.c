@@ -1,0 +1,1635 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/ds: 1 MiB NFSv3 READ and WRITE throughput of braid-ds, from cached
+ * objects and from disk (O_DIRECT), with 1 and 4 connections and 16 requests
+ * in flight on each, and the server's CPU seconds per GiB; beside it, in the
+ * same run, the ceilings it is judged against:
+ *
+ *  - loopback TCP: a sender thread writing 1 MiB buffers into a receiver
+ *    thread that reads and discards (iperf3 -l 1M), 1 and 4 streams;
+ *  - the disk's own O_DIRECT rate: fio, io_uring, 1 MiB blocks, 16 deep, on
+ *    the filesystem that holds the DS store;
+ *  - NFS-Ganesha (FSAL VFS, NFSv3) serving the same READ load from the page
+ *    cache, with its CPU time, for the READ-per-CPU-second comparison.
+ *
+ * Every NFS load runs over our own engine's client (nfsd/rpc.h) with the
+ * generated NFSv3 codecs, so braid-ds and Ganesha see identical clients.
+ * Servers run as child processes so /proc/PID/stat gives their CPU alone.
+ *
+ * Usage: ds [--seconds N] [--quick] [--dir PATH] [--size SIZE[KMG]] [--keep]
+ *           [--uid N] [--gid N] [--stable unstable|data_sync|file_sync]
+ *           [--sequential] [--braid-ds PATH]
+ * Last line of output: one JSON object; a figure that could not be measured
+ * is null and the reason is printed (never a made-up number).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/nfs3load.h"
+#include "nfsd/rpc.h"
+#include "nfsd/xdr/mount_prot.h"
+#include "nfsd/xdr/nfs3_prot.h"
+
+#include "dataserver/ctl.h"
+
+#define IOSIZE	     NFS3_LOAD_IO /* every READ and WRITE, fio's block, a loopback write */
+#define INFLIGHT     NFS3_LOAD_INFLIGHT
+#define NSTREAMS_MAX 4
+#define MB	     1e6 /* MB/s are decimal, as fio and iperf3 print them */
+#define GIB	     (1024.0 * 1024.0 * 1024.0)
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---------------------------------------------------------------- options */
+
+struct bench_opts {
+	double secs;
+	uint64_t size;	   /* test file / object size, a multiple of IOSIZE */
+	const char *dir;   /* parent of the work dir */
+	bool keep;	   /* leave the work dir behind */
+	uint32_t uid, gid; /* AUTH_SYS credentials of every NFS call */
+	int32_t stable;	   /* stable_how of the WRITE load */
+	bool sequential;   /* sequential offsets instead of random */
+	char ds_path[PATH_MAX];
+};
+
+struct bench {
+	struct bench_opts o;
+	char work[PATH_MAX]; /* our own directory under o.dir */
+	char file[PATH_MAX]; /* the pattern file fio reads and Ganesha exports */
+	char fstype[32];
+	long ncpu;
+	struct nfsd_server *ctl_eng; /* client engine for setup calls */
+};
+
+/* Read the whole file once so a page-cache server serves it from memory. */
+static int file_cache_warm(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	uint8_t *buf = malloc(IOSIZE);
+	int rc = buf ? 0 : -ENOMEM;
+	while (!rc) {
+		ssize_t r = read(fd, buf, IOSIZE);
+		if (r < 0)
+			rc = -errno;
+		else if (r == 0)
+			break;
+	}
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* ---------------------------------------------------------- child processes */
+
+/*
+ * Servers and tools we start.  Their pids are kept here so a SIGINT or
+ * SIGTERM of the bench stops them too (by pid, nothing broader).
+ */
+#define MAX_CHILDREN 8
+static volatile pid_t children[MAX_CHILDREN];
+
+struct child {
+	pid_t pid;
+	const char *name;
+	char log[PATH_MAX];
+};
+
+static void on_fatal_signal(int sig)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (children[i] > 0)
+			kill(children[i], SIGTERM);
+	_exit(128 + sig);
+}
+
+static void child_track(pid_t pid, bool add)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (add ? children[i] == 0 : children[i] == pid) {
+			children[i] = add ? pid : 0;
+			return;
+		}
+}
+
+/* Find an executable on PATH (or take a path with a slash as it is). */
+static bool exe_find(const char *prog, char *out, size_t len)
+{
+	if (strchr(prog, '/')) {
+		bench_strfmt(out, len, "%s", prog);
+		return access(out, X_OK) == 0;
+	}
+	const char *path = getenv("PATH");
+	char dirs[4096];
+	/* ganesha.nfsd and rpcbind live in sbin, which a user PATH may lack */
+	bench_strfmt(dirs, sizeof(dirs), "%s:/usr/sbin:/sbin:/usr/bin", path ? path : "");
+	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
+	     d = strtok_r(NULL, ":", &save)) {
+		if (!*d)
+			continue;
+		bench_strfmt(out, len, "%s/%s", d, prog);
+		if (access(out, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Start argv[0] (a full path) with stdout and stderr appended to log. */
+static int child_spawn(struct child *ch, const char *what, char *const argv[], const char *log)
+{
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (pid == 0) {
+		/* only async-signal-safe calls: the parent has engine threads */
+		int nul = open("/dev/null", O_RDONLY);
+		if (nul >= 0)
+			dup2(nul, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		signal(SIGPIPE, SIG_DFL);
+		execv(argv[0], argv);
+		static const char msg[] = "bench/ds: exec failed\n";
+		if (write(2, msg, sizeof(msg) - 1) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(fd);
+	ch->pid = pid;
+	ch->name = what;
+	bench_strfmt(ch->log, sizeof(ch->log), "%s", log);
+	child_track(pid, true);
+	return 0;
+}
+
+/* Nonblocking: true (and *status) when the child has exited. */
+static bool child_exited(struct child *ch, int *status)
+{
+	if (ch->pid <= 0)
+		return true;
+	int st;
+	pid_t r = waitpid(ch->pid, &st, WNOHANG);
+	if (r == ch->pid || (r < 0 && errno == ECHILD)) {
+		if (status)
+			*status = r == ch->pid ? st : 0;
+		child_track(ch->pid, false);
+		ch->pid = 0;
+		return true;
+	}
+	return false;
+}
+
+/* Wait up to timeout seconds for the child to exit; returns its status or -ETIMEDOUT. */
+static int child_wait(struct child *ch, double timeout)
+{
+	double end = bench_now_s() + timeout;
+	int st = 0;
+	for (;;) {
+		if (ch->pid <= 0)
+			return 0;
+		int s;
+		pid_t r = waitpid(ch->pid, &s, WNOHANG);
+		if (r == ch->pid) {
+			st = s;
+			break;
+		}
+		if (r < 0 && errno != EINTR) {
+			st = 0;
+			break;
+		}
+		if (bench_now_s() >= end)
+			return -ETIMEDOUT;
+		bench_sleep_s(0.02);
+	}
+	child_track(ch->pid, false);
+	ch->pid = 0;
+	return st;
+}
+
+/* SIGTERM, a grace period, then SIGKILL.  Returns true when it exited on SIGTERM. */
+static bool child_stop(struct child *ch, double grace)
+{
+	if (ch->pid <= 0)
+		return true;
+	kill(ch->pid, SIGTERM);
+	if (child_wait(ch, grace) != -ETIMEDOUT)
+		return true;
+	fprintf(stderr, "bench/ds: %s did not exit on SIGTERM in %.0f s, killing it\n", ch->name,
+		grace);
+	kill(ch->pid, SIGKILL);
+	child_wait(ch, 10);
+	return false;
+}
+
+static void status_str(int st, char *out, size_t len)
+{
+	if (WIFEXITED(st))
+		bench_strfmt(out, len, "exit status %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		bench_strfmt(out, len, "killed by signal %d", WTERMSIG(st));
+	else
+		bench_strfmt(out, len, "status 0x%x", st);
+}
+
+/*
+ * The work dir, logs included, is removed at the end (unless --keep): show
+ * the end of a failed server's log on stderr while it is there.
+ */
+static void log_dump(const char *what, const char *log)
+{
+	char *lines[20] = {0};
+	char line[1024];
+	unsigned n = 0;
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		free(lines[n % 20]);
+		lines[n++ % 20] = strdup(line);
+	}
+	fclose(f);
+	fprintf(stderr, "bench/ds: %s failed; the end of its log:\n", what);
+	for (unsigned i = n > 20 ? n - 20 : 0; i < n; i++)
+		fprintf(stderr, "  %s", lines[i % 20] ? lines[i % 20] : "\n");
+	for (unsigned i = 0; i < 20; i++)
+		free(lines[i]);
+}
+
+/*
+ * The last log line that looks like an error (holds one of marks), or
+ * with marks NULL the last line, for a one-line reason.
+ */
+static void log_tail_errors(const char *log, const char *const *marks, char *out, size_t len)
+{
+	FILE *f = fopen(log, "r");
+	out[0] = 0;
+	if (!f)
+		return;
+	char line[1024];
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		bool hit = !marks && line[0];
+		for (int i = 0; marks && marks[i] && !hit; i++)
+			hit = strstr(line, marks[i]) != NULL;
+		if (hit)
+			bench_strfmt(out, len, "%s", line);
+	}
+	fclose(f);
+}
+
+/* ----------------------------------------------------------------- sockets */
+
+/* A TCP port that was free a moment ago (the kernel's pick for port 0). */
+static int port_pick(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = bench_sa_loopback(0);
+	socklen_t sl = sizeof(sa);
+	int port = -1;
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &sl))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static bool port_accepts(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = bench_sa_loopback(port);
+	bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/*
+ * Ready when prog/vers answers a NULL call.  Gives up when the child exits
+ * (-ECHILD, *status set) or after timeout seconds (-ETIMEDOUT).
+ */
+static int wait_null(struct bench *b, struct child *ch, int port, uint32_t prog, uint32_t vers,
+		     double timeout, int *status)
+{
+	double end = bench_now_s() + timeout;
+	for (;;) {
+		if (ch && child_exited(ch, status))
+			return -ECHILD;
+		int err = 0;
+		struct nfsd_clnt *c = bench_clnt_open(b->ctl_eng, port, &err);
+		if (c) {
+			struct nfsd_call_opts o = {
+			    .prog = prog, .vers = vers, .proc = 0, .timeout_ms = 1000};
+			uint8_t *keep;
+			err = bench_call_sync(c, &o, NULL, NULL, NULL, &keep);
+			free(keep);
+			nfsd_clnt_free(c);
+			if (!err)
+				return 0;
+		}
+		if (bench_now_s() >= end)
+			return -ETIMEDOUT;
+		bench_sleep_s(0.1);
+	}
+}
+
+/* ------------------------------------------------------------ result table */
+
+enum {
+	R_LOOP1,
+	R_LOOP4,
+	R_DISK_READ,
+	R_DISK_WRITE,
+	R_BDS_CACHED1,
+	R_BDS_CACHED4,
+	R_BDS_DIRECT1,
+	R_BDS_DIRECT4,
+	R_BDS_WRITE1,
+	R_BDS_WRITE4,
+	R_GAN1,
+	R_GAN4,
+	R_COUNT
+};
+
+struct row {
+	const char *name;
+	bool ok;
+	double mbps;
+	double cpu_s; /* server (or sender / fio) CPU seconds in the window */
+	double secs;
+	bool have_cpu;
+	int vs; /* the ceiling row this one is compared with, or -1 */
+	char why[256];
+};
+
+static struct row rows[R_COUNT] = {
+    [R_LOOP1] = {.name = "loopback TCP, 1 stream", .vs = -1},
+    [R_LOOP4] = {.name = "loopback TCP, 4 streams", .vs = -1},
+    [R_DISK_READ] = {.name = "disk O_DIRECT read (fio)", .vs = -1},
+    [R_DISK_WRITE] = {.name = "disk O_DIRECT write (fio)", .vs = -1},
+    [R_BDS_CACHED1] = {.name = "braid-ds READ cached, 1 conn", .vs = R_LOOP1},
+    [R_BDS_CACHED4] = {.name = "braid-ds READ cached, 4 conns", .vs = R_LOOP1},
+    [R_BDS_DIRECT1] = {.name = "braid-ds READ O_DIRECT, 1 conn", .vs = R_DISK_READ},
+    [R_BDS_DIRECT4] = {.name = "braid-ds READ O_DIRECT, 4 conns", .vs = R_DISK_READ},
+    [R_BDS_WRITE1] = {.name = "braid-ds WRITE+COMMIT, 1 conn", .vs = R_LOOP1},
+    [R_BDS_WRITE4] = {.name = "braid-ds WRITE+COMMIT, 4 conns", .vs = R_LOOP1},
+    [R_GAN1] = {.name = "ganesha READ cached, 1 conn", .vs = R_LOOP1},
+    [R_GAN4] = {.name = "ganesha READ cached, 4 conns", .vs = R_LOOP1},
+};
+
+static void row_set(int r, const struct nfs3_load_res *lr)
+{
+	rows[r].ok = lr->ok;
+	rows[r].mbps = lr->mbps;
+	rows[r].cpu_s = lr->cpu_s;
+	rows[r].secs = lr->secs;
+	rows[r].have_cpu = true;
+	if (!lr->ok)
+		bench_strfmt(rows[r].why, sizeof(rows[r].why), "%s", lr->why);
+}
+
+static void row_missing(int first, int last, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	for (int r = first; r <= last; r++) {
+		rows[r].ok = false;
+		bench_strfmt(rows[r].why, sizeof(rows[r].why), "%s", why);
+	}
+}
+
+/* MB of data moved per CPU-second of the server. */
+static bool row_mb_per_cpu(int r, double *v)
+{
+	if (!rows[r].ok || !rows[r].have_cpu || rows[r].cpu_s <= 0)
+		return false;
+	*v = rows[r].mbps * rows[r].secs / rows[r].cpu_s;
+	return true;
+}
+
+static bool row_cpu_per_gib(int r, double *v)
+{
+	if (!rows[r].ok || !rows[r].have_cpu || rows[r].mbps <= 0)
+		return false;
+	*v = rows[r].cpu_s / (rows[r].mbps * MB * rows[r].secs / GIB);
+	return true;
+}
+
+static bool ratio(int a, int b, double *v)
+{
+	if (!rows[a].ok || !rows[b].ok || rows[b].mbps <= 0)
+		return false;
+	*v = rows[a].mbps / rows[b].mbps;
+	return true;
+}
+
+/* ------------------------------------------------------------ loopback TCP */
+
+struct lb_stream {
+	int sfd, rfd;
+	pthread_t st, rt;
+	double cpu0, cpu1; /* sender thread CPU at the window's start and end */
+};
+
+static atomic_int lb_phase; /* 0 warm-up, 1 measuring, 2 stop */
+static atomic_ullong lb_bytes;
+
+/* iperf3 -l 1M: 1 MiB writes, as fast as the socket takes them. */
+static void *lb_sender(void *arg)
+{
+	struct lb_stream *s = arg;
+	uint8_t *buf = calloc(1, IOSIZE);
+	int seen = 0;
+	while (buf) {
+		int ph = atomic_load(&lb_phase);
+		if (ph != seen) {
+			if (ph >= 1 && seen < 1)
+				s->cpu0 = thread_cpu_s();
+			if (ph == 2)
+				s->cpu1 = thread_cpu_s();
+			seen = ph;
+		}
+		if (ph == 2)
+			break;
+		for (size_t done = 0; done < IOSIZE;) {
+			ssize_t w = write(s->sfd, buf + done, IOSIZE - done);
+			if (w <= 0)
+				goto out;
+			done += (size_t)w;
+		}
+	}
+out:
+	shutdown(s->sfd, SHUT_WR);
+	free(buf);
+	return NULL;
+}
+
+static void *lb_receiver(void *arg)
+{
+	struct lb_stream *s = arg;
+	uint8_t *buf = malloc(IOSIZE);
+	while (buf) {
+		ssize_t r = read(s->rfd, buf, IOSIZE);
+		if (r <= 0)
+			break;
+		atomic_fetch_add_explicit(&lb_bytes, (unsigned long long)r, memory_order_relaxed);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void loopback_run(int nstreams, double secs, int r)
+{
+	struct lb_stream s[NSTREAMS_MAX];
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = bench_sa_loopback(0);
+	socklen_t sl = sizeof(sa);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 16) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
+		row_missing(r, r, "loopback listener: %s", strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		return;
+	}
+	for (int i = 0; i < nstreams; i++) {
+		s[i].rfd = -1;
+		s[i].sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s[i].sfd < 0 || connect(s[i].sfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    (s[i].rfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+			row_missing(r, r, "loopback connect: %s", strerror(errno));
+			for (int k = 0; k <= i; k++) {
+				if (s[k].sfd >= 0)
+					close(s[k].sfd);
+				if (s[k].rfd >= 0)
+					close(s[k].rfd);
+			}
+			close(lfd);
+			return;
+		}
+	}
+	close(lfd);
+	atomic_store(&lb_phase, 0);
+	atomic_store(&lb_bytes, 0);
+	for (int i = 0; i < nstreams; i++) {
+		s[i].cpu0 = s[i].cpu1 = 0;
+		pthread_create(&s[i].rt, NULL, lb_receiver, &s[i]);
+		pthread_create(&s[i].st, NULL, lb_sender, &s[i]);
+	}
+	bench_sleep_s(0.3);
+	atomic_store(&lb_phase, 1);
+	unsigned long long b0 = atomic_load(&lb_bytes);
+	double t0 = bench_now_s();
+	bench_sleep_s(secs);
+	unsigned long long b1 = atomic_load(&lb_bytes);
+	double t1 = bench_now_s();
+	atomic_store(&lb_phase, 2);
+	double cpu = 0;
+	for (int i = 0; i < nstreams; i++) {
+		pthread_join(s[i].st, NULL);
+		pthread_join(s[i].rt, NULL);
+		close(s[i].sfd);
+		close(s[i].rfd);
+		cpu += s[i].cpu1 - s[i].cpu0;
+	}
+	rows[r].ok = true;
+	rows[r].secs = t1 - t0;
+	rows[r].mbps = (double)(b1 - b0) / MB / (t1 - t0);
+	rows[r].cpu_s = cpu; /* the senders': the side a READ server is on */
+	rows[r].have_cpu = true;
+}
+
+/* --------------------------------------------------------------------- fio */
+
+/* The number after "key" : in s (fio's JSON is flat enough for this). */
+static bool json_num(const char *s, const char *key, double *v)
+{
+	char pat[64];
+	bench_strfmt(pat, sizeof(pat), "\"%s\"", key);
+	for (const char *p = strstr(s, pat); p; p = strstr(p + 1, pat)) {
+		const char *q = p + strlen(pat);
+		while (*q == ' ' || *q == '\t' || *q == '\n')
+			q++;
+		if (*q != ':')
+			continue;
+		char *end;
+		*v = strtod(q + 1, &end);
+		if (end != q + 1)
+			return true;
+	}
+	return false;
+}
+
+/* The object that follows "key" : { (skipping "rw" : "read" and the like). */
+static const char *json_obj(const char *s, const char *key)
+{
+	char pat[64];
+	bench_strfmt(pat, sizeof(pat), "\"%s\"", key);
+	for (const char *p = strstr(s, pat); p; p = strstr(p + 1, pat)) {
+		const char *q = p + strlen(pat);
+		while (*q == ' ' || *q == '\t' || *q == '\n')
+			q++;
+		if (*q != ':')
+			continue;
+		q++;
+		while (*q == ' ' || *q == '\t' || *q == '\n')
+			q++;
+		if (*q == '{')
+			return q;
+	}
+	return NULL;
+}
+
+static char *file_read_all(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		size_t n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	fclose(f);
+	if (buf)
+		buf[len] = 0;
+	return buf;
+}
+
+/*
+ * fio --ioengine=io_uring --direct=1 --bs=1M --iodepth=16 on file, time
+ * based.  Reads use the pattern file itself (--readonly: fio must not lay
+ * it out or touch it); writes use a scratch file that is removed after.
+ */
+static void fio_run(struct bench *b, const char *fio, bool write, double secs, int r)
+{
+	char file[PATH_MAX + 16], out[PATH_MAX + 16], log[PATH_MAX + 16];
+	char a_file[PATH_MAX + 32], a_size[64], a_rt[64], a_out[PATH_MAX + 32];
+	if (write)
+		bench_strfmt(file, sizeof(file), "%s/fio-write.dat", b->work);
+	else
+		bench_strfmt(file, sizeof(file), "%s", b->file);
+	bench_strfmt(out, sizeof(out), "%s/fio-%s.json", b->work, write ? "write" : "read");
+	bench_strfmt(log, sizeof(log), "%s/fio.log", b->work);
+	bench_strfmt(a_file, sizeof(a_file), "--filename=%s", file);
+	bench_strfmt(a_size, sizeof(a_size), "--size=%llu", (unsigned long long)b->o.size);
+	bench_strfmt(a_rt, sizeof(a_rt), "--runtime=%ldms", (long)(secs * 1000));
+	bench_strfmt(a_out, sizeof(a_out), "--output=%s", out);
+	char *argv[] = {(char *)fio,
+			"--name=bench-ds",
+			a_file,
+			a_size,
+			"--ioengine=io_uring",
+			"--direct=1",
+			"--bs=1M",
+			"--iodepth=16",
+			write ? "--rw=write" : "--rw=read",
+			"--time_based",
+			a_rt,
+			"--output-format=json",
+			a_out,
+			write ? NULL : "--readonly",
+			NULL};
+	struct child ch = {0};
+	int rc = child_spawn(&ch, "fio", argv, log);
+	if (rc) {
+		row_missing(r, r, "fio: %s", strerror(-rc));
+		return;
+	}
+	int st = child_wait(&ch, secs + 120);
+	if (st == -ETIMEDOUT) {
+		child_stop(&ch, 5);
+		row_missing(r, r, "fio did not finish");
+		return;
+	}
+	if (write)
+		unlink(file);
+	char sbuf[64];
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		status_str(st, sbuf, sizeof(sbuf));
+		row_missing(r, r, "fio failed (%s)", sbuf);
+		log_dump("fio", log);
+		return;
+	}
+	char *js = file_read_all(out);
+	const char *jobs = js ? strstr(js, "\"jobs\"") : NULL;
+	const char *sec = jobs ? json_obj(jobs, write ? "write" : "read") : NULL;
+	double bw, err = 0, usr = 0, sys = 0, rt_ms = 0;
+	if (!sec || !json_num(sec, "bw_bytes", &bw)) {
+		row_missing(r, r, "cannot parse fio output %s", out);
+		free(js);
+		return;
+	}
+	json_num(jobs, "error", &err);
+	if (err != 0) {
+		row_missing(r, r, "fio job error %d", (int)err);
+		free(js);
+		return;
+	}
+	rows[r].ok = true;
+	rows[r].mbps = bw / MB;
+	rows[r].secs = secs;
+	/* fio's own CPU: usr_cpu and sys_cpu are percentages of job_runtime */
+	if (json_num(jobs, "usr_cpu", &usr) && json_num(jobs, "sys_cpu", &sys) &&
+	    json_num(jobs, "job_runtime", &rt_ms) && rt_ms > 0) {
+		rows[r].secs = rt_ms / 1000.0;
+		rows[r].cpu_s = (usr + sys) / 100.0 * rows[r].secs;
+		rows[r].have_cpu = true;
+	}
+	free(js);
+}
+
+/* -------------------------------------------------------------- NFS-Ganesha */
+
+struct ganesha {
+	struct child ch;
+	struct child rpcb; /* rpcbind, when we had to start one */
+	int nfs_port, mnt_port;
+	char dir[PATH_MAX]; /* config, log, pid */
+	char log[PATH_MAX + 16];
+	uint8_t fh[NFS3_FHSIZE];
+	uint32_t fhlen;
+	char why[512];
+};
+
+static const char *const ganesha_err_marks[] = {":CRIT :", ":MAJ :", ":FATAL :", "exec failed",
+						NULL};
+
+/*
+ * Ganesha 4.3 registers NFS and MOUNT with rpcbind and exits when it
+ * cannot ("Cannot register NFS V3 on TCP"); it has no switch to skip that.
+ * Use the rpcbind that runs, or start Debian's in the foreground for the
+ * length of the stage.  (dbus is optional: without it Ganesha logs CRIT
+ * lines and serves anyway.)
+ */
+static int rpcbind_ensure(struct bench *b, struct ganesha *g)
+{
+	if (port_accepts(111))
+		return 0;
+	char exe[PATH_MAX];
+	if (!exe_find("rpcbind", exe, sizeof(exe))) {
+		bench_strfmt(
+		    g->why, sizeof(g->why),
+		    "ganesha needs rpcbind, none runs and none is installed (tools/install-deps)");
+		return -ENOENT;
+	}
+	char log[PATH_MAX + 16];
+	bench_strfmt(log, sizeof(log), "%s/rpcbind.log", g->dir);
+	char *argv[] = {exe, "-f", NULL};
+	int rc = child_spawn(&g->rpcb, "rpcbind", argv, log);
+	if (rc) {
+		bench_strfmt(g->why, sizeof(g->why), "cannot start rpcbind: %s", strerror(-rc));
+		return rc;
+	}
+	for (double end = bench_now_s() + 10; bench_now_s() < end; bench_sleep_s(0.05)) {
+		int st;
+		if (child_exited(&g->rpcb, &st)) {
+			char sb[64];
+			status_str(st, sb, sizeof(sb));
+			bench_strfmt(g->why, sizeof(g->why), "rpcbind exited (%s)", sb);
+			log_dump("rpcbind", log);
+			return -ECHILD;
+		}
+		if (port_accepts(111))
+			return 0;
+	}
+	bench_strfmt(g->why, sizeof(g->why), "rpcbind did not come up");
+	child_stop(&g->rpcb, 5);
+	log_dump("rpcbind", log);
+	return -ETIMEDOUT;
+}
+
+static int ganesha_conf_write(struct bench *b, struct ganesha *g, const char *conf,
+			      const char *export_dir)
+{
+	FILE *f = fopen(conf, "w");
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"# Written by bench/ds: NFSv3 over TCP on 127.0.0.1 only, one VFS export.\n"
+		"NFS_CORE_PARAM {\n"
+		"\tProtocols = 3;\n"
+		"\tNFS_Port = %d;\n"
+		"\tMNT_Port = %d;\n"
+		"\tBind_addr = 127.0.0.1;\n"
+		"\tEnable_NLM = false;\n"
+		"\tEnable_RQUOTA = false;\n"
+		"\tEnable_UDP = false;\n"
+		"}\n"
+		"# No grace period: nothing to recover, and v3 only.\n"
+		"NFSv4 {\n"
+		"\tGraceless = true;\n"
+		"}\n"
+		"EXPORT {\n"
+		"\tExport_Id = 1;\n"
+		"\tPath = \"%s\";\n"
+		"\tPseudo = /bench;\n"
+		"\tProtocols = 3;\n"
+		"\tTransports = TCP;\n"
+		"\tAccess_Type = RW;\n"
+		"\tSquash = None;\n"
+		"\tSecType = sys;\n"
+		"\tMaxRead = %u;\n"
+		"\tMaxWrite = %u;\n"
+		"\tFSAL {\n"
+		"\t\tName = VFS;\n"
+		"\t}\n"
+		"}\n",
+		g->nfs_port, g->mnt_port, export_dir, IOSIZE, IOSIZE);
+	return fclose(f) ? -errno : 0;
+}
+
+/* MOUNT v3 MNT of the export (RFC 1813 §5.2.1), then LOOKUP of the file. */
+static int ganesha_file_fh(struct bench *b, struct ganesha *g, const char *export_dir,
+			   const char *fname)
+{
+	int err = 0;
+	uint8_t ab[4096], *keep = NULL, *keep2 = NULL;
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, ab, sizeof(ab), 1 << 20);
+	struct nfsd_clnt *mc = bench_clnt_open(b->ctl_eng, g->mnt_port, &err);
+	struct nfsd_clnt *nc = mc ? bench_clnt_open(b->ctl_eng, g->nfs_port, &err) : NULL;
+	char eb[64];
+	if (!nc) {
+		bench_strfmt(g->why, sizeof(g->why), "connect to ganesha: %s", strerror(-err));
+		goto out;
+	}
+	dirpath path = xdr_string_of(export_dir);
+	struct nfsd_call_opts o = {
+	    .prog = MOUNT_PROGRAM,
+	    .vers = MOUNT_V3,
+	    .proc = MOUNTPROC3_MNT,
+	    .enc_args = xdr_desc_MOUNT_PROGRAM_MOUNT_V3.procs[MOUNTPROC3_MNT].enc_arg,
+	    .args = &path,
+	    .timeout_ms = BENCH_CALL_TIMEOUT_MS,
+	    .flavor = NFSD_AUTH_SYS,
+	    .uid = 0,
+	    .gid = 0,
+	};
+	mountres3 mr;
+	err = bench_call_sync(mc, &o, xdr_desc_MOUNT_PROGRAM_MOUNT_V3.procs[MOUNTPROC3_MNT].dec_res,
+			      &mr, &ar, &keep);
+	if (err || mr.fhs_status != MNT3_OK) {
+		bench_strfmt(g->why, sizeof(g->why), "ganesha MNT %s: %s", export_dir,
+			     err ? bench_call_err_str(err, eb, sizeof(eb)) : "mountstat3 error");
+		if (!err)
+			bench_strfmt(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
+				     " %d", (int)mr.fhs_status);
+		err = err ? err : -EACCES;
+		goto out;
+	}
+	LOOKUP3args la = {.what.dir.data = mr.u.mountinfo.fhandle,
+			  .what.name = xdr_string_of(fname)};
+	struct nfsd_call_opts lo = nfs3_call_opts(NFSPROC3_LOOKUP, &la, b->o.uid, b->o.gid);
+	LOOKUP3res lr;
+	err = bench_call_sync(nc, &lo, nfs3_proc_desc(NFSPROC3_LOOKUP)->dec_res, &lr, &ar, &keep2);
+	if (err || lr.status != NFS3_OK) {
+		bench_strfmt(g->why, sizeof(g->why), "ganesha LOOKUP %s: %s", fname,
+			     err ? bench_call_err_str(err, eb, sizeof(eb)) : "nfsstat3 error");
+		if (!err)
+			bench_strfmt(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
+				     " %d", (int)lr.status);
+		err = err ? err : -EIO;
+		goto out;
+	}
+	const xdr_opaque *fh = &lr.u.resok.object.data;
+	if (fh->len > sizeof(g->fh)) {
+		bench_strfmt(g->why, sizeof(g->why), "ganesha file handle of %u bytes", fh->len);
+		err = -EPROTO;
+		goto out;
+	}
+	memcpy(g->fh, fh->val, fh->len);
+	g->fhlen = fh->len;
+out:
+	free(keep);
+	free(keep2);
+	xdr_arena_release(&ar);
+	nfsd_clnt_free(nc);
+	nfsd_clnt_free(mc);
+	return err;
+}
+
+static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_dir)
+{
+	char exe[PATH_MAX], conf[PATH_MAX + 16], pidf[PATH_MAX + 16];
+	if (!exe_find("ganesha.nfsd", exe, sizeof(exe))) {
+		bench_strfmt(
+		    g->why, sizeof(g->why),
+		    "ganesha.nfsd not installed (nfs-ganesha nfs-ganesha-vfs: tools/install-deps)");
+		return -ENOENT;
+	}
+	if (geteuid() != 0) {
+		/* FSAL_VFS opens files by handle: CAP_DAC_READ_SEARCH */
+		bench_strfmt(g->why, sizeof(g->why), "ganesha.nfsd (FSAL VFS) must run as root");
+		return -EPERM;
+	}
+	bench_strfmt(g->dir, sizeof(g->dir), "%s/ganesha", b->work);
+	if (mkdir(g->dir, 0755) && errno != EEXIST) {
+		bench_strfmt(g->why, sizeof(g->why), "mkdir %s: %s", g->dir, strerror(errno));
+		return -errno;
+	}
+	int rc = rpcbind_ensure(b, g);
+	if (rc)
+		return rc;
+	g->nfs_port = port_pick();
+	g->mnt_port = port_pick();
+	while (g->mnt_port == g->nfs_port)
+		g->mnt_port = port_pick();
+	bench_strfmt(conf, sizeof(conf), "%s/ganesha.conf", g->dir);
+	bench_strfmt(g->log, sizeof(g->log), "%s/ganesha.log", g->dir);
+	bench_strfmt(pidf, sizeof(pidf), "%s/ganesha.pid", g->dir);
+	rc = ganesha_conf_write(b, g, conf, export_dir);
+	if (rc) {
+		bench_strfmt(g->why, sizeof(g->why), "write %s: %s", conf, strerror(-rc));
+		return rc;
+	}
+	char *argv[] = {exe, "-F", "-L", g->log, "-f", conf, "-p", pidf, "-N", "NIV_EVENT", NULL};
+	rc = child_spawn(&g->ch, "ganesha.nfsd", argv, g->log);
+	if (rc) {
+		bench_strfmt(g->why, sizeof(g->why), "cannot start ganesha.nfsd: %s",
+			     strerror(-rc));
+		return rc;
+	}
+	int st = 0;
+	rc = wait_null(b, &g->ch, g->nfs_port, NFS_PROGRAM, NFS_V3, 30, &st);
+	if (!rc)
+		rc = wait_null(b, &g->ch, g->mnt_port, MOUNT_PROGRAM, MOUNT_V3, 10, &st);
+	if (rc) {
+		char last[400], sb[64];
+		log_tail_errors(g->log, ganesha_err_marks, last, sizeof(last));
+		if (rc == -ECHILD)
+			status_str(st, sb, sizeof(sb));
+		else
+			bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
+		bench_strfmt(g->why, sizeof(g->why), "ganesha.nfsd failed (%s): %s", sb,
+			     last[0] ? last : "no error logged");
+		child_stop(&g->ch, 10);
+		log_dump("ganesha.nfsd", g->log);
+		return rc;
+	}
+	return 0;
+}
+
+static void ganesha_stop(struct ganesha *g)
+{
+	if (g->ch.pid > 0 && !child_stop(&g->ch, 20))
+		fprintf(stderr, "bench/ds: ganesha.nfsd needed SIGKILL\n");
+	if (g->rpcb.pid > 0)
+		child_stop(&g->rpcb, 5);
+}
+
+static void ganesha_stage(struct bench *b)
+{
+	struct ganesha g = {0};
+	char export_dir[PATH_MAX];
+	bench_strfmt(export_dir, sizeof(export_dir), "%s/export", b->work);
+	if (ganesha_start(b, &g, export_dir)) {
+		row_missing(R_GAN1, R_GAN4, "%s", g.why);
+		ganesha_stop(&g);
+		return;
+	}
+	/* Ganesha's READ comes from the page cache: put the file there, as
+	 * braid-ds's cached READ has it. */
+	int rc = file_cache_warm(b->file);
+	if (!rc)
+		rc = ganesha_file_fh(b, &g, export_dir, "bench.dat");
+	else
+		bench_strfmt(g.why, sizeof(g.why), "read %s: %s", b->file, strerror(-rc));
+	if (rc) {
+		row_missing(R_GAN1, R_GAN4, "%s", g.why);
+		ganesha_stop(&g);
+		return;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct nfs3_load_cfg cfg = {
+		    .port = g.nfs_port,
+		    .fh = g.fh,
+		    .fhlen = g.fhlen,
+		    .file_size = b->o.size,
+		    .nconn = k ? 4 : 1,
+		    .secs = b->o.secs,
+		    .op = NFS3_LOAD_READ,
+		    .random = !b->o.sequential,
+		    .server = g.ch.pid,
+		    .uid = b->o.uid,
+		    .gid = b->o.gid,
+		};
+		struct nfs3_load_res lr;
+		nfs3_load_run(&cfg, &lr);
+		row_set(k ? R_GAN4 : R_GAN1, &lr);
+	}
+	ganesha_stop(&g);
+}
+
+/* ----------------------------------------------------------- braid-ds seam */
+
+/*
+ * Everything braid-ds specific is below: its config file, how it starts,
+ * and (in bds_object_create alone) its control protocol.
+ */
+#define BDS_OBJ_MODE 0600
+
+struct bds {
+	struct child ch;
+	int port;
+	char dir[PATH_MAX]; /* braid-ds stage files */
+	char store[PATH_MAX + 16];
+	char key_file[PATH_MAX + 16];
+	char conf[PATH_MAX + 16];
+	char log[PATH_MAX + 16];
+	uint8_t fh[NFS3_FHSIZE];
+	uint32_t fhlen;
+	char why[512];
+};
+
+/*
+ * CREATE (braid_ctl.x) one object owned by uid/gid through the control
+ * protocol on c, and return its NFS file handle.  The only control call
+ * the bench makes.
+ */
+static int bds_object_create(struct nfsd_clnt *c, const char *key_file, uint32_t uid, uint32_t gid,
+			     uint8_t *fh, uint32_t *fhlen, char *msg, size_t msglen)
+{
+	struct braid_key key;
+	struct ds_objid id = {.gen = 1};
+	memcpy(id.key, "bench/ds object\0", sizeof(id.key));
+	int rc = braid_key_load(key_file, &key, msg, msglen);
+	if (rc < 0)
+		return rc;
+	_Static_assert(DS_CTL_FH_MAX <= NFS3_FHSIZE, "fh buffer");
+	return ds_ctl_create(c, &key, &id, uid, gid, BDS_OBJ_MODE, fh, fhlen);
+}
+
+/* The cluster key: 32 random bytes as 64 hex digits, mode 0600 (braid-ds
+ * refuses a key file that group or others may read). */
+static int bds_key_write(const char *path)
+{
+	uint8_t k[32];
+	if (getrandom(k, sizeof(k), 0) != sizeof(k))
+		return -EIO;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		bench_strfmt(hex + 2 * i, 3, "%02x", k[i]);
+	hex[64] = '\n';
+	int rc = write(fd, hex, 65) == 65 ? 0 : -EIO;
+	close(fd);
+	return rc;
+}
+
+static int bds_conf_write(struct bds *d, bool direct)
+{
+	FILE *f = fopen(d->conf, "w");
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"# Written by bench/ds.\n"
+		"[ds]\n"
+		"store_dir = %s\n"
+		"listen = 127.0.0.1:%d\n"
+		"key_file = %s\n"
+		"direct_io = %s\n"
+		"# the bench speaks NFSv3 only\n"
+		"nfs3 = yes\n"
+		"nfs41 = no\n",
+		d->store, d->port, d->key_file, direct ? "yes" : "no");
+	return fclose(f) ? -errno : 0;
+}
+
+/* Start braid-ds -c conf in the foreground; ready when NFSv3 NULL answers. */
+static int bds_start(struct bench *b, struct bds *d, bool direct)
+{
+	d->port = port_pick();
+	int rc = bds_conf_write(d, direct);
+	if (rc) {
+		bench_strfmt(d->why, sizeof(d->why), "write %s: %s", d->conf, strerror(-rc));
+		return rc;
+	}
+	char *argv[] = {b->o.ds_path, "-c", d->conf, NULL};
+	rc = child_spawn(&d->ch, "braid-ds", argv, d->log);
+	if (rc) {
+		bench_strfmt(d->why, sizeof(d->why), "cannot start %s: %s", b->o.ds_path,
+			     strerror(-rc));
+		return rc;
+	}
+	int st = 0;
+	rc = wait_null(b, &d->ch, d->port, NFS_PROGRAM, NFS_V3, 30, &st);
+	if (rc) {
+		char last[400], sb[64];
+		log_tail_errors(d->log, NULL, last, sizeof(last)); /* it logs only trouble */
+		if (rc == -ECHILD)
+			status_str(st, sb, sizeof(sb));
+		else
+			bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
+		bench_strfmt(d->why, sizeof(d->why), "braid-ds (direct_io = %s) failed (%s): %s",
+			     direct ? "yes" : "no", sb, last[0] ? last : "nothing logged");
+		child_stop(&d->ch, 10);
+		log_dump("braid-ds", d->log);
+	}
+	return rc;
+}
+
+static void bds_stop(struct bds *d)
+{
+	if (d->ch.pid > 0 && !child_stop(&d->ch, 20))
+		fprintf(stderr, "bench/ds: braid-ds needed SIGKILL\n");
+}
+
+static void bds_load(struct bench *b, struct bds *d, enum nfs3_load_op op, int row1, int row4)
+{
+	for (int k = 0; k < 2; k++) {
+		struct nfs3_load_cfg cfg = {
+		    .port = d->port,
+		    .fh = d->fh,
+		    .fhlen = d->fhlen,
+		    .file_size = b->o.size,
+		    .nconn = k ? 4 : 1,
+		    .secs = b->o.secs,
+		    .op = op,
+		    .stable = b->o.stable,
+		    .random = !b->o.sequential,
+		    .server = d->ch.pid,
+		    .uid = b->o.uid,
+		    .gid = b->o.gid,
+		};
+		struct nfs3_load_res lr;
+		nfs3_load_run(&cfg, &lr);
+		row_set(k ? row4 : row1, &lr);
+	}
+}
+
+/*
+ * The braid-ds stage: page-cache DS (direct_io = no): create the object,
+ * fill it by WRITE + COMMIT, cached READ, WRITE; then the same store under
+ * a restarted DS with direct_io = yes, whose reads bypass the page cache
+ * (O_DIRECT), for the uncached READ.
+ */
+static void bds_stage(struct bench *b)
+{
+	struct bds d = {0};
+	int rc;
+	if (access(b->o.ds_path, X_OK)) {
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "braid-ds not built yet (%s)",
+			    b->o.ds_path);
+		return;
+	}
+	bench_strfmt(d.dir, sizeof(d.dir), "%s/braid-ds", b->work);
+	bench_strfmt(d.store, sizeof(d.store), "%s/store", d.dir);
+	bench_strfmt(d.key_file, sizeof(d.key_file), "%s/key", d.dir);
+	bench_strfmt(d.conf, sizeof(d.conf), "%s/ds.conf", d.dir);
+	bench_strfmt(d.log, sizeof(d.log), "%s/braid-ds.log", d.dir);
+	/* store_dir itself is braid-ds's to make ([ds] create = yes) */
+	if (mkdir(d.dir, 0755) && errno != EEXIST) {
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "mkdir %s: %s", d.dir, strerror(errno));
+		return;
+	}
+	rc = bds_key_write(d.key_file);
+	if (rc) {
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "key file: %s", strerror(-rc));
+		return;
+	}
+	if (bds_start(b, &d, false)) {
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "%s", d.why);
+		return;
+	}
+	int err = 0;
+	char msg[256] = "";
+	struct nfsd_clnt *c = bench_clnt_open(b->ctl_eng, d.port, &err);
+	rc = c ? bds_object_create(c, d.key_file, b->o.uid, b->o.gid, d.fh, &d.fhlen, msg,
+				   sizeof(msg))
+	       : err;
+	nfsd_clnt_free(c);
+	if (rc) {
+		char eb[64];
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "braid-ds CREATE: %s%s%s",
+			    bench_call_err_str(rc, eb, sizeof(eb)), msg[0] ? ": " : "", msg);
+		bds_stop(&d);
+		return;
+	}
+	struct nfs3_load_cfg fill = {
+	    .port = d.port,
+	    .fh = d.fh,
+	    .fhlen = d.fhlen,
+	    .file_size = b->o.size,
+	    .nconn = 4,
+	    .op = NFS3_LOAD_WRITE,
+	    .stable = UNSTABLE,
+	    .once = true,
+	    .server = d.ch.pid,
+	    .uid = b->o.uid,
+	    .gid = b->o.gid,
+	};
+	struct nfs3_load_res lr;
+	nfs3_load_run(&fill, &lr);
+	if (!lr.ok) {
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "braid-ds fill: %s", lr.why);
+		bds_stop(&d);
+		return;
+	}
+	printf("bench/ds: filled braid-ds object, %.0f MiB by WRITE+COMMIT at %.0f MB/s\n",
+	       (double)lr.bytes / (1 << 20), lr.mbps);
+	bds_load(b, &d, NFS3_LOAD_READ, R_BDS_CACHED1, R_BDS_CACHED4);
+	bds_load(b, &d, NFS3_LOAD_WRITE, R_BDS_WRITE1, R_BDS_WRITE4);
+	bds_stop(&d);
+
+	if (bds_start(b, &d, true)) {
+		row_missing(R_BDS_DIRECT1, R_BDS_DIRECT4, "%s", d.why);
+		return;
+	}
+	bds_load(b, &d, NFS3_LOAD_READ, R_BDS_DIRECT1, R_BDS_DIRECT4);
+	bds_stop(&d);
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void table_print(void)
+{
+	printf("%-34s %9s %10s %10s %10s %7s %s\n", "case", "MB/s", "srv CPU s", "CPU s/GiB",
+	       "MB/CPU-s", "ratio", "vs");
+	const char *printed_why[R_COUNT] = {0};
+	for (int r = 0; r < R_COUNT; r++) {
+		const struct row *w = &rows[r];
+		if (!w->ok) {
+			/* one line per distinct reason, not the same one six times */
+			bool dup =
+			    r > 0 && printed_why[r - 1] && !strcmp(printed_why[r - 1], w->why);
+			printf("%-34s %9s  %s\n", w->name, "-", dup ? "(same)" : w->why);
+			printed_why[r] = w->why;
+			continue;
+		}
+		char cpu[16] = "-", cpg[16] = "-", mbc[16] = "-", rat[16] = "-", vs[40] = "";
+		double v;
+		if (w->have_cpu)
+			bench_strfmt(cpu, sizeof(cpu), "%.2f", w->cpu_s);
+		if (row_cpu_per_gib(r, &v))
+			bench_strfmt(cpg, sizeof(cpg), "%.3f", v);
+		if (row_mb_per_cpu(r, &v))
+			bench_strfmt(mbc, sizeof(mbc), "%.0f", v);
+		if (w->vs < 0) {
+			bench_strfmt(rat, sizeof(rat), "1.00");
+			bench_strfmt(vs, sizeof(vs), "(ceiling)");
+		} else if (ratio(r, w->vs, &v)) {
+			bench_strfmt(rat, sizeof(rat), "%.2f", v);
+			bench_strfmt(vs, sizeof(vs), "%s", rows[w->vs].name);
+		}
+		printf("%-34s %9.0f %10s %10s %10s %7s %s\n", w->name, w->mbps, cpu, cpg, mbc, rat,
+		       vs);
+	}
+}
+
+/* JSON output: a figure that was not measured is null. */
+static bool json_first = true;
+static void jkey(const char *k)
+{
+	printf("%s\"%s\":", json_first ? "" : ",", k);
+	json_first = false;
+}
+static void jnum(const char *k, bool ok, double v, int prec)
+{
+	jkey(k);
+	if (ok)
+		printf("%.*f", prec, v);
+	else
+		printf("null");
+}
+static void jstr(const char *k, const char *s)
+{
+	jkey(k);
+	if (!s) {
+		printf("null");
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+static void jrow(const char *k, int r)
+{
+	jnum(k, rows[r].ok, rows[r].mbps, 1);
+}
+static void jratio(const char *k, int a, int b)
+{
+	double v = 0;
+	bool ok = ratio(a, b, &v);
+	jnum(k, ok, v, 3);
+}
+static void jcpu(const char *k_per_gib, const char *k_mb_per_cpu, int r)
+{
+	double v = 0;
+	bool ok = row_cpu_per_gib(r, &v);
+	jnum(k_per_gib, ok, v, 4);
+	ok = row_mb_per_cpu(r, &v);
+	jnum(k_mb_per_cpu, ok, v, 1);
+}
+/* (MB per server CPU-second of a) / (the same of b) */
+static void jcpu_ratio(const char *k, int a, int b)
+{
+	double va = 0, vb = 0;
+	bool ok = row_mb_per_cpu(a, &va) && row_mb_per_cpu(b, &vb) && vb > 0;
+	jnum(k, ok, ok ? va / vb : 0, 3);
+}
+
+/* The row of the two with more MB/s (a when neither was measured). */
+static int best_of(int a, int b)
+{
+	if (!rows[b].ok)
+		return a;
+	if (!rows[a].ok)
+		return b;
+	return rows[b].mbps > rows[a].mbps ? b : a;
+}
+
+static void json_print(const struct bench *b)
+{
+	putchar('{');
+	jstr("bench", "ds");
+	jnum("seconds", true, b->o.secs, 1);
+	jnum("inflight", true, INFLIGHT, 0);
+	jnum("io_bytes", true, IOSIZE, 0);
+	jnum("cores", true, (double)b->ncpu, 0);
+	jnum("file_MiB", true, (double)(b->o.size >> 20), 0);
+	jstr("fs", b->fstype);
+	jstr("offsets", b->o.sequential ? "sequential" : "random");
+	/*
+	 * Headline: the ceiling is the issue's "plain TCP stream of 1 MiB
+	 * writes" (one stream, like iperf3 -l 1M); each braid-ds figure is its
+	 * best connection count, and the per-CPU comparison with Ganesha uses
+	 * Ganesha at that same count.  The 4-stream ceiling and every row are
+	 * in the details.
+	 */
+	int rc_best = best_of(R_BDS_CACHED1, R_BDS_CACHED4);
+	int gan_same = rc_best == R_BDS_CACHED1 ? R_GAN1 : R_GAN4;
+	jrow("read_cached_MBps", rc_best);
+	jrow("loopback_MBps", R_LOOP1);
+	jratio("read_cached_vs_loopback", rc_best, R_LOOP1);
+	int rd_best = best_of(R_BDS_DIRECT1, R_BDS_DIRECT4);
+	jrow("read_direct_MBps", rd_best);
+	jrow("disk_direct_MBps", R_DISK_READ);
+	jratio("read_direct_vs_disk", rd_best, R_DISK_READ);
+	jrow("write_MBps", best_of(R_BDS_WRITE1, R_BDS_WRITE4));
+	jrow("ganesha_read_MBps", best_of(R_GAN1, R_GAN4));
+	jcpu_ratio("read_per_cpu_vs_ganesha", rc_best, gan_same);
+	jnum("headline_conns", rows[rc_best].ok, rc_best == R_BDS_CACHED1 ? 1 : 4, 0);
+	/* details */
+	jrow("loopback_MBps_1stream", R_LOOP1);
+	jrow("loopback_MBps_4streams", R_LOOP4);
+	jrow("disk_direct_write_MBps", R_DISK_WRITE);
+	jrow("read_cached_MBps_1conn", R_BDS_CACHED1);
+	jrow("read_cached_MBps_4conn", R_BDS_CACHED4);
+	jratio("read_cached_vs_loopback_1conn", R_BDS_CACHED1, R_LOOP1);
+	jrow("read_direct_MBps_1conn", R_BDS_DIRECT1);
+	jrow("read_direct_MBps_4conn", R_BDS_DIRECT4);
+	jratio("read_direct_vs_disk_1conn", R_BDS_DIRECT1, R_DISK_READ);
+	jrow("write_MBps_1conn", R_BDS_WRITE1);
+	jrow("write_MBps_4conn", R_BDS_WRITE4);
+	jrow("ganesha_read_MBps_1conn", R_GAN1);
+	jrow("ganesha_read_MBps_4conn", R_GAN4);
+	jcpu_ratio("read_per_cpu_vs_ganesha_1conn", R_BDS_CACHED1, R_GAN1);
+	jcpu("read_cached_cpu_s_per_GiB_1conn", "read_cached_MB_per_cpu_s_1conn", R_BDS_CACHED1);
+	jcpu("read_cached_cpu_s_per_GiB_4conn", "read_cached_MB_per_cpu_s_4conn", R_BDS_CACHED4);
+	jcpu("read_direct_cpu_s_per_GiB_1conn", "read_direct_MB_per_cpu_s_1conn", R_BDS_DIRECT1);
+	jcpu("read_direct_cpu_s_per_GiB_4conn", "read_direct_MB_per_cpu_s_4conn", R_BDS_DIRECT4);
+	jcpu("write_cpu_s_per_GiB_1conn", "write_MB_per_cpu_s_1conn", R_BDS_WRITE1);
+	jcpu("write_cpu_s_per_GiB_4conn", "write_MB_per_cpu_s_4conn", R_BDS_WRITE4);
+	jcpu("ganesha_cpu_s_per_GiB_1conn", "ganesha_MB_per_cpu_s_1conn", R_GAN1);
+	jcpu("ganesha_cpu_s_per_GiB_4conn", "ganesha_MB_per_cpu_s_4conn", R_GAN4);
+	jcpu("loopback_sender_cpu_s_per_GiB_1stream", "loopback_sender_MB_per_cpu_s_1stream",
+	     R_LOOP1);
+	jcpu("loopback_sender_cpu_s_per_GiB_4streams", "loopback_sender_MB_per_cpu_s_4streams",
+	     R_LOOP4);
+	jstr("braid_ds_missing", rows[R_BDS_CACHED4].ok ? NULL : rows[R_BDS_CACHED4].why);
+	jstr("ganesha_missing", rows[R_GAN4].ok ? NULL : rows[R_GAN4].why);
+	jstr("disk_missing", rows[R_DISK_READ].ok ? NULL : rows[R_DISK_READ].why);
+	printf("}\n");
+}
+
+/* ------------------------------------------------------------------- setup */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) ? -1 : 0;
+}
+
+static bool size_parse(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || v <= 0)
+		return false;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		v *= 1024;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v *= GIB;
+		end++;
+		break;
+	case 0:
+		break;
+	default:
+		return false;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return false;
+	*out = (uint64_t)v / IOSIZE * IOSIZE;
+	return *out >= IOSIZE;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: ds [--seconds N] [--quick] [--dir PATH] [--size SIZE[KMG]] [--keep]\n"
+		"          [--uid N] [--gid N] [--stable unstable|data_sync|file_sync]\n"
+		"          [--sequential] [--braid-ds PATH]\n");
+	exit(2);
+}
+
+static void opts_parse(struct bench_opts *o, int argc, char **argv)
+{
+	bool quick = false, have_secs = false, have_size = false;
+	const char *tmp = getenv("TMPDIR");
+	o->secs = 5;
+	o->size = 1ull << 30;
+	o->dir = tmp && *tmp ? tmp : "/var/tmp";
+	o->uid = o->gid = 1000;
+	o->stable = UNSTABLE;
+	/* default: braid-ds next to bench/, i.e. $(builddir)/braid-ds */
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		for (int k = 0; k < 2; k++) {
+			char *sl = strrchr(self, '/');
+			if (sl)
+				*sl = 0;
+		}
+		bench_strfmt(o->ds_path, sizeof(o->ds_path), "%s/braid-ds", self);
+	} else {
+		bench_strfmt(o->ds_path, sizeof(o->ds_path), "./braid-ds");
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--quick")) {
+			quick = true;
+		} else if (!strcmp(a, "--keep")) {
+			o->keep = true;
+		} else if (!strcmp(a, "--sequential")) {
+			o->sequential = true;
+		} else if (!v) {
+			usage();
+		} else if (!strcmp(a, "--seconds")) {
+			o->secs = atof(v);
+			have_secs = o->secs > 0;
+			if (!have_secs)
+				usage();
+			i++;
+		} else if (!strcmp(a, "--dir")) {
+			o->dir = v;
+			i++;
+		} else if (!strcmp(a, "--size")) {
+			if (!size_parse(v, &o->size))
+				usage();
+			have_size = true;
+			i++;
+		} else if (!strcmp(a, "--uid")) {
+			o->uid = (uint32_t)strtoul(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--gid")) {
+			o->gid = (uint32_t)strtoul(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--stable")) {
+			if (!strcmp(v, "unstable"))
+				o->stable = UNSTABLE;
+			else if (!strcmp(v, "data_sync"))
+				o->stable = DATA_SYNC;
+			else if (!strcmp(v, "file_sync"))
+				o->stable = FILE_SYNC;
+			else
+				usage();
+			i++;
+		} else if (!strcmp(a, "--braid-ds")) {
+			bench_strfmt(o->ds_path, sizeof(o->ds_path), "%s", v);
+			i++;
+		} else {
+			usage();
+		}
+	}
+	if (quick) {
+		if (!have_secs)
+			o->secs = 1;
+		if (!have_size)
+			o->size = 256ull << 20;
+	}
+}
+
+static void fstype_name(const char *dir, char *out, size_t len)
+{
+	struct statfs sf;
+	const char *n = "other";
+	if (!statfs(dir, &sf)) {
+		switch ((unsigned long)sf.f_type) {
+		case 0xef53:
+			n = "ext4";
+			break;
+		case 0x58465342:
+			n = "xfs";
+			break;
+		case 0x9123683e:
+			n = "btrfs";
+			break;
+		case 0x01021994:
+			n = "tmpfs";
+			break;
+		case 0x794c7630:
+			n = "overlayfs";
+			break;
+		default:
+			break;
+		}
+	}
+	bench_strfmt(out, len, "%s", n);
+}
+
+int main(int argc, char **argv)
+{
+	struct bench b = {0};
+	opts_parse(&b.o, argc, argv);
+	b.ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_fatal_signal);
+	signal(SIGTERM, on_fatal_signal);
+
+	bench_strfmt(b.work, sizeof(b.work), "%s/braid-bench-ds.XXXXXX", b.o.dir);
+	if (!mkdtemp(b.work)) {
+		fprintf(stderr, "bench/ds: mkdtemp %s: %s\n", b.work, strerror(errno));
+		return 99;
+	}
+	/* Ganesha's export dir and its handle lookups need the path resolved */
+	chmod(b.work, 0755);
+	fstype_name(b.work, b.fstype, sizeof(b.fstype));
+	struct statvfs vf;
+	/* pattern file + fio's write file + the DS object, with some slack */
+	if (!statvfs(b.work, &vf) &&
+	    (double)vf.f_bavail * (double)vf.f_frsize < 3.2 * (double)b.o.size) {
+		fprintf(stderr, "bench/ds: %s has %.1f GiB free, needs about %.1f GiB (--size)\n",
+			b.work, (double)vf.f_bavail * (double)vf.f_frsize / GIB,
+			3.2 * (double)b.o.size / GIB);
+		rmdir(b.work);
+		return 99;
+	}
+	int err = 0;
+	b.ctl_eng = nfsd_client_engine_new(1, 0, &err);
+	if (!b.ctl_eng) {
+		fprintf(stderr, "bench/ds: client engine: %s\n", strerror(-err));
+		return 99;
+	}
+	char export_dir[PATH_MAX + 16];
+	bench_strfmt(export_dir, sizeof(export_dir), "%s/export", b.work);
+	bench_strfmt(b.file, sizeof(b.file), "%s/bench.dat", export_dir);
+	int rc = mkdir(export_dir, 0755);
+	if (!rc)
+		rc = nfs3_pattern_file_create(b.file, b.o.size, b.o.uid, b.o.gid);
+	if (rc) {
+		fprintf(stderr, "bench/ds: create %s: %s\n", b.file,
+			strerror(rc < 0 ? -rc : errno));
+		return 99;
+	}
+
+	/* Ceilings first, while nothing else of ours runs. */
+	loopback_run(1, b.o.secs, R_LOOP1);
+	loopback_run(4, b.o.secs, R_LOOP4);
+	char fio[PATH_MAX];
+	if (exe_find("fio", fio, sizeof(fio))) {
+		fio_run(&b, fio, false, b.o.secs, R_DISK_READ);
+		fio_run(&b, fio, true, b.o.secs, R_DISK_WRITE);
+	} else {
+		row_missing(R_DISK_READ, R_DISK_WRITE, "fio not installed (tools/install-deps)");
+	}
+	ganesha_stage(&b);
+	bds_stage(&b);
+
+	printf("bench/ds: 1 MiB %s I/O, %d in flight per connection, %.1f s each, %ld cores, "
+	       "%llu MiB file on %s (%s), AUTH_SYS %u/%u\n",
+	       b.o.sequential ? "sequential" : "random", INFLIGHT, b.o.secs, b.ncpu,
+	       (unsigned long long)(b.o.size >> 20), b.o.dir, b.fstype, b.o.uid, b.o.gid);
+	table_print();
+	json_print(&b);
+
+	nfsd_server_free(b.ctl_eng);
+	if (b.o.keep)
+		fprintf(stderr, "bench/ds: kept %s\n", b.work);
+	else
+		nftw(b.work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
