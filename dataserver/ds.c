@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dataserver/ds_impl.h"
+#include "nfsd/nfs41.h"
 
 static const char *const io_modes[] = { "uring", "psync", NULL };
 
@@ -502,12 +503,24 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	ds->nfs3_prog.priv = ds;
 	ds->ctl_prog = ds_ctl_program;
 	ds->ctl_prog.priv = ds;
-	if (set->nfs3 && (rc = nfsd_server_add_program(ds->srv, &ds->nfs3_prog)))
-		goto fail_prog;
 	if ((rc = nfsd_server_add_program(ds->srv, &ds->ctl_prog)))
 		goto fail_prog;
-	if (set->nfs41 && (rc = ds_nfs41_start(ds, msg, msglen)))
-		goto fail;
+	/* NFS is one program number: v3 here and v4 from the session layer,
+	 * each version with its own handler state */
+	unsigned nv = 0;
+	if (set->nfs3) {
+		ds->nfs_vers[nv] = ds_nfs3_program.versions[0];
+		ds->nfs_vers[nv++].priv = ds;
+	}
+	if (set->nfs41) {
+		if ((rc = ds_nfs41_start(ds, msg, msglen)))
+			goto fail;
+		ds->nfs_vers[nv++] = nfs41_server_program(ds->v41)->versions[0];
+	}
+	ds->nfs3_prog.versions = ds->nfs_vers;
+	ds->nfs3_prog.nversions = nv;
+	if ((rc = nfsd_server_add_program(ds->srv, &ds->nfs3_prog)))
+		goto fail_prog;
 	for (unsigned i = 0; i < set->listen.n; i++) {
 		const struct sockaddr_storage *ss = &set->listen.addr[i];
 		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)

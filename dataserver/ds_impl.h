@@ -30,13 +30,15 @@ struct braid_ds {
 	struct ds_store *store;
 	struct nfsd_server *srv;
 	struct braid_auth *auth;
-	struct nfsd_program nfs3_prog, ctl_prog, nfs4_prog;
+	struct nfsd_program nfs3_prog, ctl_prog; /* nfs3_prog: NFS v3 and v4 */
+	struct nfsd_version nfs_vers[2];
 	struct ds_bufpool bufs;
 	uint8_t uuid[DS_UUID_SIZE];
 	uint64_t fsid;
 	unsigned nports;
 	int ports[CONF_ADDRS_MAX];
 	struct nfs41_server *v41;
+	char so_owner[64]; /* server_owner and scope: "braid-ds:" + uuid */
 	/* MDS registration: the thread owns these, others read ds_id */
 	pthread_t reg_thread;
 	bool reg_running;

@@ -111,6 +111,9 @@ struct nfsd_version {
 	uint32_t vers;
 	const struct nfsd_proc *procs; /* indexed by procedure number */
 	uint32_t nprocs;
+	void *priv; /* when set, handed to handlers instead of the program's (one
+		     * program number served by independent modules, e.g. NFS v3
+		     * and v4) */
 };
 
 struct nfsd_program {

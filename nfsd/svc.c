@@ -322,6 +322,8 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 		goto queue;
 	}
 	r->p = &v->procs[proc];
+	if (v->priv && c->bc_prog != pg)
+		r->priv = v->priv;
 	if (r->flavor->unwrap && r->flavor->unwrap(r) < 0) {
 		l->st.garbage++;
 		reply_status(r, NFSD_GARBAGE_ARGS);

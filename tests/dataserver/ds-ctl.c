@@ -286,7 +286,7 @@ static struct nfsd_proc mds_procs[9] = {
 	[BRAID_CTLPROC_REGISTER] = { .name = "REGISTER", .fn = m_register },
 	[BRAID_CTLPROC_HEARTBEAT] = { .name = "HEARTBEAT", .fn = m_heartbeat },
 };
-static const struct nfsd_version mds_vers[] = { { BRAID_CTL_V1, mds_procs, 9 } };
+static const struct nfsd_version mds_vers[] = { { .vers = BRAID_CTL_V1, .procs = mds_procs, .nprocs = 9 } };
 static const struct nfsd_program mds_prog = { BRAID_CTL_PROGRAM, "braid_ctl", mds_vers, 1,
 					      NULL };
 

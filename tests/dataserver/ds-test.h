@@ -55,9 +55,10 @@ static inline void dt_prepare(struct dt *t, const char *extra_conf)
 	snprintf(t->conf_path, sizeof(t->conf_path), "%s/ds.conf", t->dir);
 	char conf[8192];
 	snprintf(conf, sizeof(conf),
-		 "[ds]\nstore_dir = %s/store\nkey_file = %s\nlisten = 127.0.0.1:0\n"
-		 "nfs41 = no\n%s",
-		 t->dir, t->key_path, extra_conf ? extra_conf : "");
+		 "[ds]\nstore_dir = %s/store\nkey_file = %s\nlisten = 127.0.0.1:0\n%s%s",
+		 t->dir, t->key_path,
+		 extra_conf && strstr(extra_conf, "nfs41") ? "" : "nfs41 = no\n",
+		 extra_conf ? extra_conf : "");
 	dt_write_file(t->conf_path, conf, 0644);
 }
 

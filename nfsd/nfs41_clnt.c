@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NFSv4.1 client sessions: see nfsd/nfs41_clnt.h.
+ *
+ * A call is encoded when it is posted (nfsd_clnt_call_async() encodes at
+ * once), so the argument array lives only on the caller's stack or heap
+ * for that long.  Its reply is copied into an arena in the callback, before
+ * the connection's receive buffer is reused, and decoded from there.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfsd/nfs41_clnt.h"
+
+struct c41_slot {
+	uint32_t seqid; /* the last one handed out */
+	bool busy, dead;
+};
+
+struct nfs41c_session {
+	struct nfsd_clnt *clnt;
+	struct nfs41c_session_info info;
+	/* lock guards slots[] and ndead */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned nslots, ndead;
+	struct c41_slot *slots;
+	/* AUTH_SYS for the session's COMPOUNDs (nfs41c_session_set_cred) */
+	bool auth_sys;
+	uint32_t uid, gid;
+};
+
+/* One call in flight. */
+struct c41_call {
+	struct nfs41c_session *sess; /* NULL for raw calls */
+	unsigned slot;
+	nfs41c_cb cb;
+	void *ctx;
+	struct xdr_arena *arena; /* the caller's, or own */
+	struct xdr_arena own;
+	COMPOUND4res res;
+};
+
+static int enc_compound(struct xdr_enc *e, const void *v)
+{
+	return xdr_enc_COMPOUND4args(e, v);
+}
+
+/* ------------------------------------------------------------ slots */
+
+static int slot_take(struct nfs41c_session *s, unsigned *slot, uint32_t *seqid, uint32_t *highest)
+{
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		if (s->ndead == s->nslots) {
+			pthread_mutex_unlock(&s->lock);
+			return -EIO;
+		}
+		unsigned i = 0;
+		while (i < s->nslots && (s->slots[i].busy || s->slots[i].dead))
+			i++;
+		if (i < s->nslots) {
+			s->slots[i].busy = true;
+			*slot = i;
+			*seqid = ++s->slots[i].seqid;
+			break;
+		}
+		pthread_cond_wait(&s->cond, &s->lock);
+	}
+	*highest = 0;
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (s->slots[i].busy)
+			*highest = i;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* RFC 8881 §2.10.6.1: a seqid SEQUENCE did not accept is not used. */
+static void slot_give(struct nfs41c_session *s, unsigned slot, int rc, const COMPOUND4res *res)
+{
+	bool used = false, unknown = false;
+	if (rc == 0)
+		used = res->resarray.len > 0 && res->resarray.val[0].resop == OP_SEQUENCE &&
+		       res->resarray.val[0].u.opsequence.sr_status == NFS4_OK;
+	else if (rc == -EBADMSG || rc == -ENOMEM)
+		used = true; /* a reply came: SEQUENCE ran (our decoding failed) */
+	else if (rc < 0)
+		unknown = true; /* lost in transport */
+	pthread_mutex_lock(&s->lock);
+	struct c41_slot *sl = &s->slots[slot];
+	sl->busy = false;
+	if (unknown) {
+		sl->dead = true;
+		s->ndead++;
+	} else if (!used) {
+		sl->seqid--;
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ------------------------------------------------------------ calls */
+
+static void call_done(void *ctx, int err, struct xdr_dec *d)
+{
+	struct c41_call *k = ctx;
+	int rc = err;
+	if (!rc) {
+		size_t n = xdr_dec_left(d);
+		uint8_t *copy = xdr_arena_alloc(k->arena, n ? n : 1);
+		if (!copy) {
+			rc = -ENOMEM;
+		} else {
+			struct xdr_dec dc;
+			memcpy(copy, d->p, n);
+			xdr_dec_init(&dc, copy, n, k->arena);
+			if (xdr_dec_COMPOUND4res(&dc, &k->res) < 0)
+				rc = -EBADMSG;
+		}
+	}
+	if (k->sess)
+		slot_give(k->sess, k->slot, rc, &k->res);
+	k->cb(k->ctx, rc, rc ? NULL : &k->res);
+	if (k->arena == &k->own)
+		xdr_arena_release(&k->own);
+	free(k);
+}
+
+/* Send args on clnt; with sess, SEQUENCE is args[0] and slot is held. */
+static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
+		      const COMPOUND4args *args, struct xdr_arena *arena, nfs41c_cb cb, void *ctx)
+{
+	struct c41_call *k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->sess = sess;
+	k->slot = slot;
+	k->cb = cb;
+	k->ctx = ctx;
+	if (arena) {
+		k->arena = arena;
+	} else {
+		xdr_arena_init(&k->own, NULL, 0, 64u << 20);
+		k->arena = &k->own;
+	}
+	struct nfsd_call_opts o = {
+	    .prog = NFS4_PROGRAM,
+	    .vers = 4,
+	    .proc = NFSPROC4_COMPOUND,
+	    .enc_args = enc_compound,
+	    .args = args,
+	};
+	if (sess && sess->auth_sys) {
+		o.flavor = NFSD_AUTH_SYS;
+		o.uid = sess->uid;
+		o.gid = sess->gid;
+	}
+	int rc = nfsd_clnt_call_async(clnt, &o, call_done, k);
+	if (rc) {
+		free(k);
+		return rc;
+	}
+	return 0;
+}
+
+struct c41_sync {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int rc;
+	COMPOUND4res *out;
+};
+
+static void sync_done(void *ctx, int rc, COMPOUND4res *res)
+{
+	struct c41_sync *w = ctx;
+	if (res)
+		*w->out = *res; /* points into the caller's arena */
+	pthread_mutex_lock(&w->lock);
+	w->rc = rc;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int sync_wait(struct c41_sync *w, int rc)
+{
+	if (rc == 0) {
+		pthread_mutex_lock(&w->lock);
+		while (!w->done)
+			pthread_cond_wait(&w->cond, &w->lock);
+		pthread_mutex_unlock(&w->lock);
+		rc = w->rc;
+	}
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	return rc;
+}
+
+static void sync_init(struct c41_sync *w, COMPOUND4res *out)
+{
+	memset(w, 0, sizeof(*w));
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->out = out;
+	memset(out, 0, sizeof(*out));
+}
+
+int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorversion,
+			const nfs_argop4 *ops, unsigned nops, COMPOUND4res *res,
+			struct xdr_arena *arena)
+{
+	COMPOUND4args args = {
+	    .tag = xdr_string_of(tag ? tag : ""),
+	    .minorversion = minorversion,
+	    .argarray = {nops, (nfs_argop4 *)ops},
+	};
+	struct c41_sync w;
+	sync_init(&w, res);
+	return sync_wait(&w, call_start(clnt, NULL, 0, &args, arena, sync_done, &w));
+}
+
+static int seq_start(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
+		     const nfs_argop4 *ops, unsigned nops, struct xdr_arena *arena, nfs41c_cb cb,
+		     void *ctx)
+{
+	nfs_argop4 *all = calloc(nops + 1u, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	unsigned slot;
+	uint32_t seqid, highest;
+	int rc = slot_take(s, &slot, &seqid, &highest);
+	if (rc) {
+		free(all);
+		return rc;
+	}
+	SEQUENCE4args *sa = &all[0].u.opsequence;
+	all[0].argop = OP_SEQUENCE;
+	memcpy(sa->sa_sessionid, s->info.sessionid, sizeof(sa->sa_sessionid));
+	sa->sa_sequenceid = seqid;
+	sa->sa_slotid = slot;
+	sa->sa_highest_slotid = highest;
+	sa->sa_cachethis = flags & NFS41C_CACHETHIS;
+	if (nops)
+		memcpy(&all[1], ops, nops * sizeof(*ops));
+	COMPOUND4args args = {
+	    .tag = xdr_string_of(""),
+	    .minorversion = 1,
+	    .argarray = {nops + 1u, all},
+	};
+	rc = call_start(clnt ? clnt : s->clnt, s, slot, &args, arena, cb, ctx);
+	free(all);
+	if (rc)
+		slot_give(s, slot, 1, NULL); /* never sent: the seqid is unused */
+	return rc;
+}
+
+int nfs41c_compound_async(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
+			  const nfs_argop4 *ops, unsigned nops, nfs41c_cb cb, void *ctx)
+{
+	return seq_start(s, clnt, flags, ops, nops, NULL, cb, ctx);
+}
+
+int nfs41c_compound_ex(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
+		       const nfs_argop4 *ops, unsigned nops, COMPOUND4res *res,
+		       struct xdr_arena *arena)
+{
+	struct c41_sync w;
+	sync_init(&w, res);
+	return sync_wait(&w, seq_start(s, clnt, flags, ops, nops, arena, sync_done, &w));
+}
+
+int nfs41c_compound(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned nops,
+		    COMPOUND4res *res, struct xdr_arena *arena)
+{
+	return nfs41c_compound_ex(s, NULL, 0, ops, nops, res, arena);
+}
+
+/* ------------------------------------------------------------ sessions */
+
+/* One raw op; its result status, or the call's error. */
+static int raw1(struct nfsd_clnt *clnt, const nfs_argop4 *op, nfs_resop4 *out,
+		struct xdr_arena *arena)
+{
+	COMPOUND4res res;
+	int rc = nfs41c_compound_raw(clnt, NULL, 1, op, 1, &res, arena);
+	if (rc)
+		return rc;
+	if (res.resarray.len != 1 || res.resarray.val[0].resop != op->argop)
+		return res.status ? res.status : -EPROTO;
+	*out = res.resarray.val[0];
+	return res.status;
+}
+
+/* co_verifier when the caller gives none: one per process, so a second
+ * session of the same owner finds the confirmed client (RFC 8881 §18.35.5
+ * case 2) and a restarted process looks rebooted (case 5). */
+static uint64_t proc_verf;
+
+static void proc_verf_init(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	proc_verf =
+	    ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)getpid() << 40;
+}
+
+static uint64_t process_verifier(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, proc_verf_init);
+	return proc_verf;
+}
+
+int nfs41c_session_create_opts(struct nfsd_clnt *clnt, const struct nfs41c_session_opts *o,
+			       struct nfs41c_session **sessp)
+{
+	struct xdr_arena arena;
+	xdr_arena_init(&arena, NULL, 0, 1u << 20);
+	uint64_t verf = o->verifier ? o->verifier : process_verifier();
+	nfs_argop4 op = {.argop = OP_EXCHANGE_ID};
+	nfs_resop4 res;
+	EXCHANGE_ID4args *ea = &op.u.opexchange_id;
+	for (int i = 0; i < 8; i++)
+		ea->eia_clientowner.co_verifier[i] = (uint8_t)(verf >> (56 - 8 * i));
+	ea->eia_clientowner.co_ownerid = xdr_opaque_of(o->owner, strlen(o->owner));
+	ea->eia_flags = o->exchgid_flags;
+	ea->eia_state_protect.spa_how = SP4_NONE;
+	int rc = raw1(clnt, &op, &res, &arena);
+	if (rc) {
+		xdr_arena_release(&arena);
+		return rc;
+	}
+	EXCHANGE_ID4resok eid = res.u.opexchange_id.u.eir_resok4;
+
+	callback_sec_parms4 sec = {.cb_secflavor = NFSD_AUTH_NONE};
+	memset(&op, 0, sizeof(op));
+	op.argop = OP_CREATE_SESSION;
+	CREATE_SESSION4args *ca = &op.u.opcreate_session;
+	ca->csa_clientid = eid.eir_clientid;
+	ca->csa_sequence = eid.eir_sequenceid;
+	ca->csa_flags = o->create_flags;
+	ca->csa_fore_chan_attrs = (channel_attrs4){
+	    .ca_maxrequestsize = o->max_req ? o->max_req : (1u << 20) + (64u << 10),
+	    .ca_maxresponsesize = o->max_resp ? o->max_resp : (1u << 20) + (64u << 10),
+	    .ca_maxresponsesize_cached = o->max_resp_cached ? o->max_resp_cached : 16u << 10,
+	    .ca_maxoperations = o->max_ops ? o->max_ops : 64,
+	    .ca_maxrequests = o->slots ? o->slots : 64,
+	};
+	ca->csa_back_chan_attrs = (channel_attrs4){
+	    .ca_maxrequestsize = 4096,
+	    .ca_maxresponsesize = 4096,
+	    .ca_maxresponsesize_cached = 0,
+	    .ca_maxoperations = 2,
+	    .ca_maxrequests = 1,
+	};
+	ca->csa_cb_program = o->cb_program;
+	ca->csa_sec_parms.len = 1;
+	ca->csa_sec_parms.val = &sec;
+	rc = raw1(clnt, &op, &res, &arena);
+	if (rc) {
+		xdr_arena_release(&arena);
+		return rc;
+	}
+	CREATE_SESSION4resok *cs = &res.u.opcreate_session.u.csr_resok4;
+
+	struct nfs41c_session *s = calloc(1, sizeof(*s));
+	unsigned n = cs->csr_fore_chan_attrs.ca_maxrequests;
+	struct c41_slot *slots = n ? calloc(n, sizeof(*slots)) : NULL;
+	if (!s || !slots) {
+		free(s);
+		free(slots);
+		xdr_arena_release(&arena);
+		return -ENOMEM;
+	}
+	s->clnt = clnt;
+	s->info.clientid = eid.eir_clientid;
+	memcpy(s->info.sessionid, cs->csr_sessionid, sizeof(s->info.sessionid));
+	s->info.exchgid_flags = eid.eir_flags;
+	s->info.create_flags = cs->csr_flags;
+	s->info.fore = cs->csr_fore_chan_attrs;
+	s->info.back = cs->csr_back_chan_attrs;
+	s->info.fore.ca_rdma_ird.len = s->info.back.ca_rdma_ird.len = 0;
+	s->info.fore.ca_rdma_ird.val = s->info.back.ca_rdma_ird.val = NULL;
+	s->nslots = n;
+	s->slots = slots;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	xdr_arena_release(&arena);
+	*sessp = s;
+	return 0;
+}
+
+int nfs41c_session_create(struct nfsd_clnt *clnt, const char *owner, uint32_t exchgid_flags,
+			  struct nfs41c_session **sess)
+{
+	struct nfs41c_session_opts o = {.owner = owner, .exchgid_flags = exchgid_flags};
+	return nfs41c_session_create_opts(clnt, &o, sess);
+}
+
+int nfs41c_session_destroy(struct nfs41c_session *s)
+{
+	struct xdr_arena arena;
+	xdr_arena_init(&arena, NULL, 0, 1u << 20);
+	nfs_argop4 op = {.argop = OP_DESTROY_SESSION};
+	nfs_resop4 res;
+	memcpy(op.u.opdestroy_session.dsa_sessionid, s->info.sessionid, NFS4_SESSIONID_SIZE);
+	int rc = raw1(s->clnt, &op, &res, &arena);
+	if (!rc) {
+		op = (nfs_argop4){.argop = OP_DESTROY_CLIENTID};
+		op.u.opdestroy_clientid.dca_clientid = s->info.clientid;
+		rc = raw1(s->clnt, &op, &res, &arena);
+	}
+	xdr_arena_release(&arena);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s->slots);
+	free(s);
+	return rc;
+}
+
+void nfs41c_session_info(const struct nfs41c_session *s, struct nfs41c_session_info *info)
+{
+	*info = s->info;
+}
+
+unsigned nfs41c_session_dead_slots(struct nfs41c_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	unsigned n = s->ndead;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+int nfs41c_session_bind(struct nfs41c_session *s, struct nfsd_clnt *clnt,
+			channel_dir_from_client4 dir, channel_dir_from_server4 *got)
+{
+	struct xdr_arena arena;
+	xdr_arena_init(&arena, NULL, 0, 1u << 20);
+	nfs_argop4 op = {.argop = OP_BIND_CONN_TO_SESSION};
+	nfs_resop4 res;
+	BIND_CONN_TO_SESSION4args *ba = &op.u.opbind_conn_to_session;
+	memcpy(ba->bctsa_sessid, s->info.sessionid, NFS4_SESSIONID_SIZE);
+	ba->bctsa_dir = dir;
+	int rc = raw1(clnt, &op, &res, &arena);
+	if (!rc && got)
+		*got = res.u.opbind_conn_to_session.u.bctsr_resok4.bctsr_dir;
+	xdr_arena_release(&arena);
+	return rc;
+}
+
+void nfs41c_session_set_cred(struct nfs41c_session *sess, uint32_t uid, uint32_t gid)
+{
+	pthread_mutex_lock(&sess->lock);
+	sess->auth_sys = true;
+	sess->uid = uid;
+	sess->gid = gid;
+	pthread_mutex_unlock(&sess->lock);
+}
