@@ -39,6 +39,60 @@ static pid_t spawn(int *port)
 	return pid;
 }
 
+/* braid-ds --scrub on the stopped store: exit 0 when clean, 1 with a bad block. */
+static int scrub_cli(char *out, size_t outlen)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(bin, "braid-ds", "-c", T.conf_path, "--scrub", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	ssize_t n = 0, r;
+	while (n < (ssize_t)outlen - 1 && (r = read(p[0], out + n, outlen - 1 - (size_t)n)) > 0)
+		n += r;
+	out[n] = 0;
+	close(p[0]);
+	int ws;
+	CHECK(waitpid(pid, &ws, 0) == pid);
+	return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+static void t_scrub_cli(void)
+{
+	char out[512];
+	CHECK_EQ(scrub_cli(out, sizeof(out)), 0);
+	CHECK(strstr(out, "objects 1 "));
+	CHECK(strstr(out, "bad_objects 0"));
+	/* damage one block of the object's data */
+	char pat[4400];
+	snprintf(pat, sizeof(pat), "%s/store/objects/*/*", T.dir);
+	glob_t g;
+	CHECK(glob(pat, 0, NULL, &g) == 0);
+	bool done = false;
+	for (size_t i = 0; i < g.gl_pathc && !done; i++) {
+		if (strstr(g.gl_pathv[i], ".meta"))
+			continue;
+		int fd = open(g.gl_pathv[i], O_RDWR);
+		CHECK(fd >= 0);
+		uint8_t b;
+		CHECK(pread(fd, &b, 1, 5000) == 1);
+		b ^= 1;
+		CHECK(pwrite(fd, &b, 1, 5000) == 1);
+		close(fd);
+		done = true;
+	}
+	globfree(&g);
+	CHECK(done);
+	CHECK_EQ(scrub_cli(out, sizeof(out)), 1);
+	CHECK(strstr(out, "bad_objects 1 bad_blocks 1"));
+}
+
 static void t_crash(void)
 {
 	int port;
@@ -103,6 +157,7 @@ static void t_crash(void)
 	CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	nfsd_server_free(T.eng);
 	T.eng = NULL;
+	t_scrub_cli();
 }
 
 /* Run braid-ds with conf text; returns the exit status and stderr. */
