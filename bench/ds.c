@@ -354,9 +354,7 @@ static int wait_null(struct bench *b, struct child *ch, int port, uint32_t prog,
 		if (c) {
 			struct nfsd_call_opts o = {
 			    .prog = prog, .vers = vers, .proc = 0, .timeout_ms = 1000};
-			uint8_t *keep;
-			err = bench_call_sync(c, &o, NULL, NULL, NULL, &keep);
-			free(keep);
+			err = nfsd_clnt_call(c, &o, NULL, NULL, NULL);
 			nfsd_clnt_free(c);
 			if (!err)
 				return 0;
@@ -577,20 +575,27 @@ static void loopback_run(int nstreams, double secs, int r)
 
 /* --------------------------------------------------------------------- fio */
 
-/* The number after "key" : in s (fio's JSON is flat enough for this). */
-static bool json_num(const char *s, const char *key, double *v)
+/* What follows the next "key" : at or after p, whitespace skipped; NULL when none. */
+static const char *json_after_key(const char *p, const char *key)
 {
 	char pat[64];
 	bench_strfmt(pat, sizeof(pat), "\"%s\"", key);
-	for (const char *p = strstr(s, pat); p; p = strstr(p + 1, pat)) {
+	for (p = strstr(p, pat); p; p = strstr(p + 1, pat)) {
 		const char *q = p + strlen(pat);
-		while (*q == ' ' || *q == '\t' || *q == '\n')
-			q++;
-		if (*q != ':')
-			continue;
+		q += strspn(q, " \t\n");
+		if (*q == ':')
+			return q + 1 + strspn(q + 1, " \t\n");
+	}
+	return NULL;
+}
+
+/* The number after "key" : in s (fio's JSON is flat enough for this). */
+static bool json_num(const char *s, const char *key, double *v)
+{
+	for (const char *q = json_after_key(s, key); q; q = json_after_key(q, key)) {
 		char *end;
-		*v = strtod(q + 1, &end);
-		if (end != q + 1)
+		*v = strtod(q, &end);
+		if (end != q)
 			return true;
 	}
 	return false;
@@ -599,20 +604,9 @@ static bool json_num(const char *s, const char *key, double *v)
 /* The object that follows "key" : { (skipping "rw" : "read" and the like). */
 static const char *json_obj(const char *s, const char *key)
 {
-	char pat[64];
-	bench_strfmt(pat, sizeof(pat), "\"%s\"", key);
-	for (const char *p = strstr(s, pat); p; p = strstr(p + 1, pat)) {
-		const char *q = p + strlen(pat);
-		while (*q == ' ' || *q == '\t' || *q == '\n')
-			q++;
-		if (*q != ':')
-			continue;
-		q++;
-		while (*q == ' ' || *q == '\t' || *q == '\n')
-			q++;
+	for (const char *q = json_after_key(s, key); q; q = json_after_key(q, key))
 		if (*q == '{')
 			return q;
-	}
 	return NULL;
 }
 
@@ -837,7 +831,7 @@ static int ganesha_file_fh(struct bench *b, struct ganesha *g, const char *expor
 			   const char *fname)
 {
 	int err = 0;
-	uint8_t ab[4096], *keep = NULL, *keep2 = NULL;
+	uint8_t ab[4096];
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, ab, sizeof(ab), 1 << 20);
 	struct nfsd_clnt *mc = bench_clnt_open(b->ctl_eng, g->mnt_port, &err);
@@ -860,8 +854,8 @@ static int ganesha_file_fh(struct bench *b, struct ganesha *g, const char *expor
 	    .gid = 0,
 	};
 	mountres3 mr;
-	err = bench_call_sync(mc, &o, xdr_desc_MOUNT_PROGRAM_MOUNT_V3.procs[MOUNTPROC3_MNT].dec_res,
-			      &mr, &ar, &keep);
+	err = nfsd_clnt_call(mc, &o, xdr_desc_MOUNT_PROGRAM_MOUNT_V3.procs[MOUNTPROC3_MNT].dec_res,
+			     &mr, &ar);
 	if (err || mr.fhs_status != MNT3_OK) {
 		bench_strfmt(g->why, sizeof(g->why), "ganesha MNT %s: %s", export_dir,
 			     err ? bench_call_err_str(err, eb, sizeof(eb)) : "mountstat3 error");
@@ -875,7 +869,7 @@ static int ganesha_file_fh(struct bench *b, struct ganesha *g, const char *expor
 			  .what.name = xdr_string_of(fname)};
 	struct nfsd_call_opts lo = nfs3_call_opts(NFSPROC3_LOOKUP, &la, b->o.uid, b->o.gid);
 	LOOKUP3res lr;
-	err = bench_call_sync(nc, &lo, nfs3_proc_desc(NFSPROC3_LOOKUP)->dec_res, &lr, &ar, &keep2);
+	err = nfsd_clnt_call(nc, &lo, nfs3_proc_desc(NFSPROC3_LOOKUP)->dec_res, &lr, &ar);
 	if (err || lr.status != NFS3_OK) {
 		bench_strfmt(g->why, sizeof(g->why), "ganesha LOOKUP %s: %s", fname,
 			     err ? bench_call_err_str(err, eb, sizeof(eb)) : "nfsstat3 error");
@@ -894,8 +888,6 @@ static int ganesha_file_fh(struct bench *b, struct ganesha *g, const char *expor
 	memcpy(g->fh, fh->val, fh->len);
 	g->fhlen = fh->len;
 out:
-	free(keep);
-	free(keep2);
 	xdr_arena_release(&ar);
 	nfsd_clnt_free(nc);
 	nfsd_clnt_free(mc);

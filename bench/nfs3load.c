@@ -141,78 +141,6 @@ struct sockaddr_in bench_sa_loopback(int port)
 				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 }
 
-/* ------------------------------------------------------ synchronous calls */
-
-/*
- * nfsd_clnt_call() decodes in the callback, and opaques point into the
- * reply's record buffer, which is gone when the callback returns.  Setup
- * calls (MNT, LOOKUP, COMMIT) need the file handle afterwards, so this
- * copies the raw results out and the caller decodes from its own copy.
- */
-struct raw_call {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int err;
-	uint8_t *buf;
-	size_t len;
-};
-
-static void raw_cb(void *ctx, int err, struct xdr_dec *d)
-{
-	struct raw_call *rc = ctx;
-	if (!err) {
-		rc->len = xdr_dec_left(d);
-		rc->buf = malloc(rc->len ? rc->len : 1);
-		if (rc->buf)
-			memcpy(rc->buf, d->p, rc->len);
-		else
-			err = -ENOMEM;
-	}
-	pthread_mutex_lock(&rc->lock);
-	rc->err = err;
-	rc->done = true;
-	pthread_cond_signal(&rc->cond);
-	pthread_mutex_unlock(&rc->lock);
-}
-
-/* Returns 0 with *buf (malloc'd, caller frees), a -errno, or NFSD_CALL_ERR_*. */
-static int call_raw(struct nfsd_clnt *c, const struct nfsd_call_opts *o, uint8_t **buf, size_t *len)
-{
-	struct raw_call rc = {.done = false};
-	pthread_mutex_init(&rc.lock, NULL);
-	pthread_cond_init(&rc.cond, NULL);
-	int err = nfsd_clnt_call_async(c, o, raw_cb, &rc);
-	if (!err) {
-		pthread_mutex_lock(&rc.lock);
-		while (!rc.done)
-			pthread_cond_wait(&rc.cond, &rc.lock);
-		pthread_mutex_unlock(&rc.lock);
-		err = rc.err;
-	}
-	pthread_cond_destroy(&rc.cond);
-	pthread_mutex_destroy(&rc.lock);
-	*buf = rc.buf;
-	*len = rc.len;
-	return err;
-}
-
-/* One sync call decoded with dec into res; *keep holds the bytes res points into. */
-int bench_call_sync(struct nfsd_clnt *c, const struct nfsd_call_opts *o, xdr_dec_fn dec, void *res,
-		    struct xdr_arena *arena, uint8_t **keep)
-{
-	size_t len;
-	*keep = NULL;
-	int err = call_raw(c, o, keep, &len);
-	if (err)
-		return err;
-	if (!dec)
-		return 0;
-	struct xdr_dec d;
-	xdr_dec_init(&d, *keep, len, arena);
-	return dec(&d, res) < 0 ? -EBADMSG : 0;
-}
-
 const struct xdr_proc_desc *nfs3_proc_desc(uint32_t proc)
 {
 	return &xdr_desc_NFS_PROGRAM_NFS_V3.procs[proc];
@@ -443,10 +371,10 @@ static int load_commit(struct load *l, struct nfsd_clnt *c)
 	COMMIT3args a = {.file.data = xdr_opaque_of(cfg->fh, cfg->fhlen)};
 	struct nfsd_call_opts o = nfs3_call_opts(NFSPROC3_COMMIT, &a, cfg->uid, cfg->gid);
 	COMMIT3res r;
-	uint8_t ab[2048], *keep;
+	uint8_t ab[2048];
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, ab, sizeof(ab), 1 << 20);
-	int err = bench_call_sync(c, &o, nfs3_proc_desc(NFSPROC3_COMMIT)->dec_res, &r, &ar, &keep);
+	int err = nfsd_clnt_call(c, &o, nfs3_proc_desc(NFSPROC3_COMMIT)->dec_res, &r, &ar);
 	if (err) {
 		char eb[64];
 		load_fail(l, "COMMIT: %s", bench_call_err_str(err, eb, sizeof(eb)));
@@ -457,7 +385,6 @@ static int load_commit(struct load *l, struct nfsd_clnt *c)
 		load_fail(l, "COMMIT verifier differs from WRITE's: server restarted");
 		err = -EIO;
 	}
-	free(keep);
 	xdr_arena_release(&ar);
 	return err;
 }

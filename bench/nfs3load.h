@@ -52,13 +52,6 @@ int nfs3_pattern_file_create(const char *path, uint64_t size, uint32_t uid, uint
 
 /* A client of 127.0.0.1:port (per-call timeout BENCH_CALL_TIMEOUT_MS). */
 struct nfsd_clnt *bench_clnt_open(struct nfsd_server *eng, int port, int *err);
-/*
- * A synchronous call whose results may hold opaques: the reply is copied to
- * *keep (malloc'd; the caller frees it after it is done with res), decoded
- * from there with dec (NULL: void results) into res, arena for arrays.
- */
-int bench_call_sync(struct nfsd_clnt *c, const struct nfsd_call_opts *o, xdr_dec_fn dec, void *res,
-		    struct xdr_arena *arena, uint8_t **keep);
 const char *bench_call_err_str(int err, char *buf, size_t len);
 /* The generated descriptor of NFSPROC3_<proc> (codecs). */
 const struct xdr_proc_desc *nfs3_proc_desc(uint32_t proc);

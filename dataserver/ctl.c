@@ -35,10 +35,8 @@ int ds_ctl_errno(int32_t stat)
 	}
 }
 
-/* One signed call, its codecs from the generated descriptor; results
- * decoded into arena memory. */
-static int ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
-		    const void *args, void *res, struct xdr_arena *arena)
+int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
+		const void *args, void *res, struct xdr_arena *arena)
 {
 	const struct xdr_proc_desc *d = &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1.procs[proc];
 	struct nfsd_call_opts o = {
@@ -73,7 +71,7 @@ static void objid_to(const struct ds_objid *id, braid_ctl_objid *o)
 
 int ds_ctl_null(struct nfsd_clnt *c, const struct braid_key *key)
 {
-	return ctl_call(c, key, BRAID_CTLPROC_NULL, NULL, NULL, NULL);
+	return ds_ctl_call(c, key, BRAID_CTLPROC_NULL, NULL, NULL, NULL);
 }
 
 int ds_ctl_create(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
@@ -85,7 +83,7 @@ int ds_ctl_create(struct nfsd_clnt *c, const struct braid_key *key, const struct
 	objid_to(id, &a.cr_obj);
 	struct xdr_arena arena;
 	xdr_arena_init(&arena, NULL, 0, 1u << 16);
-	int rc = ctl_call(c, key, BRAID_CTLPROC_CREATE, &a, &r, &arena);
+	int rc = ds_ctl_call(c, key, BRAID_CTLPROC_CREATE, &a, &r, &arena);
 	if (!rc && !(rc = ds_ctl_errno(r.cr_status))) {
 		if (r.u.cr_fh.len > DS_CTL_FH_MAX) {
 			rc = -EPROTO;
@@ -102,7 +100,7 @@ static int ctl_stat_call(struct nfsd_clnt *c, const struct braid_key *key, uint3
 			 const void *args)
 {
 	braid_ctl_stat st;
-	int rc = ctl_call(c, key, proc, args, &st, NULL);
+	int rc = ds_ctl_call(c, key, proc, args, &st, NULL);
 	return rc ? rc : ds_ctl_errno(st);
 }
 
@@ -135,7 +133,7 @@ int ds_ctl_stat(struct nfsd_clnt *c, const struct braid_key *key, const struct d
 	braid_ctl_statobj_args a;
 	braid_ctl_statobj_res r;
 	objid_to(id, &a.st_obj);
-	int rc = ctl_call(c, key, BRAID_CTLPROC_STAT, &a, &r, NULL);
+	int rc = ds_ctl_call(c, key, BRAID_CTLPROC_STAT, &a, &r, NULL);
 	if (rc || (rc = ds_ctl_errno(r.st_status)))
 		return rc;
 	out->size = r.u.st_resok.st_size;
@@ -153,7 +151,7 @@ int ds_ctl_list(struct nfsd_clnt *c, const struct braid_key *key, uint64_t cooki
 	braid_ctl_list_res r;
 	struct xdr_arena arena;
 	xdr_arena_init(&arena, NULL, 0, 1u << 20);
-	int rc = ctl_call(c, key, BRAID_CTLPROC_LIST, &a, &r, &arena);
+	int rc = ds_ctl_call(c, key, BRAID_CTLPROC_LIST, &a, &r, &arena);
 	if (!rc && !(rc = ds_ctl_errno(r.lr_status))) {
 		unsigned k = r.u.lr_resok.lr_entries.len;
 		if (k > max) {

@@ -45,6 +45,15 @@ int ds_ctl_stat(struct nfsd_clnt *c, const struct braid_key *key, const struct d
 int ds_ctl_list(struct nfsd_clnt *c, const struct braid_key *key, uint64_t cookie, unsigned max,
 		struct ds_list_entry *ents, unsigned *n, uint64_t *next, bool *eof);
 
+/*
+ * Any procedure of the program, in either direction (the DS calls REGISTER
+ * and HEARTBEAT with it): args and res are the procedure's generated types,
+ * res decoded into arena memory (NULL when it holds no opaque or array).
+ * Errors as above, except that the reply's own status is left in res.
+ */
+int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
+		const void *args, void *res, struct xdr_arena *arena);
+
 /* A braid_ctl_stat as -errno (above). */
 int ds_ctl_errno(int32_t stat);
 

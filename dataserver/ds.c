@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dataserver/ctl.h"
 #include "dataserver/ds_impl.h"
 #include "nfsd/nfs41.h"
 
@@ -103,7 +104,8 @@ void ds_req_ids(const struct nfsd_req *req, uint32_t *uid, uint32_t *gid)
 #define BUF_HDR 4096 /* keeps the data aligned; its first word names the pool */
 #define BUF_KEEP 256
 
-void *ds_buf_get(struct braid_ds *ds)
+/* A buffer of at least max_io bytes, 4 KiB aligned; NULL if none. */
+static void *buf_get(struct braid_ds *ds)
 {
 	struct ds_bufpool *p = &ds->bufs;
 	void *b = NULL;
@@ -120,6 +122,7 @@ void *ds_buf_get(struct braid_ds *ds)
 	return (uint8_t *)m + BUF_HDR;
 }
 
+/* The request's on_free hook: back to the pool once the reply is sent. */
 static void buf_release(void *b)
 {
 	void *m = (uint8_t *)b - BUF_HDR;
@@ -134,17 +137,84 @@ static void buf_release(void *b)
 		free(m);
 }
 
-void ds_buf_put(struct braid_ds *ds, void *buf)
+/* ------------------------------------------------------- READ and WRITE */
+
+uint32_t ds_nfs_status(int err)
 {
-	(void)ds;
-	buf_release(buf);
+	switch (err) {
+	case 0:
+		return NFS3_OK;
+	case -ENOENT:
+	case -ESTALE:
+		return NFS3ERR_STALE;
+	case -EACCES:
+		return NFS3ERR_ACCES;
+	case -EPERM:
+		return NFS3ERR_PERM;
+	case -EFBIG:
+		return NFS3ERR_FBIG;
+	case -ENOSPC:
+		return NFS3ERR_NOSPC;
+	case -EDQUOT:
+		return NFS3ERR_DQUOT;
+	case -EROFS:
+		return NFS3ERR_ROFS;
+	case -EINVAL:
+		return NFS3ERR_INVAL;
+	case -EAGAIN:
+	case -EBUSY:
+		return NFS3ERR_JUKEBOX;
+	case -EIO:
+	default:
+		return NFS3ERR_IO;
+	}
 }
 
-void ds_req_hold_buf(struct braid_ds *ds, struct nfsd_req *req, void *buf)
+uint64_t ds_obj_fileid(const struct ds_objid *id)
 {
-	(void)ds;
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | id->key[i];
+	return v ^ id->gen;
+}
+
+int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
+{
+	size_t len = count < ds->set.max_io ? count : ds->set.max_io;
+	*eof = false;
+	if (!len) {
+		struct ds_obj_stat os;
+		int rc = ds_store_stat(ds->store, id, &os);
+		if (rc)
+			return rc;
+		*eof = off >= os.size;
+		*data = xdr_opaque_of(NULL, 0);
+		return 0;
+	}
+	void *buf = buf_get(ds);
+	if (!buf)
+		return -EAGAIN;
 	req->on_free = buf_release;
 	req->on_free_arg = buf;
+	uint32_t uid, gid;
+	ds_req_ids(req, &uid, &gid);
+	ssize_t n = ds_store_read(ds->store, id, uid, gid, off, len, buf, eof);
+	if (n < 0)
+		return (int)n;
+	*data = xdr_opaque_of(buf, (size_t)n);
+	return 0;
+}
+
+ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+		    uint64_t off, xdr_opaque data, uint32_t stable)
+{
+	if (data.len > ds->set.max_io || stable > DS_FILE_SYNC)
+		return -EINVAL;
+	uint32_t uid, gid;
+	ds_req_ids(req, &uid, &gid);
+	struct iovec iov = { .iov_base = (void *)data.val, .iov_len = data.len };
+	return ds_store_write(ds->store, id, uid, gid, off, &iov, 1, (enum ds_stable)stable);
 }
 
 static void bufpool_release(struct ds_bufpool *p)
@@ -223,23 +293,6 @@ static void reg_addrs_fill(const struct conf_addrs *a, struct reg_addrs *r)
 	}
 }
 
-static int enc_register_args(struct xdr_enc *e, const void *v)
-{
-	return xdr_enc_braid_ctl_register_args(e, v);
-}
-static int dec_register_res(struct xdr_dec *d, void *v)
-{
-	return xdr_dec_braid_ctl_register_res(d, v);
-}
-static int enc_heartbeat_args(struct xdr_enc *e, const void *v)
-{
-	return xdr_enc_braid_ctl_heartbeat_args(e, v);
-}
-static int dec_heartbeat_res(struct xdr_dec *d, void *v)
-{
-	return xdr_dec_braid_ctl_heartbeat_res(d, v);
-}
-
 /* Wait up to ms or until stop; true when stopping. */
 static bool reg_sleep(struct braid_ds *ds, unsigned ms)
 {
@@ -304,8 +357,6 @@ static void *reg_main(void *arg)
 	while (!reg_sleep(ds, registered ? interval * 1000 : 0)) {
 		uint64_t total = 0, avail = 0;
 		ds_store_space(ds->store, &total, &avail);
-		struct nfsd_call_opts o = { .prog = BRAID_CTL_PROGRAM, .vers = BRAID_CTL_V1 };
-		braid_auth_call_opts(&o, &ds->key);
 		struct xdr_arena arena;
 		xdr_arena_init(&arena, NULL, 0, 1u << 16);
 		int rc;
@@ -322,10 +373,7 @@ static void *reg_main(void *arg)
 			memcpy(a.rr_ds_uuid, ds->uuid, DS_UUID_SIZE);
 			memcpy(a.rr_boot_verifier, verf, DS_VERIFIER_SIZE);
 			braid_ctl_register_res r;
-			o.proc = BRAID_CTLPROC_REGISTER;
-			o.enc_args = enc_register_args;
-			o.args = &a;
-			rc = nfsd_clnt_call(c, &o, dec_register_res, &r, &arena);
+			rc = ds_ctl_call(c, &ds->key, BRAID_CTLPROC_REGISTER, &a, &r, &arena);
 			st = rc ? -1 : r.rr_status;
 			if (!rc && st == BRAID_CTL_OK) {
 				registered = true;
@@ -347,10 +395,7 @@ static void *reg_main(void *arg)
 			};
 			memcpy(a.hb_boot_verifier, verf, DS_VERIFIER_SIZE);
 			braid_ctl_heartbeat_res r;
-			o.proc = BRAID_CTLPROC_HEARTBEAT;
-			o.enc_args = enc_heartbeat_args;
-			o.args = &a;
-			rc = nfsd_clnt_call(c, &o, dec_heartbeat_res, &r, &arena);
+			rc = ds_ctl_call(c, &ds->key, BRAID_CTLPROC_HEARTBEAT, &a, &r, &arena);
 			st = rc ? -1 : r.hb_status;
 			if (!rc && st == BRAID_CTL_OK && r.u.hb_heartbeat_interval)
 				interval = r.u.hb_heartbeat_interval;
@@ -360,7 +405,7 @@ static void *reg_main(void *arg)
 		xdr_arena_release(&arena);
 		if (rc || (st != BRAID_CTL_OK && st != BRAID_CTL_STALE)) {
 			if (rc)
-				ds_log("MDS call failed: %s", rc < 0 ? strerror(-rc) : "RPC error");
+				ds_log("MDS call failed: %s", strerror(-rc));
 			else
 				ds_log("MDS refused %s: status %d",
 				       registered ? "HEARTBEAT" : "REGISTER", st);

@@ -60,14 +60,30 @@ extern struct nfsd_proc ds_ctl_procs[9];
 int ds_nfs41_start(struct braid_ds *ds, char *msg, size_t msglen);
 void ds_nfs41_stop(struct braid_ds *ds);
 
+/*
+ * The NFS status of a store error.  nfsstat3 and nfsstat4 share the numbers
+ * of every status used here (RFC 1813 §2.6, RFC 8881 §15.1; NFS3ERR_JUKEBOX
+ * is NFS4ERR_DELAY), so this one map serves both versions.
+ */
+uint32_t ds_nfs_status(int err);
+
+/* fileid of an object: the same for NFSv3 and NFSv4. */
+uint64_t ds_obj_fileid(const struct ds_objid *id);
+
+/*
+ * READ and WRITE as both versions do them, as the request's caller.  READ
+ * reads up to max_io bytes into a pooled buffer that req holds until its
+ * reply is sent; a zero count checks the object and answers eof.  WRITE
+ * refuses more than max_io bytes or an unknown stable_how (-EINVAL).
+ */
+int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof);
+ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+		    uint64_t off, xdr_opaque data, uint32_t stable);
+
 /* Caller identity for fencing: AUTH_SYS ids, else nobody. */
 void ds_req_ids(const struct nfsd_req *req, uint32_t *uid, uint32_t *gid);
 
-/* A READ buffer of at least set.max_io bytes, 4 KiB aligned; NULL if none. */
-void *ds_buf_get(struct braid_ds *ds);
-void ds_buf_put(struct braid_ds *ds, void *buf);
-/* Give buf back when req is freed (after its reply went out). */
-void ds_req_hold_buf(struct braid_ds *ds, struct nfsd_req *req, void *buf);
 
 void ds_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

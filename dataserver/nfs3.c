@@ -26,46 +26,12 @@
 
 static nfsstat3 errno_to_nfs3(int e)
 {
-	switch (e) {
-	case 0:
-		return NFS3_OK;
-	case -ENOENT:
-	case -ESTALE:
-		return NFS3ERR_STALE;
-	case -EACCES:
-		return NFS3ERR_ACCES;
-	case -EPERM:
-		return NFS3ERR_PERM;
-	case -EFBIG:
-		return NFS3ERR_FBIG;
-	case -ENOSPC:
-		return NFS3ERR_NOSPC;
-	case -EDQUOT:
-		return NFS3ERR_DQUOT;
-	case -EROFS:
-		return NFS3ERR_ROFS;
-	case -EINVAL:
-		return NFS3ERR_INVAL;
-	case -EAGAIN:
-	case -EBUSY:
-		return NFS3ERR_JUKEBOX;
-	case -EIO:
-	default:
-		return NFS3ERR_IO;
-	}
+	return (nfsstat3)ds_nfs_status(e);
 }
 
 static nfsstat3 fh_obj(struct braid_ds *ds, const nfs_fh3 *fh, struct ds_objid *id)
 {
 	return ds_fh_parse(&ds->key, fh->data.val, fh->data.len, id) ? NFS3ERR_BADHANDLE : NFS3_OK;
-}
-
-static uint64_t obj_fileid(const struct ds_objid *id)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | id->key[i];
-	return v ^ id->gen;
 }
 
 static void fill_fattr(struct braid_ds *ds, const struct ds_obj_stat *os, fattr3 *a)
@@ -79,7 +45,7 @@ static void fill_fattr(struct braid_ds *ds, const struct ds_obj_stat *os, fattr3
 	a->size = os->size;
 	a->used = os->used;
 	a->fsid = ds->fsid;
-	a->fileid = obj_fileid(&os->id);
+	a->fileid = ds_obj_fileid(&os->id);
 	a->mtime.seconds = (uint32_t)os->mtime.tv_sec;
 	a->mtime.nseconds = (uint32_t)os->mtime.tv_nsec;
 	a->atime = a->mtime;
@@ -193,35 +159,11 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 	if ((r->status = fh_obj(ds, &a->file, &id)))
 		return NFSD_SUCCESS;
 	/* RFC 1813 §3.3.6: the server may return fewer bytes than asked */
-	size_t len = a->count < ds->set.max_io ? a->count : ds->set.max_io;
-	void *buf = len ? ds_buf_get(ds) : NULL;
-	if (len && !buf) {
-		r->status = NFS3ERR_JUKEBOX;
-		return NFSD_SUCCESS;
-	}
-	if (buf)
-		ds_req_hold_buf(ds, req, buf);
-	uint32_t uid, gid;
-	ds_req_ids(req, &uid, &gid);
-	bool eof = false;
-	ssize_t n = len ? ds_store_read(ds->store, &id, uid, gid, a->offset, len, buf, &eof) : 0;
-	if (n < 0) {
-		r->status = errno_to_nfs3((int)n);
-		return NFSD_SUCCESS;
-	}
-	if (!len) {
-		/* a zero-count READ still answers eof and checks access */
-		struct ds_obj_stat os;
-		int rc = ds_store_stat(ds->store, &id, &os);
-		if (rc) {
-			r->status = errno_to_nfs3(rc);
-			return NFSD_SUCCESS;
-		}
-		eof = a->offset >= os.size;
-	}
-	r->u.resok.count = (uint32_t)n;
+	bool eof;
+	r->status = errno_to_nfs3(ds_io_read(ds, req, &id, a->offset, a->count,
+					     &r->u.resok.data, &eof));
+	r->u.resok.count = r->u.resok.data.len;
 	r->u.resok.eof = eof;
-	r->u.resok.data = xdr_opaque_of(buf, (size_t)n);
 	return NFSD_SUCCESS;
 }
 
@@ -234,16 +176,11 @@ static int p3_write(struct nfsd_req *req, void *argp, void *resp)
 	if ((r->status = fh_obj(ds, &a->file, &id)))
 		return NFSD_SUCCESS;
 	/* the count must describe the data (RFC 1813 §3.3.7) */
-	if (a->data.len != a->count || a->count > ds->set.max_io ||
-	    (uint32_t)a->stable > FILE_SYNC) {
+	if (a->data.len != a->count) {
 		r->status = NFS3ERR_INVAL;
 		return NFSD_SUCCESS;
 	}
-	uint32_t uid, gid;
-	ds_req_ids(req, &uid, &gid);
-	struct iovec iov = { .iov_base = (void *)a->data.val, .iov_len = a->data.len };
-	ssize_t n = ds_store_write(ds->store, &id, uid, gid, a->offset, &iov, 1,
-				   (enum ds_stable)a->stable);
+	ssize_t n = ds_io_write(ds, req, &id, a->offset, a->data, (uint32_t)a->stable);
 	if (n < 0) {
 		r->status = errno_to_nfs3((int)n);
 		return NFSD_SUCCESS;

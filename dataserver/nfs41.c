@@ -24,32 +24,16 @@
 #include "dataserver/ds_impl.h"
 #include "nfsd/nfs41.h"
 
+/* ds_nfs_status's numbers are the NFSv4 ones too (RFC 8881 §15.1). */
+_Static_assert(NFS4ERR_STALE == 70 && NFS4ERR_ACCESS == 13 && NFS4ERR_PERM == 1 &&
+		       NFS4ERR_FBIG == 27 && NFS4ERR_NOSPC == 28 && NFS4ERR_DQUOT == 69 &&
+		       NFS4ERR_ROFS == 30 && NFS4ERR_INVAL == 22 && NFS4ERR_IO == 5 &&
+		       NFS4ERR_DELAY == 10008,
+	       "nfsstat4 and nfsstat3 share these values");
+
 static nfsstat4 errno_to_nfs4(int e)
 {
-	switch (e) {
-	case 0:
-		return NFS4_OK;
-	case -ENOENT:
-	case -ESTALE:
-		return NFS4ERR_STALE;
-	case -EACCES:
-		return NFS4ERR_ACCESS;
-	case -EPERM:
-		return NFS4ERR_PERM;
-	case -EFBIG:
-		return NFS4ERR_FBIG;
-	case -ENOSPC:
-		return NFS4ERR_NOSPC;
-	case -EDQUOT:
-		return NFS4ERR_DQUOT;
-	case -EINVAL:
-		return NFS4ERR_INVAL;
-	case -EAGAIN:
-	case -EBUSY:
-		return NFS4ERR_DELAY;
-	default:
-		return NFS4ERR_IO;
-	}
+	return (nfsstat4)ds_nfs_status(e);
 }
 
 /* The current filehandle's object; PUTFH only lets genuine handles in. */
@@ -85,30 +69,7 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 	READ4resok *r = &res->u.opread.u.resok4;
 	struct ds_objid id;
 	cur_obj(c, &id);
-	size_t len = a->count < ds->set.max_io ? a->count : ds->set.max_io;
-	void *buf = NULL;
-	if (len) {
-		if (!(buf = ds_buf_get(ds)))
-			return NFS4ERR_DELAY;
-		ds_req_hold_buf(ds, c->req, buf);
-	}
-	uint32_t uid, gid;
-	ds_req_ids(c->req, &uid, &gid);
-	bool eof = false;
-	ssize_t n = 0;
-	if (len) {
-		n = ds_store_read(ds->store, &id, uid, gid, a->offset, len, buf, &eof);
-	} else {
-		struct ds_obj_stat os;
-		int rc = ds_store_stat(ds->store, &id, &os);
-		n = rc;
-		eof = !rc && a->offset >= os.size;
-	}
-	if (n < 0)
-		return errno_to_nfs4((int)n);
-	r->eof = eof;
-	r->data = xdr_opaque_of(buf, (size_t)n);
-	return NFS4_OK;
+	return errno_to_nfs4(ds_io_read(ds, c->req, &id, a->offset, a->count, &r->data, &r->eof));
 }
 
 static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
@@ -118,13 +79,7 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 	WRITE4resok *r = &res->u.opwrite.u.resok4;
 	struct ds_objid id;
 	cur_obj(c, &id);
-	if (a->data.len > ds->set.max_io || (uint32_t)a->stable > FILE_SYNC4)
-		return NFS4ERR_INVAL;
-	uint32_t uid, gid;
-	ds_req_ids(c->req, &uid, &gid);
-	struct iovec iov = { .iov_base = (void *)a->data.val, .iov_len = a->data.len };
-	ssize_t n = ds_store_write(ds->store, &id, uid, gid, a->offset, &iov, 1,
-				   (enum ds_stable)a->stable);
+	ssize_t n = ds_io_write(ds, c->req, &id, a->offset, a->data, (uint32_t)a->stable);
 	if (n < 0)
 		return errno_to_nfs4((int)n);
 	r->count = (uint32_t)n;
@@ -264,13 +219,9 @@ static nfsstat4 op_getattr(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4
 		case FATTR4_FILEHANDLE:
 			put_opaque(&b, c->fh, c->fhlen);
 			break;
-		case FATTR4_FILEID: {
-			uint64_t v = 0;
-			for (int i = 0; i < 8; i++)
-				v = v << 8 | id.key[i];
-			put64(&b, v ^ id.gen);
+		case FATTR4_FILEID:
+			put64(&b, ds_obj_fileid(&id));
 			break;
-		}
 		case FATTR4_MODE:
 			put32(&b, os.mode);
 			break;

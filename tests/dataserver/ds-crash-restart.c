@@ -39,17 +39,20 @@ static pid_t spawn(int *port)
 	return pid;
 }
 
-/* braid-ds --scrub on the stopped store: exit 0 when clean, 1 with a bad block. */
-static int scrub_cli(char *out, size_t outlen)
+/*
+ * Run braid-ds -c conf [extra] to its exit, with its stream fd (1 or 2)
+ * captured in out; returns its exit status.
+ */
+static int run_ds(const char *conf, const char *extra, int fd, char *out, size_t outlen)
 {
 	int p[2];
 	CHECK(pipe(p) == 0);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		dup2(p[1], 1);
+		dup2(p[1], fd);
 		close(p[0]);
-		execl(bin, "braid-ds", "-c", T.conf_path, "--scrub", (char *)NULL);
+		execl(bin, "braid-ds", "-c", conf, extra, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -61,6 +64,12 @@ static int scrub_cli(char *out, size_t outlen)
 	int ws;
 	CHECK(waitpid(pid, &ws, 0) == pid);
 	return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+/* braid-ds --scrub on the stopped store: exit 0 when clean, 1 with a bad block. */
+static int scrub_cli(char *out, size_t outlen)
+{
+	return run_ds(T.conf_path, "--scrub", 1, out, outlen);
 }
 
 static void t_scrub_cli(void)
@@ -166,25 +175,7 @@ static int run_conf(const char *text, char *errbuf, size_t errlen)
 	char path[4300];
 	snprintf(path, sizeof(path), "%s/bad.conf", T.dir);
 	dt_write_file(path, text, 0644);
-	int p[2];
-	CHECK(pipe(p) == 0);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(p[1], 2);
-		close(p[0]);
-		execl(bin, "braid-ds", "-c", path, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	ssize_t n = 0, r;
-	while (n < (ssize_t)errlen - 1 && (r = read(p[0], errbuf + n, errlen - 1 - (size_t)n)) > 0)
-		n += r;
-	errbuf[n] = 0;
-	close(p[0]);
-	int ws;
-	CHECK(waitpid(pid, &ws, 0) == pid);
-	return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+	return run_ds(path, NULL, 2, errbuf, errlen);
 }
 
 static void t_bad_settings(void)
