@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * braid-mds: settings, start and stop, exports, the op table, credentials
+ * and the one -errno -> nfsstat4 table.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mds/mds_impl.h"
+
+static const char *const data_io_modes[] = { "proxy", "refuse", NULL };
+
+#define S(m) CONF_AT(struct mds_settings, m)
+const struct conf_schema mds_conf_schema[] = {
+	{ "mds", NULL, "store_dir", CONF_STRING, .def = "/var/lib/braid/mds", S(store_dir),
+	  .desc = "Directory of the metadata store (LMDB); created when missing." },
+	{ "mds", NULL, "listen", CONF_ADDRS, CONF_REPEAT, .def = "0.0.0.0:2049", S(listen),
+	  .desc = "Addresses to serve NFSv4.1/4.2, MOUNT and the data servers' control "
+		  "protocol on (port 0: any free port)." },
+	{ "mds", NULL, "exports", CONF_STRING, .def = "/etc/braid/exports", S(exports),
+	  .desc = "Exports file, in /etc/exports syntax (braid-exports(5))." },
+	{ "mds", NULL, "key_file", CONF_STRING, .def = "/etc/braid/cluster.key", S(key_file),
+	  .desc = "The cluster key shared with the data servers (64 hex digits, mode 0600)." },
+	{ "mds", NULL, "lease_time", CONF_DURATION, .min = 10000, .max = 3600000, .def = "90s",
+	  S(lease_ms), .desc = "NFSv4 lease: a client silent this long loses its state." },
+	{ "mds", NULL, "grace_time", CONF_DURATION, .min = 0, .max = 3600000, .def = "90s",
+	  S(grace_ms),
+	  .desc = "Grace period after a restart, during which clients reclaim their opens and "
+		  "locks and new state is refused; it ends early once every client has sent "
+		  "RECLAIM_COMPLETE." },
+	{ "mds", NULL, "loops", CONF_INT, .min = 0, .max = 256, .def = "0", S(loops),
+	  .desc = "Network event loops; 0: one per core." },
+	{ "mds", NULL, "workers", CONF_INT, .min = 0, .max = 4096, .def = "0", S(workers),
+	  .desc = "Threads running COMPOUNDs; 0: 32 per core." },
+	{ "mds", NULL, "mount", CONF_BOOL, .def = "yes", S(mount),
+	  .desc = "Serve MOUNT v3, so showmount -e lists the exports." },
+	{ "mds", NULL, "rpcbind", CONF_BOOL, .def = "yes", S(rpcbind),
+	  .desc = "Register NFS and MOUNT with rpcbind when one runs (rpcinfo -p)." },
+	{ "mds", NULL, "data_io", CONF_ENUM, .values = data_io_modes, .def = "proxy", S(data_io),
+	  .desc = "READ/WRITE of file data sent to the MDS: proxy them to the data server, or "
+		  "refuse them (to prove that clients use layouts)." },
+	{ "mds", NULL, "heartbeat_interval", CONF_DURATION, .min = 1000, .max = 600000,
+	  .def = "5s", S(heartbeat_ms), .desc = "How often data servers report in." },
+	{ "mds", NULL, "ds_timeout", CONF_DURATION, .min = 2000, .max = 3600000, .def = "20s",
+	  S(ds_timeout_ms),
+	  .desc = "A data server silent this long is down: new files go elsewhere." },
+	{ 0 }
+};
+#undef S
+
+void mds_settings_default(struct mds_settings *s)
+{
+	struct conf_error err;
+	memset(s, 0, sizeof(*s));
+	conf_load_string(mds_conf_schema, s, "(defaults)", "", &err);
+}
+
+int mds_settings_load(const char *path, struct mds_settings *s, struct conf_error *err)
+{
+	memset(s, 0, sizeof(*s));
+	return conf_load(mds_conf_schema, s, path, err);
+}
+
+void mds_log(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "braid-mds: %s\n", buf);
+}
+
+/*
+ * The one -errno -> nfsstat4 table (RFC 8881 §15.1).  Handlers narrow it
+ * where §15.2 lists fewer errors for their op.
+ */
+nfsstat4 mds_nfs4_status(int err)
+{
+	switch (err) {
+	case 0:
+		return NFS4_OK;
+	case -EPERM:
+		return NFS4ERR_PERM;
+	case -ENOENT:
+		return NFS4ERR_NOENT;
+	case -EIO:
+	case -EREMOTEIO:
+		return NFS4ERR_IO;
+	case -ENXIO:
+		return NFS4ERR_NXIO;
+	case -EACCES:
+		return NFS4ERR_ACCESS;
+	case -EEXIST:
+		return NFS4ERR_EXIST;
+	case -EXDEV:
+		return NFS4ERR_XDEV;
+	case -ENOTDIR:
+		return NFS4ERR_NOTDIR;
+	case -EISDIR:
+		return NFS4ERR_ISDIR;
+	case -EINVAL:
+		return NFS4ERR_INVAL;
+	case -EFBIG:
+		return NFS4ERR_FBIG;
+	case -ENOSPC:
+		return NFS4ERR_NOSPC;
+	case -EROFS:
+		return NFS4ERR_ROFS;
+	case -EMLINK:
+		return NFS4ERR_MLINK;
+	case -ENAMETOOLONG:
+		return NFS4ERR_NAMETOOLONG;
+	case -ENOTEMPTY:
+		return NFS4ERR_NOTEMPTY;
+	case -EDQUOT:
+		return NFS4ERR_DQUOT;
+	case -ESTALE:
+		return NFS4ERR_STALE;
+	case -EBADMSG:
+		return NFS4ERR_BADHANDLE;
+	case -ENOTSUP:
+		return NFS4ERR_NOTSUPP;
+	case -ENODATA:
+		return NFS4ERR_NOXATTR;
+	case -E2BIG:
+		return NFS4ERR_XATTR2BIG;
+	case -ERANGE:
+		return NFS4ERR_TOOSMALL;
+	case -EAGAIN:
+	case -EBUSY:
+	case -ETIMEDOUT:
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -EHOSTUNREACH:
+	case -ENOTCONN:
+		return NFS4ERR_DELAY;
+	case -ENOMEM:
+	default:
+		return NFS4ERR_SERVERFAULT;
+	}
+}
+
+/*
+ * Exports.
+ */
+static uint32_t export_id_of(const char *path)
+{
+	/* fixed, not secret: ids must survive restarts and key changes */
+	static const struct siphash_key k = { { 0x6272616964657870ULL, 0x6f72742d69642d31ULL } };
+	uint64_t h = siphash24(&k, path, strlen(path));
+	uint32_t id = (uint32_t)(h ^ (h >> 32));
+	return id ? id : 1;
+}
+
+struct mds_exports *mds_exports_get(struct braid_mds *mds)
+{
+	pthread_mutex_lock(&mds->ex_mu);
+	struct mds_exports *x = mds->ex;
+	atomic_fetch_add(&x->ref, 1);
+	pthread_mutex_unlock(&mds->ex_mu);
+	return x;
+}
+
+static void exports_snapshot_free(struct mds_exports *x)
+{
+	if (!x)
+		return;
+	exports_free(x->ex);
+	free(x->v);
+	free(x);
+}
+
+void mds_exports_put(struct mds_exports *x)
+{
+	if (x && atomic_fetch_sub(&x->ref, 1) == 1)
+		exports_snapshot_free(x);
+}
+
+const struct mds_export *mds_export_by_id(const struct mds_exports *x, uint32_t id)
+{
+	for (unsigned i = 0; i < x->n; i++)
+		if (x->v[i].id == id)
+			return &x->v[i];
+	return NULL;
+}
+
+const struct mds_export *mds_export_by_root(const struct mds_exports *x, uint64_t ino)
+{
+	for (unsigned i = 0; i < x->n; i++)
+		if (x->v[i].root_ino == ino)
+			return &x->v[i];
+	return NULL;
+}
+
+uint32_t mds_export_of_dir(struct braid_mds *mds, const struct mds_exports *x, uint64_t dir)
+{
+	uint64_t root = mds_store_root(mds->store);
+	for (unsigned depth = 0; depth < 4096; depth++) {
+		const struct mds_export *e = mds_export_by_root(x, dir);
+		if (e)
+			return e->id;
+		if (dir == root)
+			return 0;
+		struct mds_attr a;
+		if (mds_inode_getattr(mds->store, dir, &a) || a.type != MDS_DIR)
+			return 0;
+		dir = a.parent;
+	}
+	return 0;
+}
+
+bool mds_export_on_path(struct braid_mds *mds, const struct mds_exports *x, uint64_t dir)
+{
+	/* dir is on the way to an export when some export root has it as an ancestor */
+	uint64_t root = mds_store_root(mds->store);
+	for (unsigned i = 0; i < x->n; i++) {
+		uint64_t ino = x->v[i].root_ino;
+		for (unsigned depth = 0; depth < 4096; depth++) {
+			if (ino == dir)
+				return true;
+			if (ino == root)
+				break;
+			struct mds_attr a;
+			if (mds_inode_getattr(mds->store, ino, &a))
+				break;
+			ino = a.parent;
+		}
+	}
+	return false;
+}
+
+/* Each export path as a directory of the namespace, made when missing. */
+static int export_resolve(struct braid_mds *mds, const char *path, uint64_t *out, char *msg,
+			  size_t msglen)
+{
+	uint64_t dir = mds_store_root(mds->store);
+	const char *p = path;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *end = strchr(p, '/');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		uint64_t ino;
+		struct mds_attr a;
+		int rc = mds_dir_lookup(mds->store, dir, p, len, &ino, &a);
+		if (rc == -ENOENT) {
+			struct mds_create_args ca = {
+				.dir = dir,
+				.name = p,
+				.name_len = len,
+				.type = MDS_DIR,
+				.how = MDS_CREATE_UNCHECKED,
+				.mode = 0755,
+			};
+			struct mds_create_res cr;
+			rc = mds_dir_create(mds->store, &ca, &cr);
+			if (rc == -EEXIST)
+				rc = mds_dir_lookup(mds->store, dir, p, len, &ino, &a);
+			else if (!rc) {
+				ino = cr.attr.ino;
+				a = cr.attr;
+			}
+		}
+		if (!rc && a.type != MDS_DIR)
+			rc = -ENOTDIR;
+		if (rc) {
+			snprintf(msg, msglen, "export %s: %.*s: %s", path, (int)len, p,
+				 strerror(-rc));
+			return rc;
+		}
+		dir = ino;
+		p += len;
+	}
+	*out = dir;
+	return 0;
+}
+
+static int exports_build(struct braid_mds *mds, struct mds_exports **out, char *msg,
+			 size_t msglen)
+{
+	struct conf_error cerr;
+	struct exports *ex = NULL;
+	int rc = exports_load(mds->set.exports, &ex, &cerr);
+	if (rc) {
+		if (cerr.line)
+			snprintf(msg, msglen, "%s:%u: %s", cerr.file, cerr.line, cerr.msg);
+		else
+			snprintf(msg, msglen, "exports %s: %s", mds->set.exports,
+				 cerr.msg[0] ? cerr.msg : strerror(-rc));
+		return rc;
+	}
+	struct mds_exports *x = calloc(1, sizeof(*x));
+	if (!x || !(x->v = calloc(ex->n ? ex->n : 1, sizeof(*x->v)))) {
+		free(x);
+		exports_free(ex);
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	atomic_init(&x->ref, 1);
+	x->ex = ex;
+	for (unsigned i = 0; i < ex->n; i++) {
+		struct mds_export *e = &x->v[x->n];
+		e->e = &ex->v[i];
+		e->id = export_id_of(ex->v[i].path);
+		for (unsigned j = 0; j < x->n; j++)
+			if (x->v[j].id == e->id) {
+				snprintf(msg, msglen, "exports %s: %s and %s hash alike; rename one",
+					 mds->set.exports, x->v[j].e->path, e->e->path);
+				exports_snapshot_free(x);
+				return -EINVAL;
+			}
+		if ((rc = export_resolve(mds, ex->v[i].path, &e->root_ino, msg, msglen))) {
+			exports_snapshot_free(x);
+			return rc;
+		}
+		x->n++;
+	}
+	*out = x;
+	return 0;
+}
+
+int braid_mds_exports_reload(struct braid_mds *mds, char *msg, size_t msglen)
+{
+	struct mds_exports *x;
+	int rc = exports_build(mds, &x, msg, msglen);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&mds->ex_mu);
+	struct mds_exports *old = mds->ex;
+	mds->ex = x;
+	pthread_mutex_unlock(&mds->ex_mu);
+	mds_exports_put(old);
+	return 0;
+}
+
+/*
+ * Credentials and filehandles in a COMPOUND.
+ */
+static bool flavor_allowed(const struct export_client *cl, uint32_t flavor)
+{
+	for (unsigned i = 0; i < cl->nsec; i++) {
+		if (cl->sec[i] == flavor)
+			return true;
+		/* AUTH_NONE is served where AUTH_SYS is, as the anonymous user */
+		if (flavor == EXPORT_SEC_NONE && cl->sec[i] == EXPORT_SEC_SYS)
+			return true;
+	}
+	return false;
+}
+
+nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_cred *cred)
+{
+	struct braid_mds *mds = mds_of(c);
+	const struct nfsd_cred *rc = &c->req->cred;
+	memset(cred, 0, sizeof(*cred));
+	cred->flavor = rc->flavor;
+	cred->export_id = export_id;
+	if (rc->flavor == NFSD_AUTH_SYS) {
+		cred->uid = rc->uid;
+		cred->gid = rc->gid;
+		cred->ngroups = rc->ngroups < MDS_CRED_GROUPS ? rc->ngroups : MDS_CRED_GROUPS;
+		for (uint32_t i = 0; i < cred->ngroups; i++)
+			cred->groups[i] = rc->groups[i];
+	} else {
+		cred->uid = cred->gid = 65534;
+	}
+	if (export_id == 0) {
+		cred->pseudo = true;
+		return NFS4_OK;
+	}
+	struct mds_exports *x = mds_exports_get(mds);
+	nfsstat4 st = NFS4_OK;
+	const struct mds_export *e = mds_export_by_id(x, export_id);
+	if (!e) {
+		st = NFS4ERR_STALE; /* no longer exported */
+		goto out;
+	}
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	const struct sockaddr *peer = c->req->conn ? (const struct sockaddr *)nfsd_req_peer(c->req)
+						   : (const struct sockaddr *)&any;
+	const struct export_client *cl = exports_match(x->ex, e->e->path, peer, NULL);
+	if (!cl) {
+		st = NFS4ERR_ACCESS;
+		goto out;
+	}
+	if (!flavor_allowed(cl, rc->flavor)) {
+		st = NFS4ERR_WRONGSEC;
+		goto out;
+	}
+	if (rc->flavor != NFSD_AUTH_SYS) {
+		cred->uid = cl->anonuid;
+		cred->gid = cl->anongid;
+	}
+	export_squash(cl, &cred->uid, &cred->gid, cred->groups, &cred->ngroups);
+	cred->rw = (cl->flags & EXPORT_RW) != 0;
+out:
+	mds_exports_put(x);
+	return st;
+}
+
+static nfsstat4 check_fh(struct nfs41_compound *c, const uint8_t *p, uint32_t len,
+			 struct mds_fh *fhp, struct mds_attr *attrp, struct mds_cred *credp)
+{
+	struct braid_mds *mds = mds_of(c);
+	struct mds_fh fh;
+	struct mds_attr a;
+	struct mds_cred cr;
+	if (mds_fh_parse(mds, p, len, &fh))
+		return NFS4ERR_BADHANDLE;
+	int rc = mds_inode_getattr(mds->store, fh.ino, &a);
+	if (rc)
+		return rc == -ESTALE ? NFS4ERR_STALE : mds_nfs4_status(rc);
+	if (a.generation != fh.gen)
+		return NFS4ERR_STALE;
+	nfsstat4 st = mds_req_cred(c, fh.export_id, &cr);
+	if (st)
+		return st;
+	if (fhp)
+		*fhp = fh;
+	if (attrp)
+		*attrp = a;
+	if (credp)
+		*credp = cr;
+	return NFS4_OK;
+}
+
+nfsstat4 mds_cfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *attr,
+		 struct mds_cred *cred)
+{
+	if (!c->have_fh)
+		return NFS4ERR_NOFILEHANDLE;
+	return check_fh(c, c->fh, c->fhlen, fh, attr, cred);
+}
+
+nfsstat4 mds_sfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *attr,
+		 struct mds_cred *cred)
+{
+	if (!c->have_saved_fh)
+		return NFS4ERR_NOFILEHANDLE;
+	return check_fh(c, c->saved_fh, c->saved_fhlen, fh, attr, cred);
+}
+
+void mds_set_cfh(struct nfs41_compound *c, uint64_t ino, uint64_t gen, uint32_t export_id)
+{
+	uint8_t b[MDS_FH_SIZE];
+	struct mds_fh fh = { .ino = ino, .gen = gen, .export_id = export_id };
+	mds_fh_make(mds_of(c), &fh, b);
+	nfs41_compound_set_fh(c, b, sizeof(b));
+}
+
+uint32_t mds_access(const struct mds_cred *cred, const struct mds_attr *attr, uint32_t want)
+{
+	uint32_t mode = attr->mode;
+	unsigned bits; /* rwx that apply */
+	if (cred->uid == 0) {
+		bits = 7;
+		if (attr->type != MDS_DIR && !(mode & 0111))
+			bits &= ~1u;
+	} else if (cred->uid == attr->uid) {
+		bits = (mode >> 6) & 7;
+	} else {
+		bool in_group = cred->gid == attr->gid;
+		for (uint32_t i = 0; !in_group && i < cred->ngroups; i++)
+			in_group = cred->groups[i] == attr->gid;
+		bits = in_group ? (mode >> 3) & 7 : mode & 7;
+	}
+	uint32_t ok = 0;
+	if (bits & 4)
+		ok |= ACCESS4_READ | ACCESS4_XAREAD | ACCESS4_XALIST;
+	if (bits & 2)
+		ok |= ACCESS4_MODIFY | ACCESS4_EXTEND | ACCESS4_XAWRITE;
+	if ((bits & 2) && attr->type == MDS_DIR)
+		ok |= ACCESS4_DELETE;
+	if (bits & 1)
+		ok |= attr->type == MDS_DIR ? ACCESS4_LOOKUP : ACCESS4_EXECUTE;
+	if (!cred->rw || cred->pseudo)
+		ok &= ~(uint32_t)(ACCESS4_MODIFY | ACCESS4_EXTEND | ACCESS4_DELETE |
+				  ACCESS4_XAWRITE);
+	return ok & want;
+}
+
+/*
+ * Start and stop.
+ */
+static int op_table_build(struct braid_mds *mds, char *msg, size_t msglen)
+{
+	const struct mds_opdef *groups[] = { mds_ops_attr, mds_ops_dir, mds_ops_state,
+					     mds_ops_io };
+	for (unsigned g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
+		for (const struct mds_opdef *d = groups[g]; d->op; d++) {
+			if (d->op > OP_REMOVEXATTR || mds->ops[d->op].fn) {
+				snprintf(msg, msglen, "op table: op %u defined twice", d->op);
+				return -EINVAL;
+			}
+			mds->ops[d->op] = d->row;
+		}
+	return 0;
+}
+
+static int listen_all(struct braid_mds *mds, char *msg, size_t msglen)
+{
+	for (unsigned i = 0; i < mds->set.listen.n; i++) {
+		const struct sockaddr_storage *ss = &mds->set.listen.addr[i];
+		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6);
+		int rc = nfsd_server_listen(mds->srv, (const struct sockaddr *)ss, len);
+		if (rc) {
+			char a[INET6_ADDRSTRLEN] = "?";
+			const void *ap = ss->ss_family == AF_INET
+						 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+						 : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+			inet_ntop(ss->ss_family, ap, a, sizeof(a));
+			snprintf(msg, msglen, "listen on %s: %s", a, strerror(-rc));
+			return rc;
+		}
+		mds->ports[i] = nfsd_server_listen_port(mds->srv, i);
+	}
+	mds->nports = mds->set.listen.n;
+	return 0;
+}
+
+int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char *msg,
+		    size_t msglen)
+{
+	struct braid_mds *mds = calloc(1, sizeof(*mds));
+	if (!mds) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	mds->set = *set;
+	mds->boot_sec = (uint64_t)time(NULL);
+	pthread_mutex_init(&mds->ex_mu, NULL);
+	int rc;
+	if ((rc = braid_key_load(set->key_file, &mds->key, msg, msglen)))
+		goto fail;
+	if (mkdir(set->store_dir, 0700) && errno != EEXIST) {
+		rc = -errno;
+		snprintf(msg, msglen, "store %s: %s", set->store_dir, strerror(-rc));
+		goto fail;
+	}
+	struct mds_store_opts so = { .path = set->store_dir };
+	if ((rc = mds_store_open(&so, &mds->store))) {
+		snprintf(msg, msglen, "store %s: %s%s", set->store_dir, strerror(-rc),
+			 rc == -EBUSY ? " (another braid-mds has it open)" : "");
+		goto fail;
+	}
+	/* server_owner and scope: the same on every address and across restarts */
+	uint8_t verf[8];
+	mds_store_cookieverf(mds->store, verf);
+	int n = snprintf((char *)mds->so_major, sizeof(mds->so_major), "braid-mds:");
+	for (int i = 0; i < 8; i++)
+		n += snprintf((char *)mds->so_major + n, sizeof(mds->so_major) - (size_t)n,
+			      "%02x", verf[i]);
+	mds->so_major_len = (size_t)n;
+	if ((rc = exports_build(mds, &mds->ex, msg, msglen)))
+		goto fail;
+	if ((rc = op_table_build(mds, msg, msglen)))
+		goto fail;
+
+	struct nfsd_server_opts o;
+	nfsd_server_opts_default(&o);
+	o.nloops = (unsigned)set->loops;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	o.nworkers = set->workers ? (unsigned)set->workers : (unsigned)(ncpu > 0 ? ncpu : 1) * 32;
+	o.max_record = (1u << 20) + 64 * 1024;
+	o.arena_limit = 4u << 20;
+	if (!(mds->srv = nfsd_server_new(&o, &rc))) {
+		snprintf(msg, msglen, "RPC server: %s", strerror(-rc));
+		goto fail;
+	}
+	if (!(mds->auth = braid_auth_new(&mds->key))) {
+		rc = -ENOMEM;
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
+	nfsd_server_add_flavor(mds->srv, braid_auth_flavor(mds->auth));
+
+	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
+	    (rc = mds_mount_init(mds, msg, msglen)))
+		goto fail;
+
+	struct nfs41_server_opts no = {
+		.so_major = mds->so_major,
+		.so_major_len = mds->so_major_len,
+		.scope = mds->so_major,
+		.scope_len = mds->so_major_len,
+		.exchgid_flags = EXCHGID4_FLAG_USE_PNFS_MDS,
+		.lease_s = (unsigned)(set->lease_ms / 1000),
+		.max_slots = 64,
+		.callbacks = true,
+		.ops = mds->ops,
+		.nops = OP_REMOVEXATTR + 1,
+		.priv = mds,
+		.client_expired = mds_state_client_expired,
+		.client_has_state = mds_state_client_has_state,
+	};
+	if (!(mds->v41 = nfs41_server_new(&no, &rc))) {
+		snprintf(msg, msglen, "NFSv4.1 service: %s", strerror(-rc));
+		goto fail;
+	}
+	if ((rc = nfsd_server_add_program(mds->srv, nfs41_server_program(mds->v41))))
+		goto fail_prog;
+	const struct nfsd_program *cp = mds_dsreg_program(mds);
+	if (cp && (rc = nfsd_server_add_program(mds->srv, cp)))
+		goto fail_prog;
+	const struct nfsd_program *mp = mds_mount_program(mds);
+	if (mp && (rc = nfsd_server_add_program(mds->srv, mp)))
+		goto fail_prog;
+	if ((rc = listen_all(mds, msg, msglen)))
+		goto fail;
+	if ((rc = nfsd_server_start(mds->srv))) {
+		snprintf(msg, msglen, "RPC server start: %s", strerror(-rc));
+		goto fail;
+	}
+	mds_mount_rpcbind_set(mds);
+	*out = mds;
+	return 0;
+fail_prog:
+	snprintf(msg, msglen, "adding RPC programs: %s", strerror(-rc));
+fail:
+	braid_mds_stop(mds);
+	return rc;
+}
+
+void braid_mds_stop(struct braid_mds *mds)
+{
+	if (!mds)
+		return;
+	if (mds->srv && mds->nports)
+		mds_mount_rpcbind_unset(mds);
+	if (mds->srv)
+		nfsd_server_free(mds->srv);
+	if (mds->v41)
+		nfs41_server_free(mds->v41);
+	mds_mount_release(mds);
+	mds_dsreg_release(mds);
+	mds_state_release(mds);
+	braid_auth_free(mds->auth);
+	mds_exports_put(mds->ex);
+	if (mds->store)
+		mds_store_close(mds->store);
+	pthread_mutex_destroy(&mds->ex_mu);
+	memset(&mds->key, 0, sizeof(mds->key));
+	free(mds);
+}
+
+int braid_mds_port(const struct braid_mds *mds, unsigned idx)
+{
+	return idx < mds->nports ? mds->ports[idx] : -1;
+}
+
+unsigned braid_mds_nports(const struct braid_mds *mds)
+{
+	return mds->nports;
+}
+
+struct mds_store *braid_mds_store(struct braid_mds *mds)
+{
+	return mds->store;
+}

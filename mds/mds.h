@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * braid-mds: the NFSv4.1/4.2 metadata server, as a library the daemon's
+ * thin main() and the tests link.  Settings come from the [mds] section of
+ * an nfs.conf-style file read through mds_conf_schema (unknown keys and bad
+ * values stop startup with file:line); exports from an /etc/exports-syntax
+ * file.  See braid-mds(8), braid-exports(5) and docs/architecture.md.
+ */
+#ifndef BRAID_MDS_MDS_H
+#define BRAID_MDS_MDS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nfsd/conf.h"
+
+/* What the MDS does with READ/WRITE/COMMIT of file data sent to it. */
+enum mds_data_io {
+	MDS_DATA_PROXY = 0,  /* serve them by calling the data server */
+	MDS_DATA_REFUSE = 1, /* refuse (tests proving clients use layouts) */
+};
+
+struct mds_settings {
+	char store_dir[PATH_MAX];      /* the LMDB metadata store */
+	struct conf_addrs listen;      /* NFSv4.1/4.2, MOUNT v3 and the control protocol */
+	char exports[PATH_MAX];	       /* /etc/exports syntax */
+	char key_file[PATH_MAX];       /* cluster key shared with braid-ds */
+	uint64_t lease_ms;	       /* NFSv4 lease */
+	uint64_t grace_ms;	       /* grace period after a restart */
+	int64_t loops, workers;	       /* 0: automatic */
+	bool mount;		       /* serve MOUNT v3 (showmount -e) */
+	bool rpcbind;		       /* register with rpcbind when one runs */
+	int data_io;		       /* enum mds_data_io */
+	uint64_t heartbeat_ms;	       /* interval asked of data servers */
+	uint64_t ds_timeout_ms;	       /* no heartbeat this long: DS is down */
+};
+
+extern const struct conf_schema mds_conf_schema[];
+
+/* Defaults, then the file; see conf_load() for the errors. */
+int mds_settings_load(const char *path, struct mds_settings *s, struct conf_error *err);
+/* Defaults only (tests fill in the rest). */
+void mds_settings_default(struct mds_settings *s);
+
+struct braid_mds;
+
+/* Open the store, load exports and start serving.  -errno with a reason in msg. */
+int braid_mds_start(const struct mds_settings *s, struct braid_mds **out, char *msg,
+		    size_t msglen);
+/* Stop serving, close the store cleanly, free everything. */
+void braid_mds_stop(struct braid_mds *mds);
+
+/* The port actually bound for listen address idx (port 0 picks one); -1 past the end. */
+int braid_mds_port(const struct braid_mds *mds, unsigned idx);
+unsigned braid_mds_nports(const struct braid_mds *mds);
+
+/* Re-read the exports file (SIGHUP, braidctl exports reload).  On error the
+ * old exports stay in force and msg says why. */
+int braid_mds_exports_reload(struct braid_mds *mds, char *msg, size_t msglen);
+
+struct mds_store;
+struct mds_store *braid_mds_store(struct braid_mds *mds);
+
+#endif

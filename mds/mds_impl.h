@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * braid-mds internals shared by its modules:
+ *
+ *   mds.c       settings, start/stop, exports, the op table, credentials
+ *   fh.c        filehandles
+ *   op_attr.c   fattr4 codec; GETATTR SETATTR VERIFY NVERIFY ACCESS
+ *   op_dir.c    PUTROOTFH PUTPUBFH PUTFH LOOKUP LOOKUPP CREATE REMOVE RENAME
+ *               LINK READLINK READDIR SECINFO SECINFO_NO_NAME
+ *   op_state.c  OPEN OPEN_DOWNGRADE CLOSE LOCK LOCKT LOCKU TEST_STATEID
+ *               FREE_STATEID RECLAIM_COMPLETE DELEGRETURN; grace; client records
+ *   op_io.c     READ WRITE COMMIT (proxied to braid-ds) ALLOCATE DEALLOCATE
+ *               SEEK READ_PLUS; GETXATTR SETXATTR LISTXATTRS REMOVEXATTR
+ *   dsreg.c     data servers: REGISTER/HEARTBEAT service, placement, objects
+ *   mount.c     MOUNT v3 and rpcbind registration
+ *
+ * Error domains: below the protocol line 0 / -errno; op handlers return
+ * nfsstat4, converting with mds_nfs4_status() (one table).
+ */
+#ifndef BRAID_MDS_MDS_IMPL_H
+#define BRAID_MDS_MDS_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nfs4_prot.h"
+
+#include "mds/mds.h"
+#include "mds/store.h"
+#include "nfsd/auth_braid.h"
+#include "nfsd/exports.h"
+#include "nfsd/mac.h"
+#include "nfsd/nfs41.h"
+#include "nfsd/rpc.h"
+
+struct mds_state; /* op_state.c */
+struct mds_dsreg; /* dsreg.c */
+struct mds_mount; /* mount.c */
+
+/*
+ * Exports, resolved against the namespace.  A snapshot is immutable once
+ * published; braid_mds_exports_reload() swaps in a new one and readers hold
+ * a reference (mds_exports_get/put) while they use it.
+ *
+ * Each export path names a directory of Braid's namespace (created at
+ * startup, owned by root, mode 0755, when missing).  A filehandle carries
+ * the id of the export it was reached through: a 32-bit hash of the path,
+ * never 0.  Export id 0 is the pseudo filesystem: when "/" is not exported,
+ * PUTROOTFH gives the root with export id 0, and from there LOOKUP may only
+ * walk toward an export (RFC 8881 §7); pseudo-fs nodes are read-only.
+ */
+struct mds_export {
+	const struct export_entry *e; /* in ex->ex */
+	uint32_t id;
+	uint64_t root_ino;
+};
+struct mds_exports {
+	atomic_int ref;
+	struct exports *ex;
+	struct mds_export *v;
+	unsigned n;
+};
+struct mds_exports *mds_exports_get(struct braid_mds *mds);
+void mds_exports_put(struct mds_exports *x);
+/* The export with this id, or NULL. */
+const struct mds_export *mds_export_by_id(const struct mds_exports *x, uint32_t id);
+/* The export whose root is this inode, or NULL. */
+const struct mds_export *mds_export_by_root(const struct mds_exports *x, uint64_t ino);
+/*
+ * The export a directory belongs to: walks parents up to an export root
+ * (0 for the pseudo filesystem).  For LOOKUPP and PUTROOTFH; LOOKUP
+ * inherits the parent's id unless the child is itself an export root.
+ */
+uint32_t mds_export_of_dir(struct braid_mds *mds, const struct mds_exports *x, uint64_t dir);
+/* Is 'ino' (a directory) on the way from the root to some export? */
+bool mds_export_on_path(struct braid_mds *mds, const struct mds_exports *x, uint64_t dir);
+
+struct braid_mds {
+	struct mds_settings set;
+	struct braid_key key;
+	struct mds_store *store;
+	struct nfsd_server *srv;
+	struct nfs41_server *v41;
+	struct braid_auth *auth; /* AUTH_BRAID: data servers' control calls */
+	uint8_t so_major[64];	 /* "braid-mds:" + store cookie verifier, hex */
+	size_t so_major_len;
+	uint64_t boot_sec; /* start time, for the grace period */
+
+	pthread_mutex_t ex_mu; /* guards ex (the pointer swap only) */
+	struct mds_exports *ex;
+
+	struct mds_state *state;
+	struct mds_dsreg *dsreg;
+	struct mds_mount *mount;
+
+	struct nfs41_op ops[OP_REMOVEXATTR + 1]; /* assembled from the group tables */
+	struct nfsd_program nfs_prog;	 /* 100003: v4 from nfs41 */
+	struct nfsd_version nfs_vers[1];
+	int ports[CONF_ADDRS_MAX];
+	unsigned nports;
+};
+
+/* The MDS a COMPOUND runs in. */
+static inline struct braid_mds *mds_of(const struct nfs41_compound *c)
+{
+	return (struct braid_mds *)c->priv;
+}
+
+void mds_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * The op table.  Each group file defines a table of rows ending with
+ * { 0 }; mds.c copies them into mds->ops (indexed by nfs_opnum4) at start.
+ * An op no group defines answers NFS4ERR_NOTSUPP (nfs41.c).  The session
+ * ops (EXCHANGE_ID ... SEQUENCE, GETFH, SAVEFH, RESTOREFH) are nfs41.c's.
+ */
+struct mds_opdef {
+	uint32_t op; /* nfs_opnum4; 0 ends a table */
+	struct nfs41_op row;
+};
+extern const struct mds_opdef mds_ops_attr[], mds_ops_dir[], mds_ops_state[], mds_ops_io[];
+
+/* -errno (store, control calls) -> nfsstat4, RFC 8881 §15.  One table. */
+nfsstat4 mds_nfs4_status(int err);
+
+/*
+ * Filehandles (fh.c).  40 bytes:
+ *
+ *	0   1   version (1)
+ *	1   1   type (2: MDS inode)
+ *	2   2   0
+ *	4   4   id of the cluster key (braid_key.id)
+ *	8   4   export id (0: pseudo filesystem)
+ *	12  4   0
+ *	16  8   inode number, big-endian
+ *	24  8   inode generation, big-endian (mds_attr.generation)
+ *	32  8   SipHash-2-4-64 of bytes 0..31 under the key's fh half
+ *
+ * Not ours (length, version, type, key, MAC): NFS4ERR_BADHANDLE.  Ours but
+ * the inode is gone or has another generation: NFS4ERR_STALE.
+ */
+#define MDS_FH_SIZE 40
+struct mds_fh {
+	uint64_t ino;
+	uint64_t gen;
+	uint32_t export_id;
+};
+void mds_fh_make(const struct braid_mds *mds, const struct mds_fh *fh, uint8_t out[MDS_FH_SIZE]);
+/* 0, or -EBADMSG for a handle that is not genuine. */
+int mds_fh_parse(const struct braid_mds *mds, const void *p, uint32_t len, struct mds_fh *fh);
+
+/*
+ * A request's credential, after the export's squashing, and what the
+ * export allows it.  Built once per COMPOUND op that needs it.
+ */
+#define MDS_CRED_GROUPS 16
+struct mds_cred {
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[MDS_CRED_GROUPS];
+	uint32_t flavor;
+	bool rw;     /* the export is rw for this client (else NFS4ERR_ROFS on changes) */
+	bool pseudo; /* the pseudo filesystem: read-only, walk toward exports only */
+	uint32_t export_id;
+};
+
+/*
+ * The current filehandle, checked: genuine (BADHANDLE), its inode alive
+ * and of that generation (STALE), its export still exported and open to
+ * this client (NFS4ERR_ACCESS), with a flavor the export accepts
+ * (NFS4ERR_WRONGSEC).  Fills whichever of fh, attr, cred is not NULL.
+ */
+nfsstat4 mds_cfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *attr,
+		 struct mds_cred *cred);
+/* The same for the saved filehandle (RENAME, LINK). */
+nfsstat4 mds_sfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *attr,
+		 struct mds_cred *cred);
+/* Make ino the current filehandle, reached through export_id. */
+void mds_set_cfh(struct nfs41_compound *c, uint64_t ino, uint64_t gen, uint32_t export_id);
+/* The credential of this request under export_id (squashed); NFS4ERR_ACCESS
+ * when the export does not admit the client, NFS4ERR_WRONGSEC for its flavor. */
+nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_cred *cred);
+
+/* POSIX permission check of ACCESS4_* bits for cred against attr; returns
+ * the subset allowed.  uid 0 gets everything but EXECUTE on files with no x bit. */
+uint32_t mds_access(const struct mds_cred *cred, const struct mds_attr *attr, uint32_t want);
+
+/*
+ * fattr4 (op_attr.c).  Owner strings are numeric ("1000") under AUTH_SYS
+ * (RFC 8881 §5.9); a non-numeric owner in SETATTR is NFS4ERR_BADOWNER.
+ */
+/* The attributes asked for that the server supports, encoded from attr.
+ * fsid and fs-wide attributes come from mds (space totals from dsreg). */
+nfsstat4 mds_attr_encode(struct nfs41_compound *c, const struct mds_attr *attr,
+			 const bitmap4 *want, fattr4 *out);
+/*
+ * Decodes settable attributes (SETATTR, OPEN/CREATE createattrs) into
+ * a->mask/values; 'set' receives the bitmap of those applied (attrsset).
+ * Unsupported or read-only attributes: NFS4ERR_ATTRNOTSUPP / NFS4ERR_INVAL
+ * as RFC 8881 §18.30.3 says.
+ */
+nfsstat4 mds_attr_decode_set(struct nfs41_compound *c, const fattr4 *in,
+			     struct mds_setattr_args *a, bitmap4 *set);
+/* The supported_attrs bitmap. */
+void mds_attr_supported(bitmap4 *out, struct xdr_arena *arena);
+
+/*
+ * State (op_state.c).  Stateids: RFC 8881 §8.2; the special stateids
+ * (anonymous all-zeros, READ bypass all-ones) are accepted for I/O subject
+ * to share reservations.
+ */
+int mds_state_init(struct braid_mds *mds, char *msg, size_t msglen);
+void mds_state_release(struct braid_mds *mds);
+void mds_state_client_expired(void *mds, uint64_t clientid);
+bool mds_state_client_has_state(void *mds, uint64_t clientid);
+/* READ/WRITE/SETATTR(size)/ALLOCATE...: is 'sid' (already resolved from the
+ * current stateid) good for I/O of 'write' kind on ino by this client?
+ * NFS4ERR_BAD_STATEID, _OLD_STATEID, _EXPIRED, _OPENMODE, _LOCKED (a
+ * mandatory conflict is not enforced: Braid locks are advisory), _GRACE... */
+nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint64_t ino,
+			    bool write);
+/* Does any client hold an open of ino?  (REMOVE keeps an open file's data.) */
+bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
+/* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
+bool mds_state_in_grace(struct braid_mds *mds);
+
+/*
+ * Data servers (dsreg.c) and file data (op_io.c).
+ */
+int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen);
+void mds_dsreg_release(struct braid_mds *mds);
+/* The control program data servers call (REGISTER, HEARTBEAT). */
+const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds);
+/* Bytes total and free over the data servers that are up (0 and 0 if none). */
+void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail);
+/*
+ * ino's data is no longer needed if it is an orphan (no links) and no
+ * client holds it open: remove its data-server objects, then reap the
+ * inode.  Called after REMOVE/RENAME unlink a file and after the last CLOSE.
+ * Best effort: failures leave it in mds_orphan_list() for a later retry.
+ */
+void mds_data_release(struct braid_mds *mds, uint64_t ino);
+/* SETATTR changed the size of ino from old to new: truncate its objects. */
+int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size);
+
+int mds_mount_init(struct braid_mds *mds, char *msg, size_t msglen);
+void mds_mount_release(struct braid_mds *mds);
+/* MOUNT v3 (100005), or NULL when [mds] mount = no. */
+const struct nfsd_program *mds_mount_program(struct braid_mds *mds);
+/* After the server listens: register NFS and MOUNT with rpcbind when
+ * [mds] rpcbind = yes and one runs (none running is not an error). */
+void mds_mount_rpcbind_set(struct braid_mds *mds);
+void mds_mount_rpcbind_unset(struct braid_mds *mds);
+
+#endif
