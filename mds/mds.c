@@ -31,7 +31,7 @@ const struct conf_schema mds_conf_schema[] = {
 	  .desc = "Exports file, in /etc/exports syntax (braid-exports(5))." },
 	{ "mds", NULL, "key_file", CONF_STRING, .def = "/etc/braid/cluster.key", S(key_file),
 	  .desc = "The cluster key shared with the data servers (64 hex digits, mode 0600)." },
-	{ "mds", NULL, "lease_time", CONF_DURATION, .min = 10000, .max = 3600000, .def = "90s",
+	{ "mds", NULL, "lease_time", CONF_DURATION, .min = 2000, .max = 3600000, .def = "90s",
 	  S(lease_ms), .desc = "NFSv4 lease: a client silent this long loses its state." },
 	{ "mds", NULL, "grace_time", CONF_DURATION, .min = 0, .max = 3600000, .def = "90s",
 	  S(grace_ms),
