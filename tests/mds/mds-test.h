@@ -63,7 +63,7 @@ static inline void mt_prepare(struct mt *t, const char *exports, const char *ext
 	snprintf(t->exports_path, sizeof(t->exports_path), "%s/exports", t->dir);
 	mt_write_file(t->exports_path, exports, 0644);
 	snprintf(t->conf_path, sizeof(t->conf_path), "%s/mds.conf", t->dir);
-	char conf[8192];
+	char conf[20000];
 	snprintf(conf, sizeof(conf),
 		 "[mds]\nstore_dir = %s/store\nkey_file = %s\nexports = %s\n"
 		 "listen = 127.0.0.1:0\nrpcbind = no\ngrace_time = 0\n%s",
