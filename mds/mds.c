@@ -588,6 +588,10 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	}
 	nfsd_server_add_flavor(mds->srv, braid_auth_flavor(mds->auth));
 
+	if ((rc = mds_cb_init(mds))) {
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
 	    (rc = mds_mount_init(mds, msg, msglen)))
 		goto fail;
@@ -648,6 +652,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_mount_release(mds);
 	mds_dsreg_release(mds);
 	mds_state_release(mds);
+	mds_cb_release(mds);
 	braid_auth_free(mds->auth);
 	mds_exports_put(mds->ex);
 	if (mds->store)

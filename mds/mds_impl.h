@@ -4,15 +4,17 @@
  *
  *   mds.c       settings, start/stop, exports, the op table, credentials
  *   fh.c        filehandles
- *   op_attr.c   fattr4 codec; GETATTR SETATTR VERIFY NVERIFY ACCESS
+ *   op_attr.c   fattr4 codec; GETATTR SETATTR VERIFY NVERIFY ACCESS;
+ *               GETXATTR SETXATTR LISTXATTRS REMOVEXATTR (RFC 8276)
  *   op_dir.c    PUTROOTFH PUTPUBFH PUTFH LOOKUP LOOKUPP CREATE REMOVE RENAME
  *               LINK READLINK READDIR SECINFO SECINFO_NO_NAME
  *   op_state.c  OPEN OPEN_DOWNGRADE CLOSE LOCK LOCKT LOCKU TEST_STATEID
  *               FREE_STATEID RECLAIM_COMPLETE DELEGRETURN; grace; client records
  *   op_io.c     READ WRITE COMMIT (proxied to braid-ds) ALLOCATE DEALLOCATE
- *               SEEK READ_PLUS; GETXATTR SETXATTR LISTXATTRS REMOVEXATTR
+ *               SEEK READ_PLUS
  *   dsreg.c     data servers: REGISTER/HEARTBEAT service, placement, objects
  *   mount.c     MOUNT v3 and rpcbind registration
+ *   callback.c  CB_NULL and CB_COMPOUND over the clients' back channels
  *
  * Error domains: below the protocol line 0 / -errno; op handlers return
  * nfsstat4, converting with mds_nfs4_status() (one table).
@@ -38,6 +40,7 @@
 struct mds_state; /* op_state.c */
 struct mds_dsreg; /* dsreg.c */
 struct mds_mount; /* mount.c */
+struct mds_cb;    /* callback.c */
 
 /*
  * Exports, resolved against the namespace.  A snapshot is immutable once
@@ -94,6 +97,7 @@ struct braid_mds {
 	struct mds_state *state;
 	struct mds_dsreg *dsreg;
 	struct mds_mount *mount;
+	struct mds_cb *cb;
 
 	struct nfs41_op ops[OP_REMOVEXATTR + 1]; /* assembled from the group tables */
 	struct nfsd_program nfs_prog;	 /* 100003: v4 from nfs41 */
@@ -191,10 +195,21 @@ uint32_t mds_access(const struct mds_cred *cred, const struct mds_attr *attr, ui
  * fattr4 (op_attr.c).  Owner strings are numeric ("1000") under AUTH_SYS
  * (RFC 8881 §5.9); a non-numeric owner in SETATTR is NFS4ERR_BADOWNER.
  */
-/* The attributes asked for that the server supports, encoded from attr.
+/* The attributes asked for that the server supports, encoded from attr
+ * (the current filehandle's inode: FATTR4_FILEHANDLE is c->fh).
  * fsid and fs-wide attributes come from mds (space totals from dsreg). */
 nfsstat4 mds_attr_encode(struct nfs41_compound *c, const struct mds_attr *attr,
 			 const bitmap4 *want, fattr4 *out);
+/* The same for another object (READDIR entries): fh/fhlen is its handle. */
+nfsstat4 mds_attr_encode_fh(struct nfs41_compound *c, const struct mds_attr *attr,
+			    const void *fh, uint32_t fhlen, const bitmap4 *want, fattr4 *out);
+/*
+ * A READDIR entry whose attributes could not be read (RFC 8881 §5.8.1.12):
+ * when want has rdattr_error, out holds just rdattr_error = err and NFS4_OK
+ * is returned; otherwise err is returned for READDIR to fail with.
+ */
+nfsstat4 mds_attr_encode_error(struct nfs41_compound *c, nfsstat4 err, const bitmap4 *want,
+			       fattr4 *out);
 /*
  * Decodes settable attributes (SETATTR, OPEN/CREATE createattrs) into
  * a->mask/values; 'set' receives the bitmap of those applied (attrsset).
@@ -253,5 +268,18 @@ const struct nfsd_program *mds_mount_program(struct braid_mds *mds);
  * [mds] rpcbind = yes and one runs (none running is not an error). */
 void mds_mount_rpcbind_set(struct braid_mds *mds);
 void mds_mount_rpcbind_unset(struct braid_mds *mds);
+
+/*
+ * Callbacks (callback.c), from worker threads (they wait for the reply).
+ * Return 0 when the client replied (CB_COMPOUND: its status in res), or
+ * -ENOTCONN (no back channel: the client's SEQUENCE then sees
+ * CB_PATH_DOWN), -ETIMEDOUT, -ECONNRESET, -EPROTO.
+ */
+int mds_cb_init(struct braid_mds *mds);
+void mds_cb_release(struct braid_mds *mds);
+int mds_cb_null(struct braid_mds *mds, uint64_t clientid);
+/* CB_SEQUENCE, then ops; res (and what it points to) in arena. */
+int mds_cb_compound(struct braid_mds *mds, uint64_t clientid, const nfs_cb_argop4 *ops,
+		    unsigned nops, CB_COMPOUND4res *res, struct xdr_arena *arena);
 
 #endif
