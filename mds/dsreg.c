@@ -1,34 +1,1084 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written: see mds_impl.h for what this file owns. */
+/*
+ * Data servers: the REGISTER/HEARTBEAT side of the control protocol
+ * (nfsd/xdr/braid_ctl.x), the table of data servers, placement, the MDS's
+ * connections to them, and the life of file objects (creation, truncation,
+ * removal of orphans).
+ *
+ * Identity.  A data server is named by the uuid it keeps with its storage;
+ * the MDS binds each uuid to an id (1, 2, ...; never reused) at its first
+ * REGISTER and keeps the binding in <store_dir>/data-servers, written with
+ * fsync + rename + fsync of the directory before the REGISTER reply, so the
+ * id survives restarts of both sides.  Everything else about a data server
+ * (addresses, versions, space, boot verifier) is soft state: after an MDS
+ * restart each data server's next HEARTBEAT is answered STALE and it
+ * registers again.
+ *
+ * Only holders of the cluster key may call: REGISTER and HEARTBEAT without
+ * an AUTH_BRAID credential (which nfsd/auth_braid.c has verified before a
+ * handler runs) get BRAID_CTL_ACCESS, as braid-ds does for its procedures.
+ *
+ * A data server is up while it has registered since this MDS started and
+ * its last REGISTER or HEARTBEAT is younger than [mds] ds_timeout.  The MDS
+ * calls a data server (control calls, and NFSv3 for the MDS's own I/O) on
+ * its first TCP control address, over one reconnecting client made at the
+ * first use after each REGISTER; each call times out after ds_timeout
+ * (between 5 and 30 s), so a dead data server costs a caller at most that.
+ *
+ * A background thread notes data servers going down and, outside the grace
+ * period, retries the removal of orphans' objects (at start, after every
+ * REGISTER, and every minute).
+ */
 #include "config.h"
 
+#include "braid_ctl.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataserver/ctl.h"
 #include "mds/mds_impl.h"
+
+#define DSREG_FILE	  "data-servers"
+#define OBJ_LOCKS	  64
+#define SWEEP_INTERVAL_NS (60ull * 1000000000ull)
+#define SWEEP_BATCH	  1024
+#define RELEASE_MAX_DS	  64
+
+/* One data server.  Every field is guarded by mds_dsreg.mu. */
+struct ds_ent {
+	struct mds_ds_info i;		/* up and since_heartbeat_ms are computed on copy */
+	uint64_t hb_ns;			/* CLOCK_MONOTONIC of the last REGISTER or HEARTBEAT */
+	bool was_up;			/* as the background thread last saw it (logging) */
+	struct sockaddr_storage ctl_sa; /* the first TCP control address */
+	socklen_t ctl_salen;
+	uint64_t epoch;		  /* moves at every REGISTER */
+	struct mds_ds_conn *conn; /* the table's reference; NULL until first use */
+};
+
+/*
+ * Locks: reg_mu serializes REGISTERs (id assignment and the file), taken
+ * before mu; mu guards ents[], nents and every ds_ent; obj_mu[ino % 64]
+ * serializes creating, repairing and removing one inode's objects (held
+ * across control calls, never while holding mu); tmu guards stop and kick.
+ * Entries are only ever added, so an ds_ent pointer stays valid.
+ */
+struct mds_dsreg {
+	struct braid_mds *mds;
+	struct nfsd_program prog;
+	struct nfsd_server *eng; /* client engine: the MDS's calls to data servers */
+	char path[PATH_MAX + 32];
+	unsigned call_timeout_ms;
+
+	pthread_mutex_t reg_mu;
+	pthread_mutex_t mu;
+	struct ds_ent **ents;
+	unsigned nents, cap;
+	uint32_t next_id;
+
+	pthread_mutex_t obj_mu[OBJ_LOCKS];
+
+	pthread_mutex_t tmu;
+	pthread_cond_t tcond;
+	bool stop, kick;
+	bool running;
+	pthread_t thread;
+	atomic_ullong rng;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct ds_ent *ent_find(struct mds_dsreg *r, uint32_t id)
+{
+	for (unsigned i = 0; i < r->nents; i++)
+		if (r->ents[i]->i.id == id)
+			return r->ents[i];
+	return NULL;
+}
+
+static struct ds_ent *ent_find_uuid(struct mds_dsreg *r, const uint8_t uuid[16])
+{
+	for (unsigned i = 0; i < r->nents; i++)
+		if (!memcmp(r->ents[i]->i.uuid, uuid, 16))
+			return r->ents[i];
+	return NULL;
+}
+
+static bool ent_up(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t now)
+{
+	return e->i.registered && now - e->hb_ns < r->mds->set.ds_timeout_ms * 1000000ull;
+}
+
+static int ent_add(struct mds_dsreg *r, uint32_t id, const uint8_t uuid[16])
+{
+	if (r->nents == r->cap) {
+		unsigned cap = r->cap ? 2 * r->cap : 8;
+		struct ds_ent **v = realloc(r->ents, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		r->ents = v;
+		r->cap = cap;
+	}
+	struct ds_ent *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->i.id = id;
+	memcpy(e->i.uuid, uuid, 16);
+	r->ents[r->nents++] = e;
+	if (id >= r->next_id)
+		r->next_id = id + 1;
+	return 0;
+}
+
+static void ent_copy(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t now,
+		     struct mds_ds_info *out)
+{
+	*out = e->i;
+	out->up = ent_up(r, e, now);
+	out->since_heartbeat_ms = e->i.registered ? (now - e->hb_ns) / 1000000ull : 0;
+}
+
+/* ------------------------------------------------------- the bindings file */
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* Reads "id uuid" lines; a missing file is an empty table. */
+static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
+{
+	FILE *f = fopen(r->path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		int rc = -errno;
+		snprintf(msg, msglen, "%s: %s", r->path, strerror(-rc));
+		return rc;
+	}
+	char line[256];
+	unsigned lineno = 0;
+	int rc = 0;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		lineno++;
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '#' || *p == '\n' || *p == 0)
+			continue;
+		unsigned long id;
+		char hex[64];
+		uint8_t uuid[16];
+		char extra;
+		bool ok = sscanf(p, "%lu %63s %c", &id, hex, &extra) == 2 && id > 0 &&
+			  id < UINT32_MAX && strlen(hex) == 32;
+		for (int k = 0; ok && k < 16; k++) {
+			int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
+			ok = hi >= 0 && lo >= 0;
+			uuid[k] = (uint8_t)(hi << 4 | lo);
+		}
+		if (ok && (ent_find(r, (uint32_t)id) || ent_find_uuid(r, uuid))) {
+			snprintf(msg, msglen, "%s:%u: id or uuid listed twice", r->path, lineno);
+			rc = -EINVAL;
+		} else if (!ok) {
+			snprintf(msg, msglen, "%s:%u: expected \"id uuid\" (32 hex digits)",
+				 r->path, lineno);
+			rc = -EINVAL;
+		} else if ((rc = ent_add(r, (uint32_t)id, uuid))) {
+			snprintf(msg, msglen, "out of memory");
+		}
+	}
+	if (!rc && ferror(f)) {
+		rc = -EIO;
+		snprintf(msg, msglen, "%s: read error", r->path);
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Writes the bindings of the first n entries plus (id, uuid) durably. */
+static int bindings_save(struct mds_dsreg *r, const uint32_t *ids, const uint8_t (*uuids)[16],
+			 unsigned n)
+{
+	char tmp[sizeof(r->path) + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", r->path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int rc = -errno;
+		close(fd);
+		unlink(tmp);
+		return rc;
+	}
+	fprintf(f, "# braid-mds: data server id and uuid, one per line (written by braid-mds)\n");
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, "%u ", ids[i]);
+		for (int k = 0; k < 16; k++)
+			fprintf(f, "%02x", uuids[i][k]);
+		fputc('\n', f);
+	}
+	int rc = 0;
+	if (fflush(f) || fsync(fd))
+		rc = -errno;
+	if (fclose(f) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, r->path))
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	int dfd = open(r->mds->set.store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (fsync(dfd))
+		rc = -errno;
+	close(dfd);
+	return rc;
+}
+
+/* ------------------------------------------------------------- REGISTER */
+
+/* A bounded XDR string as a C string: false if it holds a NUL or control byte. */
+static bool str_copy(char *dst, size_t size, xdr_string s)
+{
+	if (s.len >= size)
+		return false;
+	for (uint32_t i = 0; i < s.len; i++)
+		if (s.val[i] < 0x20 || s.val[i] == 0x7f)
+			return false;
+	memcpy(dst, s.val, s.len);
+	dst[s.len] = 0;
+	return true;
+}
+
+/* "h1.h2.h3.h4.p1.p2" (or an IPv6 host) under netid: 0 and the socket address. */
+static int uaddr_parse(const char *netid, const char *ua, struct sockaddr_storage *ss,
+		       socklen_t *len)
+{
+	int af;
+	if (!strcmp(netid, "tcp") || !strcmp(netid, "rdma"))
+		af = AF_INET;
+	else if (!strcmp(netid, "tcp6") || !strcmp(netid, "rdma6"))
+		af = AF_INET6;
+	else
+		return -EINVAL;
+	const char *p2 = strrchr(ua, '.');
+	if (!p2 || p2 == ua)
+		return -EINVAL;
+	const char *p1 = p2 - 1;
+	while (p1 > ua && *p1 != '.')
+		p1--;
+	if (*p1 != '.' || p1 == ua)
+		return -EINVAL;
+	unsigned port[2];
+	const char *parts[2] = {p1 + 1, p2 + 1};
+	for (int k = 0; k < 2; k++) {
+		const char *q = parts[k];
+		unsigned v = 0, nd = 0;
+		while (*q >= '0' && *q <= '9' && nd < 4) {
+			v = v * 10 + (unsigned)(*q++ - '0');
+			nd++;
+		}
+		if (!nd || v > 255 || (*q != (k ? 0 : '.')))
+			return -EINVAL;
+		port[k] = v;
+	}
+	char host[INET6_ADDRSTRLEN + 1];
+	size_t hl = (size_t)(p1 - ua);
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, ua, hl);
+	host[hl] = 0;
+	memset(ss, 0, sizeof(*ss));
+	uint16_t p = htons((uint16_t)(port[0] << 8 | port[1]));
+	if (af == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+		in->sin_family = AF_INET;
+		in->sin_port = p;
+		if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
+			return -EINVAL;
+		*len = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = p;
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			return -EINVAL;
+		*len = sizeof(*in6);
+	}
+	return 0;
+}
+
+static int addrs_copy(const braid_ctl_netaddr *v, uint32_t n, struct mds_ds_addr *out,
+		      unsigned *nout)
+{
+	if (n == 0 || n > MDS_DS_ADDRS_MAX)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		if (!str_copy(out[i].netid, sizeof(out[i].netid), v[i].na_r_netid) ||
+		    !str_copy(out[i].uaddr, sizeof(out[i].uaddr), v[i].na_r_addr) ||
+		    uaddr_parse(out[i].netid, out[i].uaddr, &ss, &len))
+			return -EINVAL;
+	}
+	*nout = n;
+	return 0;
+}
+
+/* Versions a layout can name: NFSv3, NFSv4.1, NFSv4.2 (RFC 8435 §5.1). */
+static bool proto_usable(const struct mds_ds_proto *p)
+{
+	bool v = (p->version == 3 && p->minorversion == 0) ||
+		 (p->version == 4 && (p->minorversion == 1 || p->minorversion == 2));
+	return v && p->rsize && p->wsize;
+}
+
+/* The arguments as a table entry (soft state only): a braid_ctl_stat. */
+static int32_t reg_parse(const braid_ctl_register_args *a, struct ds_ent *n)
+{
+	memset(n, 0, sizeof(*n));
+	memcpy(n->i.uuid, a->rr_ds_uuid, 16);
+	if (a->rr_hostname.len == 0 ||
+	    !str_copy(n->i.hostname, sizeof(n->i.hostname), a->rr_hostname) ||
+	    addrs_copy(a->rr_addrs.val, a->rr_addrs.len, n->i.addrs, &n->i.naddrs) ||
+	    addrs_copy(a->rr_ctl_addrs.val, a->rr_ctl_addrs.len, n->i.ctl_addrs, &n->i.nctl_addrs))
+		return BRAID_CTL_INVAL;
+	/* the MDS calls over TCP: the first TCP control address */
+	for (unsigned k = 0; k < n->i.nctl_addrs && !n->ctl_salen; k++)
+		if (!strncmp(n->i.ctl_addrs[k].netid, "tcp", 3))
+			uaddr_parse(n->i.ctl_addrs[k].netid, n->i.ctl_addrs[k].uaddr, &n->ctl_sa,
+				    &n->ctl_salen);
+	if (!n->ctl_salen)
+		return BRAID_CTL_INVAL;
+	bool usable = false;
+	for (uint32_t k = 0; k < a->rr_protos.len && k < MDS_DS_PROTOS_MAX; k++) {
+		const braid_ctl_proto *p = &a->rr_protos.val[k];
+		struct mds_ds_proto *q = &n->i.protos[n->i.nprotos++];
+		*q = (struct mds_ds_proto){p->bp_version, p->bp_minorversion, p->bp_rsize,
+					   p->bp_wsize};
+		usable |= proto_usable(q);
+	}
+	if (!usable)
+		return BRAID_CTL_BADVERS;
+	n->i.capacity = a->rr_capacity;
+	n->i.free = a->rr_free;
+	memcpy(n->i.boot_verifier, a->rr_boot_verifier, 8);
+	return BRAID_CTL_OK;
+}
+
+static unsigned hb_interval_s(const struct braid_mds *mds)
+{
+	uint64_t s = mds->set.heartbeat_ms / 1000;
+	return s ? (unsigned)s : 1;
+}
+
+static void thread_kick(struct mds_dsreg *r)
+{
+	pthread_mutex_lock(&r->tmu);
+	r->kick = true;
+	pthread_cond_signal(&r->tcond);
+	pthread_mutex_unlock(&r->tmu);
+}
+
+/* A new uuid: the next id, made durable before anyone learns it. */
+static int32_t reg_bind(struct mds_dsreg *r, const uint8_t uuid[16], uint32_t *id)
+{
+	pthread_mutex_lock(&r->mu);
+	unsigned n = r->nents;
+	uint32_t *ids = malloc((n + 1) * sizeof(*ids));
+	uint8_t(*uuids)[16] = malloc((n + 1) * sizeof(*uuids));
+	if (!ids || !uuids) {
+		pthread_mutex_unlock(&r->mu);
+		free(ids);
+		free(uuids);
+		return BRAID_CTL_SERVERFAULT;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		ids[k] = r->ents[k]->i.id;
+		memcpy(uuids[k], r->ents[k]->i.uuid, 16);
+	}
+	ids[n] = r->next_id;
+	memcpy(uuids[n], uuid, 16);
+	pthread_mutex_unlock(&r->mu);
+	/* reg_mu is held: no other REGISTER adds an entry meanwhile */
+	int rc = bindings_save(r, ids, (const uint8_t(*)[16])uuids, n + 1);
+	if (!rc) {
+		pthread_mutex_lock(&r->mu);
+		rc = ent_add(r, ids[n], uuid);
+		pthread_mutex_unlock(&r->mu);
+	}
+	if (rc)
+		mds_log("data server registration: %s: %s", r->path, strerror(-rc));
+	*id = ids[n];
+	free(ids);
+	free(uuids);
+	return rc ? BRAID_CTL_SERVERFAULT : BRAID_CTL_OK;
+}
+
+static int c_null(struct nfsd_req *req, void *args, void *res)
+{
+	(void)req, (void)args, (void)res;
+	return NFSD_SUCCESS;
+}
+
+static int c_register(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	struct mds_dsreg *r = mds->dsreg;
+	braid_ctl_register_res *res = resp;
+	if (req->cred.flavor != NFSD_AUTH_BRAID) {
+		res->rr_status = BRAID_CTL_ACCESS;
+		return NFSD_SUCCESS;
+	}
+	struct ds_ent *n = malloc(sizeof(*n));
+	if (!n)
+		return NFSD_SYSTEM_ERR;
+	if ((res->rr_status = reg_parse(argp, n))) {
+		free(n);
+		return NFSD_SUCCESS;
+	}
+	pthread_mutex_lock(&r->reg_mu);
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find_uuid(r, n->i.uuid);
+	pthread_mutex_unlock(&r->mu);
+	uint32_t id = e ? e->i.id : 0;
+	if (!e && (res->rr_status = reg_bind(r, n->i.uuid, &id))) {
+		pthread_mutex_unlock(&r->reg_mu);
+		free(n);
+		return NFSD_SUCCESS;
+	}
+	pthread_mutex_lock(&r->mu);
+	e = ent_find(r, id);
+	struct mds_ds_conn *old = e->conn;
+	bool restarted = e->i.registered && memcmp(e->i.boot_verifier, n->i.boot_verifier, 8);
+	n->i.id = id;
+	n->i.registered = true;
+	n->i.health = 0;
+	n->hb_ns = now_ns();
+	n->was_up = e->was_up;
+	n->epoch = e->epoch + 1;
+	n->conn = NULL; /* made afresh at the next use: addresses may have changed */
+	*e = *n;
+	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_unlock(&r->reg_mu);
+	if (old)
+		mds_ds_conn_put(old);
+	mds_log("data server %u (%s, %s) registered%s", id, n->i.hostname, n->i.addrs[0].uaddr,
+		restarted ? " after a restart" : "");
+	free(n);
+	thread_kick(r);
+	res->u.rr_resok.rr_ds_id = id;
+	res->u.rr_resok.rr_heartbeat_interval = hb_interval_s(mds);
+	return NFSD_SUCCESS;
+}
+
+static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	struct mds_dsreg *r = mds->dsreg;
+	braid_ctl_heartbeat_args *a = argp;
+	braid_ctl_heartbeat_res *res = resp;
+	if (req->cred.flavor != NFSD_AUTH_BRAID) {
+		res->hb_status = BRAID_CTL_ACCESS;
+		return NFSD_SUCCESS;
+	}
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, a->hb_ds_id);
+	/* unknown, not registered since we started, or restarted: REGISTER again */
+	if (!e || !e->i.registered || memcmp(e->i.boot_verifier, a->hb_boot_verifier, 8)) {
+		res->hb_status = BRAID_CTL_STALE;
+	} else {
+		e->i.capacity = a->hb_capacity;
+		e->i.free = a->hb_free;
+		e->i.objects = a->hb_objects;
+		e->i.health = a->hb_health;
+		e->hb_ns = now_ns();
+		res->hb_status = BRAID_CTL_OK;
+		res->u.hb_heartbeat_interval = hb_interval_s(mds);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NFSD_SUCCESS;
+}
+
+/* The MDS's side of the program: NULL, REGISTER, HEARTBEAT; the data
+ * servers' procedures answer PROC_UNAVAIL here. */
+static struct nfsd_proc dsreg_procs[BRAID_CTLPROC_LIST + 1] = {
+    [BRAID_CTLPROC_NULL] = {.name = "NULL", .fn = c_null, .flags = NFSD_PROC_INLINE},
+    [BRAID_CTLPROC_REGISTER] = {.name = "REGISTER", .fn = c_register},
+    [BRAID_CTLPROC_HEARTBEAT] = {.name = "HEARTBEAT", .fn = c_heartbeat, .flags = NFSD_PROC_INLINE},
+};
+static const struct nfsd_version dsreg_versions[] = {
+    {.vers = BRAID_CTL_V1, .procs = dsreg_procs, .nprocs = BRAID_CTLPROC_LIST + 1},
+};
+
+const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds)
+{
+	return mds->dsreg ? &mds->dsreg->prog : NULL;
+}
+
+/* ------------------------------------------------------- table queries */
+
+unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned max)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&r->mu);
+	unsigned n = r->nents;
+	/* in id order: ids are assigned increasingly and entries appended */
+	for (unsigned i = 0; i < n && i < max; i++)
+		ent_copy(r, r->ents[i], now, &out[i]);
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	if (e)
+		ent_copy(r, e, now_ns(), out);
+	pthread_mutex_unlock(&r->mu);
+	return e ? 0 : -ENOENT;
+}
+
+void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	*total = *avail = 0;
+	if (!r)
+		return;
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&r->mu);
+	for (unsigned i = 0; i < r->nents; i++)
+		if (ent_up(r, r->ents[i], now)) {
+			*total += r->ents[i]->i.capacity;
+			*avail += r->ents[i]->i.free;
+		}
+	pthread_mutex_unlock(&r->mu);
+}
+
+static bool ent_nfs3(const struct ds_ent *e, uint32_t *rsize, uint32_t *wsize)
+{
+	for (unsigned k = 0; k < e->i.nprotos; k++)
+		if (e->i.protos[k].version == 3 && proto_usable(&e->i.protos[k])) {
+			*rsize = e->i.protos[k].rsize;
+			*wsize = e->i.protos[k].wsize;
+			return true;
+		}
+	return false;
+}
+
+static uint64_t rng_next(struct mds_dsreg *r)
+{
+	/* splitmix64 over an atomic counter: thread safe, good enough to spread load */
+	uint64_t z = atomic_fetch_add(&r->rng, 0x9e3779b97f4a7c15ull) + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	uint64_t now = now_ns();
+	int rc = -EAGAIN;
+	pthread_mutex_lock(&r->mu);
+	/* tier 0: not low on space; tier 1: any that takes new objects */
+	for (int tier = 0; tier < 2 && rc; tier++) {
+		uint64_t total = 0;
+		for (int pass = 0; pass < 2 && rc; pass++) {
+			uint64_t pick = pass ? rng_next(r) % total : 0;
+			for (unsigned i = 0; i < r->nents; i++) {
+				const struct ds_ent *e = r->ents[i];
+				uint32_t rs, ws;
+				if (!ent_up(r, e, now) ||
+				    (e->i.health &
+				     (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY)) ||
+				    (tier == 0 && (e->i.health & BRAID_CTL_HEALTH_LOWSPACE)) ||
+				    (nfs3 && !ent_nfs3(e, &rs, &ws)))
+					continue;
+				uint64_t w = (e->i.free >> 20) + 1; /* MiB: sums cannot overflow */
+				if (!pass) {
+					total += w;
+				} else if (pick < w) {
+					*id = e->i.id;
+					rc = 0;
+					break;
+				} else {
+					pick -= w;
+				}
+			}
+			if (!total)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+/* --------------------------------------------------------- connections */
+
+void mds_ds_conn_put(struct mds_ds_conn *dc)
+{
+	if (dc && atomic_fetch_sub(&dc->ref, 1) == 1) {
+		nfsd_clnt_free(dc->clnt);
+		free(dc);
+	}
+}
+
+struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	if (!e || !ent_up(r, e, now_ns())) {
+		pthread_mutex_unlock(&r->mu);
+		*err = e ? -EAGAIN : -EIO;
+		return NULL;
+	}
+	struct mds_ds_conn *dc = e->conn;
+	if (dc) {
+		atomic_fetch_add(&dc->ref, 1);
+		pthread_mutex_unlock(&r->mu);
+		return dc;
+	}
+	struct sockaddr_storage sa = e->ctl_sa;
+	socklen_t salen = e->ctl_salen;
+	uint64_t epoch = e->epoch;
+	uint32_t rs = 0, ws = 0;
+	ent_nfs3(e, &rs, &ws);
+	pthread_mutex_unlock(&r->mu);
+
+	if (!(dc = calloc(1, sizeof(*dc)))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	struct nfsd_clnt_opts o = {.timeout_ms = r->call_timeout_ms, .reconnect = true};
+	int rc = 0;
+	/* connect outside the lock: it may take a while */
+	if (!(dc->clnt = nfsd_clnt_new(r->eng, (const struct sockaddr *)&sa, salen, &o, &rc))) {
+		free(dc);
+		*err = rc == -ECONNREFUSED || rc == -ETIMEDOUT || rc == -EHOSTUNREACH ||
+			       rc == -ENETUNREACH
+			   ? -EAGAIN
+			   : rc;
+		return NULL;
+	}
+	atomic_init(&dc->ref, 2); /* the table's and the caller's */
+	dc->id = id;
+	dc->rsize3 = rs < MDS_IO_MAX ? rs : MDS_IO_MAX;
+	dc->wsize3 = ws < MDS_IO_MAX ? ws : MDS_IO_MAX;
+	dc->timeout_ms = r->call_timeout_ms;
+	struct mds_ds_conn *other = NULL;
+	bool installed = false;
+	pthread_mutex_lock(&r->mu);
+	if (e->epoch == epoch && !e->conn) {
+		e->conn = dc;
+		installed = true;
+	} else {
+		/* raced with another caller or a new REGISTER */
+		if (e->epoch == epoch && (other = e->conn))
+			atomic_fetch_add(&other->ref, 1);
+		atomic_store(&dc->ref, 1);
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (installed)
+		return dc;
+	mds_ds_conn_put(dc);
+	if (!other)
+		*err = -EAGAIN;
+	return other;
+}
+
+/* ------------------------------------------------------------- objects */
+
+void mds_data_objid(const struct mds_attr *a, struct ds_objid *id)
+{
+	memcpy(id->key, a->objkey, DS_KEY_SIZE);
+	id->gen = a->generation;
+}
+
+void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid)
+{
+	/* fixed, not secret: clients see the pair in layouts anyway */
+	static const struct siphash_key k = {{0x6272616964666e63ULL, 0x652d7569642d6731ULL}};
+	uint8_t b[24];
+	memcpy(b, a->objkey, 16);
+	for (int i = 0; i < 8; i++)
+		b[16 + i] = (uint8_t)(a->generation >> (8 * i));
+	uint64_t h = siphash24(&k, b, sizeof(b));
+	*uid = 0x40000000u | (uint32_t)(h & 0x3fffffffu);
+	*gid = 0x40000000u | (uint32_t)((h >> 32) & 0x3fffffffu);
+}
+
+static pthread_mutex_t *obj_lock(struct braid_mds *mds, uint64_t ino)
+{
+	return &mds->dsreg->obj_mu[(ino ^ (ino >> 17)) % OBJ_LOCKS];
+}
+
+/* CREATE of a's object on data server ds_id (idempotent). */
+static int obj_create(struct braid_mds *mds, uint32_t ds_id, const struct mds_attr *a)
+{
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ds_id, &rc);
+	if (!dc)
+		return rc;
+	struct ds_objid id;
+	uint32_t uid, gid, fhlen;
+	uint8_t fh[DS_CTL_FH_MAX];
+	mds_data_objid(a, &id);
+	mds_data_fence(a, &uid, &gid);
+	rc = ds_ctl_create(dc->clnt, &mds->key, &id, uid, gid, 0600, fh, &fhlen);
+	mds_ds_conn_put(dc);
+	if (rc == -EEXIST) {
+		/* the key is derived from (ino, generation): another generation
+		 * there means the data server holds a stale object */
+		mds_log("data server %u holds inode %llu's key at another generation", ds_id,
+			(unsigned long long)a->ino);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+/* With the inode's object lock held.  The map is recorded before the
+ * object is made, so a crash between the two leaves a map whose object is
+ * missing (repaired on use), never an object no map names. */
+static int object_make_locked(struct braid_mds *mds, uint64_t ino, struct mds_layout_seg *seg)
+{
+	int rc = mds_layout_get(mds->store, ino, 0, seg);
+	if (rc != -ENOENT)
+		return rc;
+	struct mds_attr cur;
+	if ((rc = mds_inode_getattr(mds->store, ino, &cur)))
+		return rc;
+	if (cur.type != MDS_REG)
+		return -EINVAL;
+	uint32_t id;
+	if ((rc = mds_dsreg_place(mds, true, &id)))
+		return rc;
+	struct mds_layout_args la = {.ino = ino, .seg = 0, .l = {.flags = 0, .nds = 1}};
+	la.l.ds[0] = id;
+	if ((rc = mds_layout_set(mds->store, &la)))
+		return rc;
+	if ((rc = obj_create(mds, id, &cur))) {
+		struct mds_layout_args rm = {.ino = ino, .seg = 0};
+		mds_layout_remove(mds->store, &rm);
+		return rc;
+	}
+	*seg = la.l;
+	return 0;
+}
+
+int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
+		    struct mds_layout_seg *seg)
+{
+	int rc = mds_layout_get(mds->store, a->ino, 0, seg);
+	if (rc != -ENOENT || !create)
+		return rc;
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	rc = object_make_locked(mds, a->ino, seg);
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id)
+{
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	struct mds_attr cur;
+	int rc = mds_inode_getattr(mds->store, a->ino, &cur);
+	if (!rc && cur.generation != a->generation)
+		rc = -ESTALE;
+	/* an orphan nobody holds open is being released: never bring it back */
+	if (!rc && cur.nlink == 0 && !mds_state_ino_open(mds, a->ino))
+		rc = -ESTALE;
+	if (!rc) {
+		mds_log("inode %llu: object missing on data server %u, creating it again",
+			(unsigned long long)a->ino, ds_id);
+		rc = obj_create(mds, ds_id, &cur);
+	}
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+struct ds_set {
+	uint32_t id[RELEASE_MAX_DS];
+	unsigned n;
+	bool overflow;
+};
+
+static int ds_set_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct ds_set *s = arg;
+	(void)seg;
+	for (uint32_t k = 0; k < l->nds && k < MDS_LAYOUT_MAX_DS; k++) {
+		unsigned j = 0;
+		while (j < s->n && s->id[j] != l->ds[k])
+			j++;
+		if (j < s->n)
+			continue;
+		if (s->n == RELEASE_MAX_DS) {
+			s->overflow = true;
+			return 1;
+		}
+		s->id[s->n++] = l->ds[k];
+	}
+	return 0;
+}
+
+/* Every data server a's file has objects on (deduplicated). */
+static int ds_set_of(struct braid_mds *mds, uint64_t ino, struct ds_set *s)
+{
+	memset(s, 0, sizeof(*s));
+	int rc = mds_layout_list(mds->store, ino, ds_set_add, s);
+	if (rc < 0)
+		return rc;
+	return s->overflow ? -E2BIG : 0;
+}
+
+void mds_data_release(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_attr a;
+	if (!mds->dsreg || mds_inode_getattr(mds->store, ino, &a) || a.nlink || a.type != MDS_REG)
+		return;
+	if (mds_state_ino_open(mds, ino))
+		return; /* the last CLOSE calls again */
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct ds_set s;
+	int rc = ds_set_of(mds, ino, &s);
+	bool left = rc != 0;
+	struct ds_objid id;
+	mds_data_objid(&a, &id);
+	for (unsigned k = 0; !rc && k < s.n; k++) {
+		int err;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+		if (!dc) {
+			left = true;
+			continue;
+		}
+		err = ds_ctl_remove(dc->clnt, &mds->key, &id);
+		mds_ds_conn_put(dc);
+		/* NOENT: removed already (a repeat); STALE: not our generation there */
+		if (err && err != -ENOENT && err != -ESTALE) {
+			mds_log("inode %llu: removing its object from data server %u: %s",
+				(unsigned long long)ino, s.id[k], strerror(-err));
+			left = true;
+		}
+	}
+	if (!left && (rc = mds_inode_reap(mds->store, ino)) && rc != -ESTALE && rc != -EBUSY)
+		mds_log("inode %llu: reap: %s", (unsigned long long)ino, strerror(-rc));
+	pthread_mutex_unlock(mu);
+}
+
+int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size)
+{
+	if (attr->type != MDS_REG)
+		return 0;
+	pthread_mutex_t *mu = obj_lock(mds, attr->ino);
+	pthread_mutex_lock(mu);
+	struct ds_set s;
+	int rc = ds_set_of(mds, attr->ino, &s);
+	if (!rc && s.n == 0) {
+		/* no object: a missing object reads as zeros, so only an
+		 * extension makes one (best effort: its data servers may all be
+		 * down, and the file reads right without it) */
+		struct mds_layout_seg seg;
+		if (attr->size <= old_size || object_make_locked(mds, attr->ino, &seg)) {
+			pthread_mutex_unlock(mu);
+			return 0;
+		}
+		for (uint32_t k = 0; k < seg.nds; k++)
+			s.id[s.n++] = seg.ds[k];
+	}
+	struct ds_objid id;
+	mds_data_objid(attr, &id);
+	for (unsigned k = 0; !rc && k < s.n; k++) {
+		int err;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+		if (dc) {
+			err = ds_ctl_truncate(dc->clnt, &mds->key, &id, attr->size);
+			mds_ds_conn_put(dc);
+		}
+		/* NOENT: the object is missing, nothing beyond the size to drop */
+		if (err && err != -ENOENT)
+			rc = err == -ESTALE ? -EIO : err;
+	}
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+/* ------------------------------------------------ the background thread */
+
+struct ino_vec {
+	uint64_t *v;
+	unsigned n, cap;
+};
+
+static int orphan_collect(void *arg, const struct mds_attr *a)
+{
+	struct ino_vec *iv = arg;
+	if (iv->n == iv->cap)
+		return 1; /* the rest next time */
+	iv->v[iv->n++] = a->ino;
+	return 0;
+}
+
+static void orphan_sweep(struct mds_dsreg *r)
+{
+	struct ino_vec iv = {.cap = SWEEP_BATCH};
+	if (!(iv.v = malloc(SWEEP_BATCH * sizeof(*iv.v))))
+		return;
+	mds_orphan_list(r->mds->store, orphan_collect, &iv);
+	for (unsigned i = 0; i < iv.n; i++) {
+		pthread_mutex_lock(&r->tmu);
+		bool stop = r->stop;
+		pthread_mutex_unlock(&r->tmu);
+		if (stop)
+			break;
+		mds_data_release(r->mds, iv.v[i]);
+	}
+	free(iv.v);
+}
+
+static void note_transitions(struct mds_dsreg *r)
+{
+	uint64_t now = now_ns();
+	char lines[8][320];
+	unsigned nl = 0;
+	pthread_mutex_lock(&r->mu);
+	for (unsigned i = 0; i < r->nents; i++) {
+		struct ds_ent *e = r->ents[i];
+		bool up = ent_up(r, e, now);
+		if (up != e->was_up && nl < 8)
+			snprintf(lines[nl++], sizeof(lines[0]), "data server %u (%s) is %s",
+				 e->i.id, e->i.hostname, up ? "up" : "down: no heartbeat");
+		e->was_up = up;
+	}
+	pthread_mutex_unlock(&r->mu);
+	for (unsigned i = 0; i < nl; i++)
+		mds_log("%s", lines[i]);
+}
+
+static void *dsreg_main(void *arg)
+{
+	struct mds_dsreg *r = arg;
+	uint64_t next_sweep = 0;
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_mutex_lock(&r->tmu);
+		while (!r->stop && !r->kick && pthread_cond_timedwait(&r->tcond, &r->tmu, &ts) == 0)
+			;
+		bool stop = r->stop, kick = r->kick;
+		r->kick = false;
+		pthread_mutex_unlock(&r->tmu);
+		if (stop)
+			break;
+		note_transitions(r);
+		uint64_t now = now_ns();
+		if ((kick || now >= next_sweep) && !mds_state_in_grace(r->mds)) {
+			orphan_sweep(r);
+			next_sweep = now + SWEEP_INTERVAL_NS;
+		}
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------------- start, stop */
 
 int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen)
 {
-	(void)mds, (void)msg, (void)msglen;
+	struct mds_dsreg *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	r->mds = mds;
+	mds->dsreg = r;
+	pthread_mutex_init(&r->reg_mu, NULL);
+	pthread_mutex_init(&r->mu, NULL);
+	for (int i = 0; i < OBJ_LOCKS; i++)
+		pthread_mutex_init(&r->obj_mu[i], NULL);
+	pthread_mutex_init(&r->tmu, NULL);
+	pthread_cond_init(&r->tcond, NULL);
+	r->next_id = 1;
+	uint64_t t = mds->set.ds_timeout_ms;
+	r->call_timeout_ms = (unsigned)(t < 5000 ? 5000 : t > 30000 ? 30000 : t);
+	atomic_init(&r->rng, now_ns() ^ (uint64_t)getpid() << 32);
+	snprintf(r->path, sizeof(r->path), "%s/%s", mds->set.store_dir, DSREG_FILE);
+	int rc = bindings_load(r, msg, msglen);
+	if (rc)
+		return rc;
+	if (!(r->eng = nfsd_client_engine_new(2, 0, &rc))) {
+		snprintf(msg, msglen, "data server client: %s", strerror(-rc));
+		return rc;
+	}
+	nfsd_procs_bind(dsreg_procs, BRAID_CTLPROC_LIST + 1,
+			&xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1);
+	r->prog = (struct nfsd_program){
+	    .prog = BRAID_CTL_PROGRAM,
+	    .name = "braid_ctl",
+	    .versions = dsreg_versions,
+	    .nversions = 1,
+	    .priv = mds,
+	};
+	if ((rc = -pthread_create(&r->thread, NULL, dsreg_main, r))) {
+		snprintf(msg, msglen, "data server thread: %s", strerror(-rc));
+		return rc;
+	}
+	r->running = true;
 	return 0;
 }
+
 void mds_dsreg_release(struct braid_mds *mds)
 {
-	(void)mds;
-}
-const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds)
-{
-	(void)mds;
-	return NULL;
-}
-void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail)
-{
-	(void)mds;
-	*total = *avail = 0;
-}
-void mds_data_release(struct braid_mds *mds, uint64_t ino)
-{
-	(void)mds, (void)ino;
-}
-int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size)
-{
-	(void)mds, (void)attr, (void)old_size;
-	return 0;
+	struct mds_dsreg *r = mds->dsreg;
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->tmu);
+	r->stop = true;
+	pthread_cond_broadcast(&r->tcond);
+	pthread_mutex_unlock(&r->tmu);
+	if (r->running)
+		pthread_join(r->thread, NULL);
+	for (unsigned i = 0; i < r->nents; i++) {
+		mds_ds_conn_put(r->ents[i]->conn);
+		free(r->ents[i]);
+	}
+	free(r->ents);
+	if (r->eng)
+		nfsd_server_free(r->eng);
+	for (int i = 0; i < OBJ_LOCKS; i++)
+		pthread_mutex_destroy(&r->obj_mu[i]);
+	pthread_cond_destroy(&r->tcond);
+	pthread_mutex_destroy(&r->tmu);
+	pthread_mutex_destroy(&r->mu);
+	pthread_mutex_destroy(&r->reg_mu);
+	free(r);
+	mds->dsreg = NULL;
 }

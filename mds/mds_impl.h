@@ -211,14 +211,18 @@ nfsstat4 mds_attr_encode_fh(struct nfs41_compound *c, const struct mds_attr *att
 nfsstat4 mds_attr_encode_error(struct nfs41_compound *c, nfsstat4 err, const bitmap4 *want,
 			       fattr4 *out);
 /*
- * Decodes settable attributes (SETATTR, OPEN/CREATE createattrs) into
- * a->mask/values; 'set' receives the bitmap of those applied (attrsset).
- * Unsupported or read-only attributes: NFS4ERR_ATTRNOTSUPP / NFS4ERR_INVAL
- * as RFC 8881 §18.30.3 says.
+ * Decodes createattrs (OPEN, CREATE) into a->mask/values, adding to what
+ * the caller put in *a; 'set' receives the bitmap of those applied
+ * (attrsset).  Unsupported or read-only attributes: NFS4ERR_ATTRNOTSUPP /
+ * NFS4ERR_INVAL as RFC 8881 §18.30.3 says; a malformed attrlist
+ * NFS4ERR_BADXDR; a non-numeric owner NFS4ERR_BADOWNER.  mode, mode_umask
+ * (RFC 8275: mode & ~umask) and mode_set_masked all give MDS_SET_MODE;
+ * times give MDS_SET_[AM]TIME or _NOW.  (SETATTR decodes with its rules.)
  */
 nfsstat4 mds_attr_decode_set(struct nfs41_compound *c, const fattr4 *in,
 			     struct mds_setattr_args *a, bitmap4 *set);
-/* The supported_attrs bitmap. */
+/* The supported_attrs bitmap (NFSv4.2's; a 4.1 COMPOUND sees it without
+ * change_attr_type, mode_umask and xattr_support). */
 void mds_attr_supported(bitmap4 *out, struct xdr_arena *arena);
 
 /*
@@ -259,6 +263,90 @@ void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail);
 void mds_data_release(struct braid_mds *mds, uint64_t ino);
 /* SETATTR changed the size of ino from old to new: truncate its objects. */
 int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size);
+
+/* Largest READ and WRITE through the MDS (maxread, maxwrite) and largest file
+ * (maxfilesize: the data servers' DS_STORE_MAX_SIZE). */
+#define MDS_IO_MAX   (1u << 20)
+#define MDS_FILE_MAX (1ull << 48)
+
+/* What the MDS knows of one data server (braidctl, layouts): a snapshot. */
+#define MDS_DS_ADDRS_MAX  16 /* BRAID_CTL_ADDRS_MAX */
+#define MDS_DS_PROTOS_MAX 8  /* BRAID_CTL_PROTOS_MAX */
+struct mds_ds_addr {
+	char netid[33]; /* "tcp", "tcp6", "rdma", "rdma6" */
+	char uaddr[65]; /* RFC 5665 universal address, port included */
+};
+struct mds_ds_proto {
+	uint32_t version, minorversion, rsize, wsize;
+};
+struct mds_ds_info {
+	uint32_t id;
+	uint8_t uuid[16];
+	char hostname[256];
+	bool registered; /* has REGISTERed since this MDS started */
+	bool up;	 /* registered and heard from within [mds] ds_timeout */
+	uint32_t health; /* BRAID_CTL_HEALTH_* of the last HEARTBEAT */
+	uint64_t capacity, free, objects;
+	uint64_t since_heartbeat_ms; /* since the last REGISTER or HEARTBEAT */
+	uint8_t boot_verifier[8];
+	unsigned naddrs, nctl_addrs, nprotos;
+	struct mds_ds_addr addrs[MDS_DS_ADDRS_MAX];	/* for clients (layouts) */
+	struct mds_ds_addr ctl_addrs[MDS_DS_ADDRS_MAX]; /* where the MDS calls */
+	struct mds_ds_proto protos[MDS_DS_PROTOS_MAX];
+};
+/* Every data server ever registered, by id: up to max of them into out;
+ * returns how many there are. */
+unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned max);
+/* One of them: 0, or -ENOENT. */
+int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out);
+/*
+ * Placement: a data server for a new object, chosen at random among those
+ * up and not draining or read-only, weighted by free space (those low on
+ * space only when no other is up).  nfs3: one serving NFSv3 (the MDS's own
+ * I/O needs it).  0, or -EAGAIN when none is up.
+ */
+int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id);
+
+/*
+ * A reference to the MDS's connection to one data server: control calls
+ * (dataserver/ctl.h, with mds->key) and NFSv3 calls (AUTH_SYS as the
+ * object's fence), each call timed out after timeout_ms.  Fields are set
+ * at creation and never change.
+ */
+struct mds_ds_conn {
+	atomic_int ref;
+	uint32_t id;
+	struct nfsd_clnt *clnt;
+	uint32_t rsize3, wsize3; /* the DS's NFSv3 rsize/wsize; 0: it serves no NFSv3 */
+	unsigned timeout_ms;
+};
+/* NULL with *err: -EAGAIN (down, or not registered since the MDS started:
+ * NFS4ERR_DELAY), -EIO (an id never registered), -errno of the connect. */
+struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err);
+void mds_ds_conn_put(struct mds_ds_conn *dc);
+
+/*
+ * File objects.  A regular file's object on a data server is named by
+ * (mds_attr.objkey, mds_attr.generation) and owned by the file's fence
+ * uid/gid (RFC 8435 §2.2, loosely coupled); its handle is
+ * ds_fh_make(&mds->key, id).  Objects are made lazily, at the first WRITE,
+ * size-extending SETATTR or ALLOCATE, and recorded as layout segment 0.
+ */
+struct ds_objid;
+void mds_data_objid(const struct mds_attr *a, struct ds_objid *id);
+/* The synthetic uid/gid a file's objects are created with and the MDS's own
+ * I/O uses: derived from the object key, in [2^30, 2^31). */
+void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid);
+/*
+ * Segment 0's map of a's file into *seg.  -ENOENT when it has no object yet
+ * and !create; with create, places and creates one (serialized per inode).
+ * -EAGAIN: no data server up; -ESTALE: the inode is gone.
+ */
+int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
+		    struct mds_layout_seg *seg);
+/* The object of a's file on data server ds_id is missing (crash between
+ * recording and creating it): create it again if the inode lives. */
+int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
 
 int mds_mount_init(struct braid_mds *mds, char *msg, size_t msglen);
 void mds_mount_release(struct braid_mds *mds);

@@ -1,9 +1,845 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written: see mds_impl.h for what this file owns. */
+/*
+ * File data through the MDS: READ, WRITE and COMMIT (RFC 8881 §18.22,
+ * §18.32, §18.3) and NFSv4.2's ALLOCATE, DEALLOCATE, SEEK and READ_PLUS
+ * (RFC 7862 §15.1, §15.4, §15.11, §15.10).
+ *
+ * The data lives on the data servers (mds_impl.h, "File objects"): the MDS
+ * proxies each request to the data server holding the file's object, over
+ * NFSv3 (RFC 1813) as the object's fence uid/gid (AUTH_SYS), through the
+ * connection dsreg.c keeps.  Clients with layouts go to the data servers
+ * themselves; this path serves the others and the Linux client's fallbacks.
+ * With [mds] data_io = refuse, READ, WRITE, COMMIT and READ_PLUS answer
+ * NFS4ERR_PNFS_NO_LAYOUT: the client must do its I/O through a layout.
+ *
+ * The size is the MDS's (mds_attr.size); an object may be shorter (it is
+ * made lazily, and DEALLOCATE or a truncation may cut it), and what it does
+ * not hold below the size reads as zeros.  A WRITE moves the size (up only:
+ * MDS_SET_SIZE_MAX), mtime and change in the store, durably, before it
+ * replies, stable or not; so COMMIT only has the data servers to flush.
+ *
+ * Write verifiers are the data servers' (a data server restart changes its
+ * verifier, so clients resend what they had not committed): the one data
+ * server's when the segment has one, else a hash of all of them; a file
+ * with no object yet answers with a verifier of this MDS instance.
+ *
+ * Errors: a data server that is down, unreachable or times out is
+ * NFS4ERR_DELAY, never a hang (calls time out, see dsreg.c); an object on a
+ * data server without NFSv3 cannot be proxied: NFS4ERR_PNFS_NO_LAYOUT.
+ *
+ * Mirrors: writes go to every data server of the segment, reads to the
+ * first that answers.  Only segment 0 is used: the data path follows the
+ * layout layer's segment grid once there is one.
+ */
 #include "config.h"
 
+#include "nfs3_prot.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "dataserver/ctl.h"
+#include "dataserver/fh.h"
 #include "mds/mds_impl.h"
 
+#define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */
+
+/* A file's object, as the MDS calls it. */
+struct obj {
+	struct braid_mds *mds;
+	const struct mds_attr *a;
+	struct mds_layout_seg seg;
+	struct ds_objid id;
+	uint8_t fh[DS_FH_SIZE];
+	uint32_t uid, gid; /* the fence: AUTH_SYS of our NFSv3 calls */
+};
+
+static void obj_init(struct obj *o, struct braid_mds *mds, const struct mds_attr *a,
+		     const struct mds_layout_seg *seg)
+{
+	o->mds = mds;
+	o->a = a;
+	o->seg = *seg;
+	mds_data_objid(a, &o->id);
+	ds_fh_make(&mds->key, &o->id, o->fh);
+	mds_data_fence(a, &o->uid, &o->gid);
+}
+
+/* The verifier of a write or commit to a file with no object. */
+static void mds_verf(const struct braid_mds *mds, uint8_t v[8])
+{
+	for (int i = 0; i < 8; i++)
+		v[i] = (uint8_t)(mds->boot_sec >> (56 - 8 * i));
+}
+
+/* One verifier for the segment's data servers (see the top). */
+static void verf_merge(const struct obj *o, const uint8_t (*v)[8], uint8_t out[8])
+{
+	if (o->seg.nds == 1) {
+		memcpy(out, v[0], 8);
+		return;
+	}
+	static const struct siphash_key k = {{0x6272616964766572ULL, 0x662d6d6972726f72ULL}};
+	uint8_t b[MDS_LAYOUT_MAX_DS * 12];
+	size_t n = 0;
+	for (uint32_t i = 0; i < o->seg.nds; i++) {
+		xdr_put32(b + n, o->seg.ds[i]);
+		memcpy(b + n + 4, v[i], 8);
+		n += 12;
+	}
+	uint64_t h = siphash24(&k, b, n);
+	for (int i = 0; i < 8; i++)
+		out[i] = (uint8_t)(h >> (56 - 8 * i));
+}
+
+/* ------------------------------------------------------------- NFSv3 */
+
+static int nfs3_errno(nfsstat3 s)
+{
+	switch (s) {
+	case NFS3_OK:
+		return 0;
+	case NFS3ERR_STALE:
+	case NFS3ERR_BADHANDLE:
+	case NFS3ERR_NOENT:
+		return -ESTALE; /* the object is missing */
+	case NFS3ERR_NOSPC:
+		return -ENOSPC;
+	case NFS3ERR_DQUOT:
+		return -EDQUOT;
+	case NFS3ERR_FBIG:
+		return -EFBIG;
+	case NFS3ERR_JUKEBOX:
+		return -EAGAIN;
+	default:
+		return -EIO;
+	}
+}
+
+/*
+ * One NFSv3 call to the object as its fence.  Transport trouble (timeout,
+ * connection lost or refused) is -EAGAIN; RPC-level refusals -EIO.
+ */
+static int nfs3_call(const struct obj *o, struct mds_ds_conn *dc, uint32_t proc, const void *args,
+		     void *res, struct xdr_arena *ar)
+{
+	const struct xdr_proc_desc *d = &xdr_desc_NFS_PROGRAM_NFS_V3.procs[proc];
+	struct nfsd_call_opts co = {
+	    .prog = NFS_PROGRAM,
+	    .vers = NFS_V3,
+	    .proc = proc,
+	    .enc_args = d->enc_arg,
+	    .args = args,
+	    .timeout_ms = dc->timeout_ms,
+	    .flavor = NFSD_AUTH_SYS,
+	    .uid = o->uid,
+	    .gid = o->gid,
+	};
+	int rc = nfsd_clnt_call(dc->clnt, &co, d->dec_res, res, ar);
+	if (rc > 0) {
+		mds_log("data server %u refused %s: rpc error %#x", dc->id, d->name, (unsigned)rc);
+		return -EIO;
+	}
+	if (rc == -ENOMEM || rc == -EBADMSG)
+		return rc == -EBADMSG ? -EIO : rc;
+	return rc ? -EAGAIN : 0;
+}
+
+static nfs_fh3 obj_fh3(const struct obj *o)
+{
+	nfs_fh3 h = {.data = xdr_opaque_of(o->fh, DS_FH_SIZE)};
+	return h;
+}
+
+static int ds_read(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, uint32_t len,
+		   struct xdr_arena *ar, xdr_opaque *data, bool *eof)
+{
+	READ3args a = {.file = obj_fh3(o), .offset = off, .count = len};
+	READ3res r;
+	int rc = nfs3_call(o, dc, NFSPROC3_READ, &a, &r, ar);
+	if (rc || (rc = nfs3_errno(r.status)))
+		return rc;
+	if (r.u.resok.data.len > len)
+		return -EIO;
+	*data = r.u.resok.data;
+	*eof = r.u.resok.eof;
+	return 0;
+}
+
+static int ds_write(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, const uint8_t *p,
+		    uint32_t len, uint32_t stable, uint32_t *count, uint32_t *committed,
+		    uint8_t verf[8])
+{
+	WRITE3args a = {.file = obj_fh3(o),
+			.offset = off,
+			.count = len,
+			.stable = (stable_how)stable,
+			.data = xdr_opaque_of(p, len)};
+	WRITE3res r;
+	uint8_t abuf[1024];
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, abuf, sizeof(abuf), 64u << 10);
+	int rc = nfs3_call(o, dc, NFSPROC3_WRITE, &a, &r, &ar);
+	if (!rc && !(rc = nfs3_errno(r.status))) {
+		if (r.u.resok.count > len || r.u.resok.committed > FILE_SYNC) {
+			rc = -EIO;
+		} else {
+			*count = r.u.resok.count;
+			*committed = (uint32_t)r.u.resok.committed;
+			memcpy(verf, r.u.resok.verf, 8);
+		}
+	}
+	xdr_arena_release(&ar);
+	return rc;
+}
+
+static int ds_commit(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, uint32_t count,
+		     uint8_t verf[8])
+{
+	COMMIT3args a = {.file = obj_fh3(o), .offset = off, .count = count};
+	COMMIT3res r;
+	uint8_t abuf[1024];
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, abuf, sizeof(abuf), 64u << 10);
+	int rc = nfs3_call(o, dc, NFSPROC3_COMMIT, &a, &r, &ar);
+	if (!rc && !(rc = nfs3_errno(r.status)))
+		memcpy(verf, r.u.resok.verf, 8);
+	xdr_arena_release(&ar);
+	return rc;
+}
+
+/* ------------------------------------------------------------- the data path */
+
+/* Connections to every data server of the segment; all or none. */
+static int conns_get(const struct obj *o, struct mds_ds_conn **dc)
+{
+	for (uint32_t k = 0; k < o->seg.nds; k++) {
+		int rc;
+		if (!(dc[k] = mds_ds_conn_get(o->mds, o->seg.ds[k], &rc))) {
+			while (k--)
+				mds_ds_conn_put(dc[k]);
+			return rc;
+		}
+		if (!dc[k]->wsize3) {
+			for (uint32_t j = 0; j <= k; j++)
+				mds_ds_conn_put(dc[j]);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+static void conns_put(const struct obj *o, struct mds_ds_conn **dc)
+{
+	for (uint32_t k = 0; k < o->seg.nds; k++)
+		mds_ds_conn_put(dc[k]);
+}
+
+/*
+ * [off, off + want) of the object from one data server, in rsize pieces,
+ * into arena memory: *out is want bytes (zeros past the object's end) and
+ * *ndata how many came from the object.
+ */
+static int read_from(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, uint32_t want,
+		     struct xdr_arena *ar, xdr_opaque *out, uint32_t *ndata)
+{
+	if (!dc->rsize3)
+		return -ENOTSUP;
+	uint8_t *buf = NULL;
+	uint32_t done = 0;
+	bool eof = false;
+	while (done < want && !eof) {
+		uint32_t n = want - done < dc->rsize3 ? want - done : dc->rsize3;
+		xdr_opaque d;
+		int rc;
+		if (!buf && n == want) {
+			/* one call covers it: decode into the reply's arena, no copy */
+			if ((rc = ds_read(o, dc, off, n, ar, &d, &eof)))
+				return rc;
+			if (d.len == want) {
+				*out = d;
+				*ndata = want;
+				return 0;
+			}
+			if (!(buf = xdr_arena_alloc(ar, want)))
+				return -ENOMEM;
+			memcpy(buf, d.val, d.len);
+		} else {
+			if (!buf && !(buf = xdr_arena_alloc(ar, want)))
+				return -ENOMEM;
+			struct xdr_arena tmp;
+			xdr_arena_init(&tmp, NULL, 0, (size_t)n + 65536);
+			rc = ds_read(o, dc, off + done, n, &tmp, &d, &eof);
+			if (!rc)
+				memcpy(buf + done, d.val, d.len);
+			xdr_arena_release(&tmp);
+			if (rc)
+				return rc;
+		}
+		if (!d.len)
+			break;
+		done += d.len;
+	}
+	*out = xdr_opaque_of(buf, want);
+	*ndata = done;
+	return 0;
+}
+
+/* [off, off + want) of a's file (want > 0, within the size), as read_from. */
+static int data_read(struct braid_mds *mds, const struct mds_attr *a, uint64_t off, uint32_t want,
+		     struct xdr_arena *ar, xdr_opaque *out, uint32_t *ndata)
+{
+	struct mds_layout_seg seg;
+	*ndata = 0;
+	int rc = mds_data_object(mds, a, false, &seg);
+	if (!rc) {
+		struct obj o;
+		obj_init(&o, mds, a, &seg);
+		rc = -EAGAIN;
+		for (uint32_t k = 0; k < seg.nds; k++) {
+			struct mds_ds_conn *dc = mds_ds_conn_get(mds, seg.ds[k], &rc);
+			if (!dc)
+				continue;
+			rc = read_from(&o, dc, off, want, ar, out, ndata);
+			mds_ds_conn_put(dc);
+			/* a mirror that cannot answer, or failed its checksums, sends
+			 * us to the next */
+			if (rc != -EAGAIN && rc != -ENOTSUP && rc != -EIO)
+				break;
+		}
+	}
+	if (rc == -ENOENT || rc == -ESTALE) {
+		/* no object (yet), or it is missing: zeros */
+		uint8_t *z = xdr_arena_alloc(ar, want);
+		if (!z)
+			return -ENOMEM;
+		*out = xdr_opaque_of(z, want);
+		*ndata = 0;
+		rc = 0;
+	}
+	return rc;
+}
+
+struct wres {
+	uint32_t count;
+	uint32_t committed;
+	uint8_t verf[8];
+};
+
+/* Writes p to every data server of the file's segment (made if need be). */
+static int data_write(struct braid_mds *mds, const struct mds_attr *a, uint64_t off,
+		      const uint8_t *p, uint32_t len, uint32_t stable, struct wres *w)
+{
+	struct mds_layout_seg seg;
+	int rc = mds_data_object(mds, a, true, &seg);
+	if (rc)
+		return rc;
+	struct obj o;
+	obj_init(&o, mds, a, &seg);
+	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
+	if ((rc = conns_get(&o, dc)))
+		return rc;
+	uint32_t ws = MDS_IO_MAX;
+	for (uint32_t k = 0; k < seg.nds; k++)
+		ws = dc[k]->wsize3 < ws ? dc[k]->wsize3 : ws;
+	uint8_t verf[MDS_LAYOUT_MAX_DS][8];
+	bool repaired[MDS_LAYOUT_MAX_DS] = {false};
+	uint32_t done = 0, committed = FILE_SYNC4;
+	while (!rc && done < len) {
+		uint32_t n = len - done < ws ? len - done : ws, least = n;
+		for (uint32_t k = 0; !rc && k < seg.nds; k++) {
+			uint32_t cnt, cm;
+			rc = ds_write(&o, dc[k], off + done, p + done, n, stable, &cnt, &cm,
+				      verf[k]);
+			if (rc == -ESTALE && !repaired[k]) {
+				/* the map was recorded but the object is missing */
+				repaired[k] = true;
+				if (!(rc = mds_data_object_repair(mds, a, seg.ds[k])))
+					rc = ds_write(&o, dc[k], off + done, p + done, n, stable,
+						      &cnt, &cm, verf[k]);
+			}
+			if (!rc) {
+				least = cnt < least ? cnt : least;
+				committed = cm < committed ? cm : committed;
+			}
+		}
+		if (rc)
+			break;
+		done += least;
+		if (least < n)
+			break; /* a short write: report what all of them took */
+	}
+	conns_put(&o, dc);
+	if (!done)
+		return rc ? rc : -EIO;
+	w->count = done;
+	w->committed = committed;
+	verf_merge(&o, (const uint8_t(*)[8])verf, w->verf);
+	return 0;
+}
+
+static int data_commit(struct braid_mds *mds, const struct mds_attr *a, uint64_t off,
+		       uint32_t count, uint8_t out[8])
+{
+	struct mds_layout_seg seg;
+	int rc = mds_data_object(mds, a, false, &seg);
+	if (rc == -ENOENT) {
+		mds_verf(mds, out); /* nothing was ever written */
+		return 0;
+	}
+	if (rc)
+		return rc;
+	struct obj o;
+	obj_init(&o, mds, a, &seg);
+	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
+	if ((rc = conns_get(&o, dc)))
+		return rc;
+	uint8_t verf[MDS_LAYOUT_MAX_DS][8];
+	for (uint32_t k = 0; !rc && k < seg.nds; k++) {
+		rc = ds_commit(&o, dc[k], off, count, verf[k]);
+		if (rc == -ESTALE) {
+			/* the object is missing: nothing of ours to flush there */
+			mds_verf(mds, verf[k]);
+			rc = 0;
+		}
+	}
+	conns_put(&o, dc);
+	if (!rc)
+		verf_merge(&o, (const uint8_t(*)[8])verf, out);
+	return rc;
+}
+
+/* The size of the object on one data server (-ESTALE: missing). */
+static int obj_size(struct braid_mds *mds, const struct obj *o, struct mds_ds_conn *dc,
+		    uint64_t *size)
+{
+	struct ds_ctl_stat st;
+	int rc = ds_ctl_stat(dc->clnt, &mds->key, &o->id, &st);
+	if (rc == -ENOENT)
+		return -ESTALE;
+	if (!rc)
+		*size = st.size;
+	return rc;
+}
+
+/* --------------------------------------------------------------- checks */
+
+/* RFC 8881 §18.22.3, §18.32.3, §18.3.3: data ops need a regular file. */
+static nfsstat4 reg_file(const struct mds_attr *a)
+{
+	switch (a->type) {
+	case MDS_REG:
+		return NFS4_OK;
+	case MDS_DIR:
+		return NFS4ERR_ISDIR;
+	case MDS_LNK:
+		return NFS4ERR_SYMLINK;
+	default:
+		return NFS4ERR_WRONG_TYPE;
+	}
+}
+
+/* The anonymous (all zeros) and READ bypass (all ones) stateids, §8.2.3. */
+static bool stateid_special(const stateid4 *s)
+{
+	uint8_t b = s->other[0];
+	if (b != 0 && b != 0xff)
+		return false;
+	for (size_t i = 1; i < sizeof(s->other); i++)
+		if (s->other[i] != b)
+			return false;
+	return b == 0 ? s->seqid == 0 : s->seqid == 0xffffffffu;
+}
+
+/* io_status: errors below the protocol line as the data ops report them. */
+static nfsstat4 io_status(int err)
+{
+	switch (err) {
+	case -ENOTSUP:
+		return NFS4ERR_PNFS_NO_LAYOUT; /* an object we cannot reach over NFSv3 */
+	case -EAGAIN:
+		return NFS4ERR_DELAY;
+	case -ENOENT:
+		return NFS4ERR_STALE; /* the inode went away meanwhile */
+	default:
+		return mds_nfs4_status(err);
+	}
+}
+
+/*
+ * The current filehandle as a regular file this request may do I/O on:
+ * its stateid (RFC 8881 §8.2.2, through op_state.c), and for the special
+ * stateids, which carry no open, the file's permissions.
+ */
+static nfsstat4 io_begin(struct nfs41_compound *c, const stateid4 *sid_in, bool write,
+			 struct mds_attr *a)
+{
+	struct mds_cred cred;
+	nfsstat4 st = mds_cfh(c, NULL, a, &cred);
+	if (st || (st = reg_file(a)))
+		return st;
+	if (write && (!cred.rw || cred.pseudo))
+		return NFS4ERR_ROFS;
+	stateid4 sid = *sid_in;
+	if ((st = nfs41_compound_stateid(c, &sid)) ||
+	    (st = mds_state_check_io(c, &sid, a->ino, write)))
+		return st;
+	if (stateid_special(&sid)) {
+		uint32_t want = write ? ACCESS4_MODIFY : ACCESS4_READ | ACCESS4_EXECUTE;
+		if (!mds_access(&cred, a, want))
+			return NFS4ERR_ACCESS;
+	}
+	return NFS4_OK;
+}
+
+static bool refused(struct nfs41_compound *c)
+{
+	return mds_of(c)->set.data_io == MDS_DATA_REFUSE;
+}
+
+/* Data changed (and maybe the size): mtime and change move, durably. */
+static int file_touch(struct braid_mds *mds, uint64_t ino, uint64_t size_max)
+{
+	struct mds_setattr_args sa = {.ino = ino, .mask = MDS_SET_MTIME_NOW};
+	if (size_max) {
+		sa.mask |= MDS_SET_SIZE_MAX;
+		sa.size = size_max;
+	}
+	return mds_inode_setattr(mds->store, &sa, NULL);
+}
+
+/* ---------------------------------------------------------------- READ */
+
+static uint32_t read_want(uint64_t off, uint32_t count, uint64_t size)
+{
+	if (off >= size)
+		return 0;
+	uint64_t n = count < MDS_IO_MAX ? count : MDS_IO_MAX;
+	return (uint32_t)(n < size - off ? n : size - off);
+}
+
+static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	READ4args *a = &arg->u.opread;
+	READ4resok *ok = &res->u.opread.u.resok4;
+	struct mds_attr at;
+	nfsstat4 st = io_begin(c, &a->stateid, false, &at);
+	if (st)
+		return st;
+	if (refused(c))
+		return NFS4ERR_PNFS_NO_LAYOUT;
+	uint32_t want = read_want(a->offset, a->count, at.size), ndata;
+	ok->data = xdr_opaque_of(NULL, 0);
+	if (want) {
+		int rc = data_read(mds_of(c), &at, a->offset, want, c->arena, &ok->data, &ndata);
+		if (rc)
+			return io_status(rc);
+	}
+	/* §18.22.3: eof when the read reaches or passes the end */
+	ok->eof = a->offset + want >= at.size;
+	return NFS4_OK;
+}
+
+static uint32_t read_bound(const nfs_argop4 *arg)
+{
+	uint32_t n = arg->u.opread.count < MDS_IO_MAX ? arg->u.opread.count : MDS_IO_MAX;
+	return 16 + n + 4; /* resop, status, eof, length, data and its padding */
+}
+
+/* --------------------------------------------------------------- WRITE */
+
+static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	WRITE4args *a = &arg->u.opwrite;
+	WRITE4resok *ok = &res->u.opwrite.u.resok4;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_attr at;
+	nfsstat4 st = io_begin(c, &a->stateid, true, &at);
+	if (st)
+		return st;
+	if (refused(c))
+		return NFS4ERR_PNFS_NO_LAYOUT;
+	if (a->stable < UNSTABLE4 || a->stable > FILE_SYNC4)
+		return NFS4ERR_INVAL;
+	/* §18.32.3: the server may write less than asked (maxwrite) */
+	uint32_t len = a->data.len < MDS_IO_MAX ? a->data.len : MDS_IO_MAX;
+	if (a->offset > MDS_FILE_MAX || len > MDS_FILE_MAX - a->offset)
+		return NFS4ERR_FBIG;
+	if (!len) {
+		ok->count = 0;
+		ok->committed = FILE_SYNC4;
+		mds_verf(mds, ok->writeverf);
+		return NFS4_OK;
+	}
+	struct wres w;
+	int rc = data_write(mds, &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);
+	if (!rc)
+		rc = file_touch(mds, at.ino, a->offset + w.count);
+	if (rc)
+		return io_status(rc);
+	ok->count = w.count;
+	ok->committed = (stable_how4)w.committed;
+	memcpy(ok->writeverf, w.verf, 8);
+	return NFS4_OK;
+}
+
+/* -------------------------------------------------------------- COMMIT */
+
+static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	COMMIT4args *a = &arg->u.opcommit;
+	struct mds_attr at;
+	nfsstat4 st = mds_cfh(c, NULL, &at, NULL);
+	if (st || (st = reg_file(&at)))
+		return st;
+	if (refused(c))
+		return NFS4ERR_PNFS_NO_LAYOUT;
+	/* §18.3.3: offset + count must not pass the largest offset */
+	if (a->count && a->offset > UINT64_MAX - a->count)
+		return NFS4ERR_INVAL;
+	int rc =
+	    data_commit(mds_of(c), &at, a->offset, a->count, res->u.opcommit.u.resok4.writeverf);
+	return rc ? io_status(rc) : NFS4_OK;
+}
+
+/* ------------------------------------------------------------ ALLOCATE */
+
+/*
+ * RFC 7862 §15.1: the range is backed and may extend the file.  The data
+ * servers have no reservation, so the guarantee is approximate: the range
+ * must fit in their free space now.  A file it extends gets its object
+ * grown to the new size (a hole).
+ */
+static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	ALLOCATE4args *a = &arg->u.opallocate;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_attr at;
+	(void)res;
+	nfsstat4 st = io_begin(c, &a->aa_stateid, true, &at);
+	if (st)
+		return st;
+	if (!a->aa_length)
+		return NFS4ERR_INVAL;
+	if (a->aa_offset > MDS_FILE_MAX || a->aa_length > MDS_FILE_MAX - a->aa_offset)
+		return NFS4ERR_FBIG;
+	uint64_t end = a->aa_offset + a->aa_length;
+	struct mds_layout_seg seg;
+	int rc = mds_data_object(mds, &at, true, &seg);
+	if (rc)
+		return io_status(rc);
+	struct obj o;
+	obj_init(&o, mds, &at, &seg);
+	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
+	if ((rc = conns_get(&o, dc)))
+		return io_status(rc);
+	for (uint32_t k = 0; !rc && k < seg.nds; k++) {
+		struct mds_ds_info info;
+		uint64_t osz = 0;
+		if (!mds_dsreg_get(mds, seg.ds[k], &info) && info.free < a->aa_length &&
+		    end > at.size)
+			rc = -ENOSPC;
+		if (rc || end <= at.size)
+			continue;
+		rc = obj_size(mds, &o, dc[k], &osz);
+		if (rc == -ESTALE && !(rc = mds_data_object_repair(mds, &at, seg.ds[k])))
+			osz = 0;
+		if (!rc && osz < end)
+			rc = ds_ctl_truncate(dc[k]->clnt, &mds->key, &o.id, end);
+	}
+	conns_put(&o, dc);
+	if (!rc && end > at.size)
+		rc = file_touch(mds, at.ino, end);
+	return rc ? io_status(rc) : NFS4_OK;
+}
+
+/* ---------------------------------------------------------- DEALLOCATE */
+
+static uint8_t zeros[MDS_IO_MAX]; /* never written */
+
+/* [off, end) of one data server's object reads as zeros afterwards. */
+static int zero_range(struct braid_mds *mds, const struct obj *o, struct mds_ds_conn *dc,
+		      uint64_t off, uint64_t end)
+{
+	uint64_t osz;
+	int rc = obj_size(mds, o, dc, &osz);
+	if (rc == -ESTALE || (!rc && off >= osz))
+		return 0; /* nothing stored there */
+	if (rc)
+		return rc;
+	if (end >= osz) /* the object's tail: cut it (the file's size is the MDS's) */
+		return ds_ctl_truncate(dc->clnt, &mds->key, &o->id, off);
+	if (end - off > DEALLOC_ZERO_MAX)
+		return -EOPNOTSUPP;
+	uint8_t v[8];
+	for (uint64_t p = off; p < end;) {
+		uint32_t n = end - p < dc->wsize3 ? (uint32_t)(end - p) : dc->wsize3, cnt, cm;
+		if ((rc = ds_write(o, dc, p, zeros, n, UNSTABLE4, &cnt, &cm, v)))
+			return rc;
+		if (!cnt)
+			return -EIO;
+		p += cnt;
+	}
+	return ds_commit(o, dc, off, 0, v);
+}
+
+/*
+ * RFC 7862 §15.4: the range reads as zeros afterwards; the size does not
+ * change (a range past the end is cut at it).  The data servers cannot punch
+ * holes: a range reaching the end of an object truncates the object, one
+ * inside it is written with zeros (at most DEALLOC_ZERO_MAX bytes, else
+ * NFS4ERR_NOTSUPP).
+ */
+static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	DEALLOCATE4args *a = &arg->u.opdeallocate;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_attr at;
+	(void)res;
+	nfsstat4 st = io_begin(c, &a->da_stateid, true, &at);
+	if (st)
+		return st;
+	if (!a->da_length)
+		return NFS4ERR_INVAL;
+	/* as ALLOCATE (and Linux's fallocate): the range must fit a file */
+	if (a->da_offset > MDS_FILE_MAX || a->da_length > MDS_FILE_MAX - a->da_offset)
+		return NFS4ERR_FBIG;
+	if (a->da_offset >= at.size)
+		return NFS4_OK;
+	uint64_t end =
+	    a->da_length > at.size - a->da_offset ? at.size : a->da_offset + a->da_length;
+	struct mds_layout_seg seg;
+	int rc = mds_data_object(mds, &at, false, &seg);
+	if (rc == -ENOENT)
+		return NFS4_OK; /* no object: all zeros already */
+	if (rc)
+		return io_status(rc);
+	struct obj o;
+	obj_init(&o, mds, &at, &seg);
+	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
+	if ((rc = conns_get(&o, dc)))
+		return io_status(rc);
+	for (uint32_t k = 0; !rc && k < seg.nds; k++)
+		rc = zero_range(mds, &o, dc[k], a->da_offset, end);
+	conns_put(&o, dc);
+	if (rc == -EOPNOTSUPP)
+		return NFS4ERR_NOTSUPP;
+	if (!rc)
+		rc = file_touch(mds, at.ino, 0);
+	return rc ? io_status(rc) : NFS4_OK;
+}
+
+/* ---------------------------------------------------------------- SEEK */
+
+/*
+ * RFC 7862 §15.11.  Data is what the object holds below the size (the first
+ * data server's object size, as STAT reports it; the file's size when it
+ * cannot be asked), the rest is a hole, ending with the one at EOF.  Past
+ * the end: NFS4ERR_NXIO; no data past sa_offset: NFS4_OK with sr_eof.
+ */
+static nfsstat4 op_seek(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	SEEK4args *a = &arg->u.opseek;
+	seek_res4 *ok = &res->u.opseek.u.resok4;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_attr at;
+	nfsstat4 st = io_begin(c, &a->sa_stateid, false, &at);
+	if (st)
+		return st;
+	if (a->sa_what != NFS4_CONTENT_DATA && a->sa_what != NFS4_CONTENT_HOLE)
+		return NFS4ERR_UNION_NOTSUPP;
+	if (a->sa_offset >= at.size)
+		return NFS4ERR_NXIO;
+	uint64_t dend = at.size; /* data is [0, dend) */
+	struct mds_layout_seg seg;
+	int rc = mds_data_object(mds, &at, false, &seg);
+	if (rc == -ENOENT) {
+		dend = 0;
+	} else if (!rc) {
+		struct obj o;
+		obj_init(&o, mds, &at, &seg);
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, seg.ds[0], &rc);
+		uint64_t osz = dend;
+		if (dc) {
+			rc = obj_size(mds, &o, dc, &osz);
+			mds_ds_conn_put(dc);
+			if (rc == -ESTALE)
+				dend = 0;
+			else if (!rc && osz < dend)
+				dend = osz;
+		}
+	}
+	if (a->sa_what == NFS4_CONTENT_DATA) {
+		ok->sr_eof = a->sa_offset >= dend;
+		ok->sr_offset = ok->sr_eof ? at.size : a->sa_offset;
+	} else {
+		ok->sr_offset = a->sa_offset < dend ? dend : a->sa_offset;
+		ok->sr_eof = ok->sr_offset >= at.size;
+	}
+	return NFS4_OK;
+}
+
+/* ----------------------------------------------------------- READ_PLUS */
+
+/*
+ * RFC 7862 §15.10: READ's contents as data and hole segments: what the
+ * object holds, then a hole for what it does not (past its end, or all of
+ * it when the file has no object).
+ */
+static nfsstat4 op_read_plus(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	READ_PLUS4args *a = &arg->u.opread_plus;
+	read_plus_res4 *ok = &res->u.opread_plus.u.rp_resok4;
+	struct mds_attr at;
+	nfsstat4 st = io_begin(c, &a->rpa_stateid, false, &at);
+	if (st)
+		return st;
+	if (refused(c))
+		return NFS4ERR_PNFS_NO_LAYOUT;
+	uint32_t want = read_want(a->rpa_offset, a->rpa_count, at.size), ndata = 0;
+	ok->rpr_eof = a->rpa_offset + want >= at.size;
+	ok->rpr_contents.len = 0;
+	if (!want)
+		return NFS4_OK;
+	xdr_opaque data;
+	int rc = data_read(mds_of(c), &at, a->rpa_offset, want, c->arena, &data, &ndata);
+	if (rc)
+		return io_status(rc);
+	read_plus_content *v = xdr_arena_alloc(c->arena, 2 * sizeof(*v));
+	if (!v)
+		return NFS4ERR_SERVERFAULT;
+	unsigned n = 0;
+	if (ndata) {
+		v[n].rpc_content = NFS4_CONTENT_DATA;
+		v[n].u.rpc_data.d_offset = a->rpa_offset;
+		v[n++].u.rpc_data.d_data = xdr_opaque_of(data.val, ndata);
+	}
+	if (ndata < want) {
+		v[n].rpc_content = NFS4_CONTENT_HOLE;
+		v[n].u.rpc_hole.di_offset = a->rpa_offset + ndata;
+		v[n++].u.rpc_hole.di_length = want - ndata;
+	}
+	ok->rpr_contents.len = n;
+	ok->rpr_contents.val = v;
+	return NFS4_OK;
+}
+
+static uint32_t read_plus_bound(const nfs_argop4 *arg)
+{
+	uint32_t n = arg->u.opread_plus.rpa_count;
+	n = n < MDS_IO_MAX ? n : MDS_IO_MAX;
+	/* resop, status, eof, count; a data segment (kind, offset, length,
+	 * data, padding) and a hole (kind, offset, length) */
+	return 16 + 16 + n + 4 + 20;
+}
+
 const struct mds_opdef mds_ops_io[] = {
-	{ 0 },
+    {OP_READ, {.fn = op_read, .flags = NFS41_OP_NEEDS_FH, .res_bound = read_bound}},
+    {OP_WRITE, {.fn = op_write, .flags = NFS41_OP_NEEDS_FH}},
+    {OP_COMMIT, {.fn = op_commit, .flags = NFS41_OP_NEEDS_FH}},
+    {OP_ALLOCATE, {.fn = op_allocate, .flags = NFS41_OP_NEEDS_FH}},
+    {OP_DEALLOCATE, {.fn = op_deallocate, .flags = NFS41_OP_NEEDS_FH}},
+    {OP_SEEK, {.fn = op_seek, .flags = NFS41_OP_NEEDS_FH}},
+    {OP_READ_PLUS, {.fn = op_read_plus, .flags = NFS41_OP_NEEDS_FH, .res_bound = read_plus_bound}},
+    {0},
 };

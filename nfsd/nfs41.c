@@ -123,6 +123,8 @@ struct cpd {
 	bool cachethis;
 	uint8_t *replay; /* SEQUENCE found a cached reply: send this */
 	uint32_t replay_len;
+	const nfs_argop4 *args; /* the decoded operations (nfs41_compound_next_op) */
+	unsigned nargs;
 };
 
 static struct cpd *cpd_of(struct nfs41_compound *c)
@@ -421,6 +423,23 @@ struct nfs41_session *nfs41_client_session_get(struct nfs41_server *s, uint64_t 
 		nfs41_session_get(best);
 	pthread_mutex_unlock(&s->lock);
 	return best;
+}
+
+int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, size_t size,
+		       size_t *len)
+{
+	int rc = -ENOENT;
+	pthread_mutex_lock(&s->lock);
+	struct nfs41_client *clp = s->by_id[id_bucket(clientid)];
+	while (clp && clp->id != clientid)
+		clp = clp->hnext;
+	if (clp) {
+		memcpy(buf, clp->owner, clp->owner_len < size ? clp->owner_len : size);
+		*len = clp->owner_len;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }
 
 static bool princ_eq(const struct nfs41_client *clp, const struct nfsd_req *req)
@@ -1178,6 +1197,8 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 			after_first = d->p;
 	}
 	x->ops_hash = fnv64(after_first, (size_t)(d->p - after_first));
+	x->args = args;
+	x->nargs = got;
 
 	size_t res_off = e->len;
 	/* reply sizes count the RPC header, not the record mark */
@@ -1379,6 +1400,12 @@ void nfs41_compound_set_stateid(struct nfs41_compound *c, const stateid4 *sid)
 {
 	c->cur_stateid = *sid;
 	c->have_cur_stateid = true;
+}
+
+int32_t nfs41_compound_next_op(const struct nfs41_compound *c)
+{
+	const struct cpd *x = (const struct cpd *)c;
+	return c->opidx + 1 < x->nargs ? x->args[c->opidx + 1].argop : -1;
 }
 
 nfsstat4 nfs41_compound_stateid(struct nfs41_compound *c, stateid4 *sid)

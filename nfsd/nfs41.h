@@ -188,6 +188,11 @@ struct nfs41_compound {
 /* Set the current filehandle (PUTFH, LOOKUP, ...); clears the current
  * stateid (RFC 8881 §16.2.3.1.2).  len <= NFS4_FHSIZE. */
 void nfs41_compound_set_fh(struct nfs41_compound *c, const void *fh, uint32_t len);
+/* The operation after the running one (nfs_opnum4; OP_ILLEGAL for one that
+ * could not be decoded), or -1 when the running one is the last: a put
+ * filehandle operation decides by it whether to report NFS4ERR_WRONGSEC
+ * (RFC 8881 §2.6.3.1.1). */
+int32_t nfs41_compound_next_op(const struct nfs41_compound *c);
 /* Record the stateid an op returned as the current stateid. */
 void nfs41_compound_set_stateid(struct nfs41_compound *c, const stateid4 *sid);
 /* Replace the special "current stateid" (seqid 1, other all zero) in *sid
@@ -214,6 +219,11 @@ struct nfs41_backchannel {
  * owner) to a connection: the client's session with the most recently bound
  * back channel connection, referenced; NULL when there is none. */
 struct nfs41_session *nfs41_client_session_get(struct nfs41_server *s, uint64_t clientid);
+/* The client owner (co_ownerid, RFC 8881 §2.4) of a live client ID, for an
+ * embedder's stable-storage records (§8.4.2.1): copies at most 'size' bytes
+ * to buf and sets *len to the owner's length.  0, or -ENOENT. */
+int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, size_t size,
+		       size_t *len);
 /* The most recently bound back channel connection: 0, or -ENOTCONN. */
 int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel *bc);
 /* A callback on conn failed (-ECONNRESET): forget the connection. */

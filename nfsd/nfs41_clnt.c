@@ -250,7 +250,7 @@ static int seq_start(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned 
 		memcpy(&all[1], ops, nops * sizeof(*ops));
 	COMPOUND4args args = {
 	    .tag = xdr_string_of(""),
-	    .minorversion = 1,
+	    .minorversion = (flags & NFS41C_MINOR2) ? 2 : 1,
 	    .argarray = {nops + 1u, all},
 	};
 	rc = call_start(clnt ? clnt : s->clnt, s, slot, &args, arena, cb, ctx);

@@ -65,6 +65,7 @@ unsigned nfs41c_session_dead_slots(struct nfs41c_session *sess);
 
 enum nfs41c_flags {
 	NFS41C_CACHETHIS = 1 << 0, /* sa_cachethis */
+	NFS41C_MINOR2 = 1 << 1,	   /* minorversion 2: NFSv4.2 ops (RFC 7862) */
 };
 
 /*

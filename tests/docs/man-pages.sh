@@ -24,6 +24,19 @@ check_keys() { # daemon page
 		fi
 	done
 }
-check_keys braid-ds braid-ds.8
+# Every daemon whose page documents --config-keys: the page is named after it.
+checked=
+for page in "$srcdir"/man/*.8; do
+	grep -q 'config\\-keys' "$page" || continue
+	name=$(basename "$page" .8)
+	check_keys "$name" "$name.8"
+	checked="$checked $name"
+done
+for d in braid-ds braid-mds; do
+	case " $checked " in
+	*" $d "*) ;;
+	*) echo "FAIL: man/$d.8 is missing or does not document --config-keys"; fail=1 ;;
+	esac
+done
 [ $fail = 0 ] && echo ok
 exit $fail

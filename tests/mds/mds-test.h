@@ -66,8 +66,10 @@ static inline void mt_prepare(struct mt *t, const char *exports, const char *ext
 	char conf[20000];
 	snprintf(conf, sizeof(conf),
 		 "[mds]\nstore_dir = %s/store\nkey_file = %s\nexports = %s\n"
-		 "listen = 127.0.0.1:0\nrpcbind = no\ngrace_time = 0\n%s",
-		 t->dir, t->key_path, t->exports_path, extra_conf ? extra_conf : "");
+		 "listen = 127.0.0.1:0\nrpcbind = no\n%s%s",
+		 t->dir, t->key_path, t->exports_path,
+		 extra_conf && strstr(extra_conf, "grace_time") ? "" : "grace_time = 0\n",
+		 extra_conf ? extra_conf : "");
 	mt_write_file(t->conf_path, conf, 0644);
 }
 
