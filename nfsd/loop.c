@@ -731,9 +731,18 @@ static void loop_drain_posts(struct nfsd_loop *l)
 		rev = c->qnext;
 		nfsd_call_submit_local(l, c);
 	}
+	/* Functions run in posting order too: a client's register must run
+	 * before its close when both arrive in one batch. */
+	struct nfsd_post_fn *frev = NULL;
 	while (fns) {
 		struct nfsd_post_fn *f = fns;
 		fns = f->next;
+		f->next = frev;
+		frev = f;
+	}
+	while (frev) {
+		struct nfsd_post_fn *f = frev;
+		frev = f->next;
 		f->fn(l, f->arg);
 	}
 }

@@ -20,6 +20,9 @@ struct xdr_arena_chunk {
 /* Default size of a malloc'd chunk; bigger requests get a chunk of their own. */
 #define XDR_ARENA_CHUNK 16384u
 #define XDR_ENC_SCRATCH 4096u
+/* Later scratch chunks grow with the message up to this, so a long run of
+ * small items (a READDIR reply) takes a few iovecs, not one per 4 KiB. */
+#define XDR_ENC_SCRATCH_MAX 65536u
 
 static size_t xdr_align8(size_t n)
 {
@@ -263,7 +266,11 @@ uint8_t *xdr_enc_reserve(struct xdr_enc *e, size_t n)
 		return NULL;
 	}
 	if (!e->buf || e->buf_size - e->buf_used < n) {
-		size_t size = n > XDR_ENC_SCRATCH ? n : XDR_ENC_SCRATCH;
+		size_t size = XDR_ENC_SCRATCH;
+		while (size < XDR_ENC_SCRATCH_MAX && size < e->len)
+			size *= 2;
+		if (size < n)
+			size = n;
 		uint8_t *buf = e->arena ? xdr_arena_alloc(e->arena, size) : NULL;
 
 		if (!buf) {
