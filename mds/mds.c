@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -347,6 +348,77 @@ int braid_mds_exports_reload(struct braid_mds *mds, char *msg, size_t msglen)
 }
 
 /*
+ * Client names for exports(5) host names and wildcards: reverse lookups of
+ * peer addresses, cached (misses too) for a minute so a name-matched export
+ * costs one lookup per client per minute, not one per request.
+ */
+#define NAME_CACHE   64
+#define NAME_TTL_SEC 60
+struct name_entry {
+	struct sockaddr_storage addr;
+	char name[NI_MAXHOST]; /* "" when the address has no name */
+	time_t expires;
+};
+static struct name_entry name_cache[NAME_CACHE];
+static unsigned name_next;
+static pthread_mutex_t name_mu = PTHREAD_MUTEX_INITIALIZER; /* guards name_cache, name_next */
+
+static bool addr_same(const struct sockaddr_storage *a, const struct sockaddr *b)
+{
+	if (a->ss_family != b->sa_family)
+		return false;
+	if (b->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (b->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return false;
+}
+
+static bool peer_name(const struct sockaddr *peer, char *name, size_t size)
+{
+	time_t now = time(NULL);
+	pthread_mutex_lock(&name_mu);
+	for (unsigned i = 0; i < NAME_CACHE; i++)
+		if (name_cache[i].expires > now && addr_same(&name_cache[i].addr, peer)) {
+			snprintf(name, size, "%s", name_cache[i].name);
+			pthread_mutex_unlock(&name_mu);
+			return name[0] != 0;
+		}
+	pthread_mutex_unlock(&name_mu);
+	socklen_t len = peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+						   : sizeof(struct sockaddr_in6);
+	char host[NI_MAXHOST];
+	if (getnameinfo(peer, len, host, sizeof(host), NULL, 0, NI_NAMEREQD))
+		host[0] = 0;
+	pthread_mutex_lock(&name_mu);
+	struct name_entry *e = &name_cache[name_next++ % NAME_CACHE];
+	memset(&e->addr, 0, sizeof(e->addr));
+	memcpy(&e->addr, peer, len);
+	snprintf(e->name, sizeof(e->name), "%s", host);
+	e->expires = now + NAME_TTL_SEC;
+	pthread_mutex_unlock(&name_mu);
+	snprintf(name, size, "%s", host);
+	return host[0] != 0;
+}
+
+const struct export_client *mds_exports_match(const struct mds_exports *x, const char *path,
+					      const struct sockaddr *peer)
+{
+	const struct export_entry *e = exports_find(x->ex, path);
+	bool names = false;
+	for (unsigned i = 0; e && i < e->nclients && !names; i++)
+		names = e->clients[i].kind == EXPORT_CLIENT_WILDCARD ||
+			(e->clients[i].kind == EXPORT_CLIENT_HOST && !e->clients[i].family);
+	char name[NI_MAXHOST];
+	if (names && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6) &&
+	    peer_name(peer, name, sizeof(name)))
+		return exports_match(x->ex, path, peer, name);
+	return exports_match(x->ex, path, peer, NULL);
+}
+
+/*
  * Credentials and filehandles in a COMPOUND.
  */
 static bool flavor_allowed(const struct export_client *cl, uint32_t flavor)
@@ -391,7 +463,7 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
 	struct sockaddr_in any = { .sin_family = AF_INET };
 	const struct sockaddr *peer = c->req->conn ? (const struct sockaddr *)nfsd_req_peer(c->req)
 						   : (const struct sockaddr *)&any;
-	const struct export_client *cl = exports_match(x->ex, e->e->path, peer, NULL);
+	const struct export_client *cl = mds_exports_match(x, e->e->path, peer);
 	if (!cl) {
 		st = NFS4ERR_ACCESS;
 		goto out;

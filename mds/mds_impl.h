@@ -77,6 +77,12 @@ const struct mds_export *mds_export_by_root(const struct mds_exports *x, uint64_
  * inherits the parent's id unless the child is itself an export root.
  */
 uint32_t mds_export_of_dir(struct braid_mds *mds, const struct mds_exports *x, uint64_t dir);
+/*
+ * exports_match() for a peer, with the peer's host name (a cached reverse
+ * lookup) when the export lists clients by name or wildcard.
+ */
+const struct export_client *mds_exports_match(const struct mds_exports *x, const char *path,
+					      const struct sockaddr *peer);
 /* Is 'ino' (a directory) on the way from the root to some export? */
 bool mds_export_on_path(struct braid_mds *mds, const struct mds_exports *x, uint64_t dir);
 

@@ -413,7 +413,7 @@ static int m_mnt(struct nfsd_req *req, void *argp, void *resp)
 		goto out;
 	}
 	const struct export_client *cl =
-		exports_match(x->ex, e->e->path, (const struct sockaddr *)nfsd_req_peer(req), NULL);
+		mds_exports_match(x, e->e->path, (const struct sockaddr *)nfsd_req_peer(req));
 	if (!cl) {
 		mds_log("refused mount request from %s for %s (%s): unmatched host", host, path,
 			e->e->path);

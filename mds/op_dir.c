@@ -153,7 +153,7 @@ static bool on_path(struct nfs41_compound *c, const struct mds_exports *x, uint6
 	struct sockaddr_in any;
 	const struct sockaddr *peer = req_peer(c, &any);
 	for (unsigned i = 0; i < x->n; i++) {
-		if (!exports_match(x->ex, x->v[i].e->path, peer, NULL))
+		if (!mds_exports_match(x, x->v[i].e->path, peer))
 			continue;
 		uint64_t ino = x->v[i].root_ino;
 		for (unsigned depth = 0; depth < 4096; depth++) {
@@ -858,7 +858,7 @@ static nfsstat4 secinfo_list(struct nfs41_compound *c, const struct mds_exports 
 		const struct mds_export *e = mds_export_by_id(x, id);
 		if (!e)
 			return NFS4ERR_STALE;
-		const struct export_client *cl = exports_match(x->ex, e->e->path, peer, NULL);
+		const struct export_client *cl = mds_exports_match(x, e->e->path, peer);
 		if (!cl)
 			return NFS4ERR_ACCESS;
 		for (unsigned i = 0; i < cl->nsec; i++)
@@ -866,7 +866,7 @@ static nfsstat4 secinfo_list(struct nfs41_compound *c, const struct mds_exports 
 	} else {
 		for (unsigned k = 0; k < x->n; k++) {
 			const struct export_client *cl =
-			    exports_match(x->ex, x->v[k].e->path, peer, NULL);
+			    mds_exports_match(x, x->v[k].e->path, peer);
 			for (unsigned i = 0; cl && i < cl->nsec; i++)
 				flavor_add(fl, &n, cl->sec[i]);
 		}

@@ -11,6 +11,8 @@
 
 #include "nfs4_prot.h"
 
+#include <netdb.h>
+
 #include "tests/mds/mds-test.h"
 
 static EXCHANGE_ID4resok exid(struct nfsd_clnt *c, const char *owner, struct xdr_arena *ar)
@@ -90,10 +92,55 @@ static void startup_refusals(void)
 	test_dir_cleanup();
 }
 
+/* PUTROOTFH + LOOKUP name + GETFH: the status of the LOOKUP. */
+static nfsstat4 lookup_status(struct nfs41c_session *s, const char *name)
+{
+	uint8_t buf[8192];
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, buf, sizeof(buf), 1 << 20);
+	nfs_argop4 ops[3] = { mt_putrootfh(), mt_lookup(name), mt_getfh() };
+	COMPOUND4res res;
+	mt_compound(s, ops, 3, &res, &ar);
+	nfsstat4 st = res.status;
+	xdr_arena_release(&ar);
+	return st;
+}
+
+/*
+ * exports(5) host names and wildcards match the client's name (a reverse
+ * lookup: 127.0.0.1 is "localhost" in /etc/hosts).  An export open only to
+ * other names is walked through the pseudo fs but refuses this client.
+ */
+static void name_matching(void)
+{
+	char host[256];
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (getnameinfo((struct sockaddr *)&lo, sizeof(lo), host, sizeof(host), NULL, 0,
+			NI_NAMEREQD) ||
+	    strcmp(host, "localhost")) {
+		fprintf(stderr, "name matching not checked: 127.0.0.1 is not named localhost here\n");
+		return;
+	}
+	struct mt t;
+	mt_start(&t,
+		 "/byname localhost(rw,insecure)\n/bywild local*(rw,insecure)\n"
+		 "/other otherhost.example(rw,insecure)\n/otherwild *.example.com(rw,insecure)\n",
+		 NULL);
+	struct nfs41c_session *s = mt_session(&t, "names", 0, 0);
+	CHECK_EQ(lookup_status(s, "byname"), NFS4_OK);
+	CHECK_EQ(lookup_status(s, "bywild"), NFS4_OK);
+	CHECK_EQ(lookup_status(s, "other"), NFS4ERR_ACCESS);
+	CHECK_EQ(lookup_status(s, "otherwild"), NFS4ERR_ACCESS);
+	CHECK_EQ(nfs41c_session_destroy(s), 0);
+	mt_finish(&t);
+	test_dir_cleanup();
+}
+
 int main(void)
 {
 	settings_errors();
 	startup_refusals();
+	name_matching();
 
 	struct mt t;
 	mt_prepare(&t, "/data/sets *(rw,no_root_squash)\n/ro 127.0.0.1(ro)\n",
