@@ -28,7 +28,6 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -38,9 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -106,263 +103,6 @@ static int file_cache_warm(const char *path)
 	free(buf);
 	close(fd);
 	return rc;
-}
-
-/* ---------------------------------------------------------- child processes */
-
-/*
- * Servers and tools we start.  Their pids are kept here so a SIGINT or
- * SIGTERM of the bench stops them too (by pid, nothing broader).
- */
-#define MAX_CHILDREN 8
-static volatile pid_t children[MAX_CHILDREN];
-
-struct child {
-	pid_t pid;
-	const char *name;
-	char log[PATH_MAX];
-};
-
-static void on_fatal_signal(int sig)
-{
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (children[i] > 0)
-			kill(children[i], SIGTERM);
-	_exit(128 + sig);
-}
-
-static void child_track(pid_t pid, bool add)
-{
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (add ? children[i] == 0 : children[i] == pid) {
-			children[i] = add ? pid : 0;
-			return;
-		}
-}
-
-/* Find an executable on PATH (or take a path with a slash as it is). */
-static bool exe_find(const char *prog, char *out, size_t len)
-{
-	if (strchr(prog, '/')) {
-		bench_strfmt(out, len, "%s", prog);
-		return access(out, X_OK) == 0;
-	}
-	const char *path = getenv("PATH");
-	char dirs[4096];
-	/* ganesha.nfsd and rpcbind live in sbin, which a user PATH may lack */
-	bench_strfmt(dirs, sizeof(dirs), "%s:/usr/sbin:/sbin:/usr/bin", path ? path : "");
-	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
-	     d = strtok_r(NULL, ":", &save)) {
-		if (!*d)
-			continue;
-		bench_strfmt(out, len, "%s/%s", d, prog);
-		if (access(out, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Start argv[0] (a full path) with stdout and stderr appended to log. */
-static int child_spawn(struct child *ch, const char *what, char *const argv[], const char *log)
-{
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	if (pid == 0) {
-		/* only async-signal-safe calls: the parent has engine threads */
-		int nul = open("/dev/null", O_RDONLY);
-		if (nul >= 0)
-			dup2(nul, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		signal(SIGPIPE, SIG_DFL);
-		execv(argv[0], argv);
-		static const char msg[] = "bench/ds: exec failed\n";
-		if (write(2, msg, sizeof(msg) - 1) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(fd);
-	ch->pid = pid;
-	ch->name = what;
-	bench_strfmt(ch->log, sizeof(ch->log), "%s", log);
-	child_track(pid, true);
-	return 0;
-}
-
-/* Nonblocking: true (and *status) when the child has exited. */
-static bool child_exited(struct child *ch, int *status)
-{
-	if (ch->pid <= 0)
-		return true;
-	int st;
-	pid_t r = waitpid(ch->pid, &st, WNOHANG);
-	if (r == ch->pid || (r < 0 && errno == ECHILD)) {
-		if (status)
-			*status = r == ch->pid ? st : 0;
-		child_track(ch->pid, false);
-		ch->pid = 0;
-		return true;
-	}
-	return false;
-}
-
-/* Wait up to timeout seconds for the child to exit; returns its status or -ETIMEDOUT. */
-static int child_wait(struct child *ch, double timeout)
-{
-	double end = bench_now_s() + timeout;
-	int st = 0;
-	for (;;) {
-		if (ch->pid <= 0)
-			return 0;
-		int s;
-		pid_t r = waitpid(ch->pid, &s, WNOHANG);
-		if (r == ch->pid) {
-			st = s;
-			break;
-		}
-		if (r < 0 && errno != EINTR) {
-			st = 0;
-			break;
-		}
-		if (bench_now_s() >= end)
-			return -ETIMEDOUT;
-		bench_sleep_s(0.02);
-	}
-	child_track(ch->pid, false);
-	ch->pid = 0;
-	return st;
-}
-
-/* SIGTERM, a grace period, then SIGKILL.  Returns true when it exited on SIGTERM. */
-static bool child_stop(struct child *ch, double grace)
-{
-	if (ch->pid <= 0)
-		return true;
-	kill(ch->pid, SIGTERM);
-	if (child_wait(ch, grace) != -ETIMEDOUT)
-		return true;
-	fprintf(stderr, "bench/ds: %s did not exit on SIGTERM in %.0f s, killing it\n", ch->name,
-		grace);
-	kill(ch->pid, SIGKILL);
-	child_wait(ch, 10);
-	return false;
-}
-
-static void status_str(int st, char *out, size_t len)
-{
-	if (WIFEXITED(st))
-		bench_strfmt(out, len, "exit status %d", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		bench_strfmt(out, len, "killed by signal %d", WTERMSIG(st));
-	else
-		bench_strfmt(out, len, "status 0x%x", st);
-}
-
-/*
- * The work dir, logs included, is removed at the end (unless --keep): show
- * the end of a failed server's log on stderr while it is there.
- */
-static void log_dump(const char *what, const char *log)
-{
-	char *lines[20] = {0};
-	char line[1024];
-	unsigned n = 0;
-	FILE *f = fopen(log, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		free(lines[n % 20]);
-		lines[n++ % 20] = strdup(line);
-	}
-	fclose(f);
-	fprintf(stderr, "bench/ds: %s failed; the end of its log:\n", what);
-	for (unsigned i = n > 20 ? n - 20 : 0; i < n; i++)
-		fprintf(stderr, "  %s", lines[i % 20] ? lines[i % 20] : "\n");
-	for (unsigned i = 0; i < 20; i++)
-		free(lines[i]);
-}
-
-/*
- * The last log line that looks like an error (holds one of marks), or
- * with marks NULL the last line, for a one-line reason.
- */
-static void log_tail_errors(const char *log, const char *const *marks, char *out, size_t len)
-{
-	FILE *f = fopen(log, "r");
-	out[0] = 0;
-	if (!f)
-		return;
-	char line[1024];
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = 0;
-		bool hit = !marks && line[0];
-		for (int i = 0; marks && marks[i] && !hit; i++)
-			hit = strstr(line, marks[i]) != NULL;
-		if (hit)
-			bench_strfmt(out, len, "%s", line);
-	}
-	fclose(f);
-}
-
-/* ----------------------------------------------------------------- sockets */
-
-/* A TCP port that was free a moment ago (the kernel's pick for port 0). */
-static int port_pick(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = bench_sa_loopback(0);
-	socklen_t sl = sizeof(sa);
-	int port = -1;
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
-	    !getsockname(fd, (struct sockaddr *)&sa, &sl))
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
-static bool port_accepts(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = bench_sa_loopback(port);
-	bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-/*
- * Ready when prog/vers answers a NULL call.  Gives up when the child exits
- * (-ECHILD, *status set) or after timeout seconds (-ETIMEDOUT).
- */
-static int wait_null(struct bench *b, struct child *ch, int port, uint32_t prog, uint32_t vers,
-		     double timeout, int *status)
-{
-	double end = bench_now_s() + timeout;
-	for (;;) {
-		if (ch && child_exited(ch, status))
-			return -ECHILD;
-		int err = 0;
-		struct nfsd_clnt *c = bench_clnt_open(b->ctl_eng, port, &err);
-		if (c) {
-			struct nfsd_call_opts o = {
-			    .prog = prog, .vers = vers, .proc = 0, .timeout_ms = 1000};
-			err = nfsd_clnt_call(c, &o, NULL, NULL, NULL);
-			nfsd_clnt_free(c);
-			if (!err)
-				return 0;
-		}
-		if (bench_now_s() >= end)
-			return -ETIMEDOUT;
-		bench_sleep_s(0.1);
-	}
 }
 
 /* ------------------------------------------------------------ result table */
@@ -677,15 +417,15 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 			a_out,
 			write ? NULL : "--readonly",
 			NULL};
-	struct child ch = {0};
-	int rc = child_spawn(&ch, "fio", argv, log);
+	struct bench_child ch = {0};
+	int rc = bench_child_spawn(&ch, "fio", argv, log, -1);
 	if (rc) {
 		row_missing(r, r, "fio: %s", strerror(-rc));
 		return;
 	}
-	int st = child_wait(&ch, secs + 120);
+	int st = bench_child_wait(&ch, secs + 120);
 	if (st == -ETIMEDOUT) {
-		child_stop(&ch, 5);
+		bench_child_stop(&ch, 5);
 		row_missing(r, r, "fio did not finish");
 		return;
 	}
@@ -693,9 +433,9 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 		unlink(file);
 	char sbuf[64];
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		status_str(st, sbuf, sizeof(sbuf));
+		bench_status_str(st, sbuf, sizeof(sbuf));
 		row_missing(r, r, "fio failed (%s)", sbuf);
-		log_dump("fio", log);
+		bench_log_dump("fio", log);
 		return;
 	}
 	char *js = file_read_all(out);
@@ -729,8 +469,8 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 /* -------------------------------------------------------------- NFS-Ganesha */
 
 struct ganesha {
-	struct child ch;
-	struct child rpcb; /* rpcbind, when we had to start one */
+	struct bench_child ch;
+	struct bench_child rpcb; /* rpcbind, when we had to start one */
 	int nfs_port, mnt_port;
 	char dir[PATH_MAX]; /* config, log, pid */
 	char log[PATH_MAX + 16];
@@ -738,9 +478,6 @@ struct ganesha {
 	uint32_t fhlen;
 	char why[512];
 };
-
-static const char *const ganesha_err_marks[] = {":CRIT :", ":MAJ :", ":FATAL :", "exec failed",
-						NULL};
 
 /*
  * Ganesha 4.3 registers NFS and MOUNT with rpcbind and exits when it
@@ -751,10 +488,10 @@ static const char *const ganesha_err_marks[] = {":CRIT :", ":MAJ :", ":FATAL :",
  */
 static int rpcbind_ensure(struct bench *b, struct ganesha *g)
 {
-	if (port_accepts(111))
+	if (bench_port_accepts(111))
 		return 0;
 	char exe[PATH_MAX];
-	if (!exe_find("rpcbind", exe, sizeof(exe))) {
+	if (!bench_exe_find("rpcbind", exe, sizeof(exe))) {
 		bench_strfmt(
 		    g->why, sizeof(g->why),
 		    "ganesha needs rpcbind, none runs and none is installed (tools/install-deps)");
@@ -763,26 +500,26 @@ static int rpcbind_ensure(struct bench *b, struct ganesha *g)
 	char log[PATH_MAX + 16];
 	bench_strfmt(log, sizeof(log), "%s/rpcbind.log", g->dir);
 	char *argv[] = {exe, "-f", NULL};
-	int rc = child_spawn(&g->rpcb, "rpcbind", argv, log);
+	int rc = bench_child_spawn(&g->rpcb, "rpcbind", argv, log, -1);
 	if (rc) {
 		bench_strfmt(g->why, sizeof(g->why), "cannot start rpcbind: %s", strerror(-rc));
 		return rc;
 	}
 	for (double end = bench_now_s() + 10; bench_now_s() < end; bench_sleep_s(0.05)) {
 		int st;
-		if (child_exited(&g->rpcb, &st)) {
+		if (bench_child_exited(&g->rpcb, &st)) {
 			char sb[64];
-			status_str(st, sb, sizeof(sb));
+			bench_status_str(st, sb, sizeof(sb));
 			bench_strfmt(g->why, sizeof(g->why), "rpcbind exited (%s)", sb);
-			log_dump("rpcbind", log);
+			bench_log_dump("rpcbind", log);
 			return -ECHILD;
 		}
-		if (port_accepts(111))
+		if (bench_port_accepts(111))
 			return 0;
 	}
 	bench_strfmt(g->why, sizeof(g->why), "rpcbind did not come up");
-	child_stop(&g->rpcb, 5);
-	log_dump("rpcbind", log);
+	bench_child_stop(&g->rpcb, 5);
+	bench_log_dump("rpcbind", log);
 	return -ETIMEDOUT;
 }
 
@@ -897,7 +634,7 @@ out:
 static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_dir)
 {
 	char exe[PATH_MAX], conf[PATH_MAX + 16], pidf[PATH_MAX + 16];
-	if (!exe_find("ganesha.nfsd", exe, sizeof(exe))) {
+	if (!bench_exe_find("ganesha.nfsd", exe, sizeof(exe))) {
 		bench_strfmt(
 		    g->why, sizeof(g->why),
 		    "ganesha.nfsd not installed (nfs-ganesha nfs-ganesha-vfs: tools/install-deps)");
@@ -916,10 +653,10 @@ static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_
 	int rc = rpcbind_ensure(b, g);
 	if (rc)
 		return rc;
-	g->nfs_port = port_pick();
-	g->mnt_port = port_pick();
+	g->nfs_port = bench_port_pick();
+	g->mnt_port = bench_port_pick();
 	while (g->mnt_port == g->nfs_port)
-		g->mnt_port = port_pick();
+		g->mnt_port = bench_port_pick();
 	bench_strfmt(conf, sizeof(conf), "%s/ganesha.conf", g->dir);
 	bench_strfmt(g->log, sizeof(g->log), "%s/ganesha.log", g->dir);
 	bench_strfmt(pidf, sizeof(pidf), "%s/ganesha.pid", g->dir);
@@ -929,27 +666,28 @@ static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_
 		return rc;
 	}
 	char *argv[] = {exe, "-F", "-L", g->log, "-f", conf, "-p", pidf, "-N", "NIV_EVENT", NULL};
-	rc = child_spawn(&g->ch, "ganesha.nfsd", argv, g->log);
+	rc = bench_child_spawn(&g->ch, "ganesha.nfsd", argv, g->log, -1);
 	if (rc) {
 		bench_strfmt(g->why, sizeof(g->why), "cannot start ganesha.nfsd: %s",
 			     strerror(-rc));
 		return rc;
 	}
 	int st = 0;
-	rc = wait_null(b, &g->ch, g->nfs_port, NFS_PROGRAM, NFS_V3, 30, &st);
+	rc = bench_wait_null(b->ctl_eng, &g->ch, g->nfs_port, NFS_PROGRAM, NFS_V3, 30, &st);
 	if (!rc)
-		rc = wait_null(b, &g->ch, g->mnt_port, MOUNT_PROGRAM, MOUNT_V3, 10, &st);
+		rc = bench_wait_null(b->ctl_eng, &g->ch, g->mnt_port, MOUNT_PROGRAM, MOUNT_V3, 10,
+				     &st);
 	if (rc) {
 		char last[400], sb[64];
-		log_tail_errors(g->log, ganesha_err_marks, last, sizeof(last));
+		bench_log_tail_errors(g->log, bench_ganesha_err_marks, last, sizeof(last));
 		if (rc == -ECHILD)
-			status_str(st, sb, sizeof(sb));
+			bench_status_str(st, sb, sizeof(sb));
 		else
 			bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
 		bench_strfmt(g->why, sizeof(g->why), "ganesha.nfsd failed (%s): %s", sb,
 			     last[0] ? last : "no error logged");
-		child_stop(&g->ch, 10);
-		log_dump("ganesha.nfsd", g->log);
+		bench_child_stop(&g->ch, 10);
+		bench_log_dump("ganesha.nfsd", g->log);
 		return rc;
 	}
 	return 0;
@@ -957,10 +695,10 @@ static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_
 
 static void ganesha_stop(struct ganesha *g)
 {
-	if (g->ch.pid > 0 && !child_stop(&g->ch, 20))
+	if (g->ch.pid > 0 && !bench_child_stop(&g->ch, 20))
 		fprintf(stderr, "bench/ds: ganesha.nfsd needed SIGKILL\n");
 	if (g->rpcb.pid > 0)
-		child_stop(&g->rpcb, 5);
+		bench_child_stop(&g->rpcb, 5);
 }
 
 static void ganesha_stage(struct bench *b)
@@ -1015,7 +753,7 @@ static void ganesha_stage(struct bench *b)
 #define BDS_OBJ_MODE 0600
 
 struct bds {
-	struct child ch;
+	struct bench_child ch;
 	int port;
 	char dir[PATH_MAX]; /* braid-ds stage files */
 	char store[PATH_MAX + 16];
@@ -1045,25 +783,6 @@ static int bds_object_create(struct nfsd_clnt *c, const char *key_file, uint32_t
 	return ds_ctl_create(c, &key, &id, uid, gid, BDS_OBJ_MODE, fh, fhlen);
 }
 
-/* The cluster key: 32 random bytes as 64 hex digits, mode 0600 (braid-ds
- * refuses a key file that group or others may read). */
-static int bds_key_write(const char *path)
-{
-	uint8_t k[32];
-	if (getrandom(k, sizeof(k), 0) != sizeof(k))
-		return -EIO;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	char hex[65];
-	for (int i = 0; i < 32; i++)
-		bench_strfmt(hex + 2 * i, 3, "%02x", k[i]);
-	hex[64] = '\n';
-	int rc = write(fd, hex, 65) == 65 ? 0 : -EIO;
-	close(fd);
-	return rc;
-}
-
 static int bds_conf_write(struct bds *d, bool direct)
 {
 	FILE *f = fopen(d->conf, "w");
@@ -1086,39 +805,39 @@ static int bds_conf_write(struct bds *d, bool direct)
 /* Start braid-ds -c conf in the foreground; ready when NFSv3 NULL answers. */
 static int bds_start(struct bench *b, struct bds *d, bool direct)
 {
-	d->port = port_pick();
+	d->port = bench_port_pick();
 	int rc = bds_conf_write(d, direct);
 	if (rc) {
 		bench_strfmt(d->why, sizeof(d->why), "write %s: %s", d->conf, strerror(-rc));
 		return rc;
 	}
 	char *argv[] = {b->o.ds_path, "-c", d->conf, NULL};
-	rc = child_spawn(&d->ch, "braid-ds", argv, d->log);
+	rc = bench_child_spawn(&d->ch, "braid-ds", argv, d->log, -1);
 	if (rc) {
 		bench_strfmt(d->why, sizeof(d->why), "cannot start %s: %s", b->o.ds_path,
 			     strerror(-rc));
 		return rc;
 	}
 	int st = 0;
-	rc = wait_null(b, &d->ch, d->port, NFS_PROGRAM, NFS_V3, 30, &st);
+	rc = bench_wait_null(b->ctl_eng, &d->ch, d->port, NFS_PROGRAM, NFS_V3, 30, &st);
 	if (rc) {
 		char last[400], sb[64];
-		log_tail_errors(d->log, NULL, last, sizeof(last)); /* it logs only trouble */
+		bench_log_tail_errors(d->log, NULL, last, sizeof(last)); /* it logs only trouble */
 		if (rc == -ECHILD)
-			status_str(st, sb, sizeof(sb));
+			bench_status_str(st, sb, sizeof(sb));
 		else
 			bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
 		bench_strfmt(d->why, sizeof(d->why), "braid-ds (direct_io = %s) failed (%s): %s",
 			     direct ? "yes" : "no", sb, last[0] ? last : "nothing logged");
-		child_stop(&d->ch, 10);
-		log_dump("braid-ds", d->log);
+		bench_child_stop(&d->ch, 10);
+		bench_log_dump("braid-ds", d->log);
 	}
 	return rc;
 }
 
 static void bds_stop(struct bds *d)
 {
-	if (d->ch.pid > 0 && !child_stop(&d->ch, 20))
+	if (d->ch.pid > 0 && !bench_child_stop(&d->ch, 20))
 		fprintf(stderr, "bench/ds: braid-ds needed SIGKILL\n");
 }
 
@@ -1170,7 +889,7 @@ static void bds_stage(struct bench *b)
 		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "mkdir %s: %s", d.dir, strerror(errno));
 		return;
 	}
-	rc = bds_key_write(d.key_file);
+	rc = bench_key_write(d.key_file);
 	if (rc) {
 		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "key file: %s", strerror(-rc));
 		return;
@@ -1399,11 +1118,6 @@ static void json_print(const struct bench *b)
 
 /* ------------------------------------------------------------------- setup */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path) ? -1 : 0;
-}
-
 static bool size_parse(const char *s, uint64_t *out)
 {
 	char *end;
@@ -1460,19 +1174,7 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 	o->uid = o->gid = 1000;
 	o->stable = UNSTABLE;
 	/* default: braid-ds next to bench/, i.e. $(builddir)/braid-ds */
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		for (int k = 0; k < 2; k++) {
-			char *sl = strrchr(self, '/');
-			if (sl)
-				*sl = 0;
-		}
-		bench_strfmt(o->ds_path, sizeof(o->ds_path), "%s/braid-ds", self);
-	} else {
-		bench_strfmt(o->ds_path, sizeof(o->ds_path), "./braid-ds");
-	}
+	bench_exe_sibling("braid-ds", o->ds_path, sizeof(o->ds_path));
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1529,42 +1231,12 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 	}
 }
 
-static void fstype_name(const char *dir, char *out, size_t len)
-{
-	struct statfs sf;
-	const char *n = "other";
-	if (!statfs(dir, &sf)) {
-		switch ((unsigned long)sf.f_type) {
-		case 0xef53:
-			n = "ext4";
-			break;
-		case 0x58465342:
-			n = "xfs";
-			break;
-		case 0x9123683e:
-			n = "btrfs";
-			break;
-		case 0x01021994:
-			n = "tmpfs";
-			break;
-		case 0x794c7630:
-			n = "overlayfs";
-			break;
-		default:
-			break;
-		}
-	}
-	bench_strfmt(out, len, "%s", n);
-}
-
 int main(int argc, char **argv)
 {
 	struct bench b = {0};
+	bench_init("bench/ds");
 	opts_parse(&b.o, argc, argv);
 	b.ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGINT, on_fatal_signal);
-	signal(SIGTERM, on_fatal_signal);
 
 	bench_strfmt(b.work, sizeof(b.work), "%s/braid-bench-ds.XXXXXX", b.o.dir);
 	if (!mkdtemp(b.work)) {
@@ -1573,7 +1245,7 @@ int main(int argc, char **argv)
 	}
 	/* Ganesha's export dir and its handle lookups need the path resolved */
 	chmod(b.work, 0755);
-	fstype_name(b.work, b.fstype, sizeof(b.fstype));
+	bench_fstype(b.work, b.fstype, sizeof(b.fstype));
 	struct statvfs vf;
 	/* pattern file + fio's write file + the DS object, with some slack */
 	if (!statvfs(b.work, &vf) &&
@@ -1606,7 +1278,7 @@ int main(int argc, char **argv)
 	loopback_run(1, b.o.secs, R_LOOP1);
 	loopback_run(4, b.o.secs, R_LOOP4);
 	char fio[PATH_MAX];
-	if (exe_find("fio", fio, sizeof(fio))) {
+	if (bench_exe_find("fio", fio, sizeof(fio))) {
 		fio_run(&b, fio, false, b.o.secs, R_DISK_READ);
 		fio_run(&b, fio, true, b.o.secs, R_DISK_WRITE);
 	} else {
@@ -1626,6 +1298,6 @@ int main(int argc, char **argv)
 	if (b.o.keep)
 		fprintf(stderr, "bench/ds: kept %s\n", b.work);
 	else
-		nftw(b.work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		bench_tree_remove(b.work);
 	return 0;
 }

@@ -25,50 +25,6 @@
 #include "bench/nfs3load.h"
 #include "nfsd/xdr/nfs3_prot.h"
 
-/* ---------------------------------------------------------------- helpers */
-
-void bench_strfmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
-double bench_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-double bench_proc_cpu_s(pid_t pid)
-{
-	char path[64], buf[1024];
-	bench_strfmt(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')'); /* comm may hold spaces */
-	unsigned long ut = 0, st = 0;
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-void bench_sleep_s(double s)
-{
-	if (s <= 0)
-		return;
-	struct timespec ts = {.tv_sec = (time_t)s,
-			      .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* ------------------------------------------------------------ the pattern */
 
 /*
@@ -134,13 +90,6 @@ int nfs3_pattern_file_create(const char *path, uint64_t size, uint32_t uid, uint
 	return rc;
 }
 
-struct sockaddr_in bench_sa_loopback(int port)
-{
-	return (struct sockaddr_in){.sin_family = AF_INET,
-				    .sin_port = htons((uint16_t)port),
-				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-}
-
 const struct xdr_proc_desc *nfs3_proc_desc(uint32_t proc)
 {
 	return &xdr_desc_NFS_PROGRAM_NFS_V3.procs[proc];
@@ -159,13 +108,6 @@ struct nfsd_call_opts nfs3_call_opts(uint32_t proc, const void *args, uint32_t u
 	    .uid = uid,
 	    .gid = gid,
 	};
-}
-
-struct nfsd_clnt *bench_clnt_open(struct nfsd_server *eng, int port, int *err)
-{
-	struct sockaddr_in sa = bench_sa_loopback(port);
-	struct nfsd_clnt_opts co = {.timeout_ms = BENCH_CALL_TIMEOUT_MS};
-	return nfsd_clnt_new(eng, (struct sockaddr *)&sa, sizeof(sa), &co, err);
 }
 
 /* -------------------------------------------------------- NFSv3 load generator */
@@ -213,17 +155,6 @@ static void load_fail(struct load *l, const char *fmt, ...)
 	}
 	pthread_mutex_unlock(&l->lock);
 	atomic_store(&l->stop, true);
-}
-
-const char *bench_call_err_str(int err, char *buf, size_t len)
-{
-	if (err < 0)
-		bench_strfmt(buf, len, "%s", strerror(-err));
-	else if (err & NFSD_CALL_ERR_DENIED)
-		bench_strfmt(buf, len, "RPC denied (auth_stat %d)", err & 0xff);
-	else
-		bench_strfmt(buf, len, "RPC accept_stat %d", err & 0xff);
-	return buf;
 }
 
 static uint64_t xorshift64(uint64_t *s)

@@ -4,7 +4,7 @@
  * (nfsd/rpc.h) and the generated NFSv3 codecs: 1 MiB READs, or WRITEs with
  * a chosen stable_how followed by COMMIT, on C connections with 16 calls in
  * flight on each, at random or sequential 1 MiB-aligned offsets of one file,
- * for a given time; and the small helpers the benchmarks share.
+ * for a given time.
  *
  * The file holds a known pattern (nfs3_pattern_fill: each 8-byte word is
  * its own offset); every READ reply is spot-checked against it and one in
@@ -21,24 +21,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bench/common.h"
 #include "nfsd/rpc.h"
 
-#define NFS3_LOAD_IO	      (1u << 20) /* every READ and WRITE */
-#define NFS3_LOAD_INFLIGHT    16	 /* calls in flight per connection */
-#define NFS3_LOAD_CONN_MAX    16
-#define BENCH_CALL_TIMEOUT_MS 30000
-
-/* ---------------------------------------------------------------- helpers */
-
-/* snprintf for messages and paths that may be cut short (no truncation
- * warning: the compiler cannot know that our paths are short). */
-void bench_strfmt(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-double bench_now_s(void); /* CLOCK_MONOTONIC */
-void bench_sleep_s(double s);
-/* CPU seconds (user + system, all threads) used so far by process pid. */
-double bench_proc_cpu_s(pid_t pid);
-struct sockaddr_in bench_sa_loopback(int port);
+#define NFS3_LOAD_IO	   (1u << 20) /* every READ and WRITE */
+#define NFS3_LOAD_INFLIGHT 16	      /* calls in flight per connection */
+#define NFS3_LOAD_CONN_MAX 16
 
 /* ---------------------------------------------------------------- pattern */
 
@@ -50,9 +38,6 @@ int nfs3_pattern_file_create(const char *path, uint64_t size, uint32_t uid, uint
 
 /* ------------------------------------------------------------------ calls */
 
-/* A client of 127.0.0.1:port (per-call timeout BENCH_CALL_TIMEOUT_MS). */
-struct nfsd_clnt *bench_clnt_open(struct nfsd_server *eng, int port, int *err);
-const char *bench_call_err_str(int err, char *buf, size_t len);
 /* The generated descriptor of NFSPROC3_<proc> (codecs). */
 const struct xdr_proc_desc *nfs3_proc_desc(uint32_t proc);
 /* NFSv3 call options with AUTH_SYS uid/gid (args: NULL for void). */

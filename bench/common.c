@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the benchmarks share (see common.h).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/common.h"
+
+const char *bench_prog = "bench";
+
+/* ---------------------------------------------------------------- helpers */
+
+void bench_strfmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+double bench_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double bench_proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024];
+	bench_strfmt(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* comm may hold spaces */
+	unsigned long ut = 0, st = 0;
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+double bench_self_cpu_s(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+void bench_sleep_s(double s)
+{
+	if (s <= 0)
+		return;
+	struct timespec ts = {.tv_sec = (time_t)s,
+			      .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+struct sockaddr_in bench_sa_loopback(int port)
+{
+	return (struct sockaddr_in){.sin_family = AF_INET,
+				    .sin_port = htons((uint16_t)port),
+				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+}
+
+struct nfsd_clnt *bench_clnt_open(struct nfsd_server *eng, int port, int *err)
+{
+	struct sockaddr_in sa = bench_sa_loopback(port);
+	struct nfsd_clnt_opts co = {.timeout_ms = BENCH_CALL_TIMEOUT_MS};
+	return nfsd_clnt_new(eng, (struct sockaddr *)&sa, sizeof(sa), &co, err);
+}
+
+const char *bench_call_err_str(int err, char *buf, size_t len)
+{
+	if (err < 0)
+		bench_strfmt(buf, len, "%s", strerror(-err));
+	else if (err & NFSD_CALL_ERR_DENIED)
+		bench_strfmt(buf, len, "RPC denied (auth_stat %d)", err & 0xff);
+	else
+		bench_strfmt(buf, len, "RPC accept_stat %d", err & 0xff);
+	return buf;
+}
+
+/* ---------------------------------------------------------- child processes */
+
+/*
+ * Servers and tools we start.  Their pids are kept here so a SIGINT or
+ * SIGTERM of the bench stops them too (by pid, nothing broader).
+ */
+#define MAX_CHILDREN 8
+static volatile pid_t children[MAX_CHILDREN];
+
+static void on_fatal_signal(int sig)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (children[i] > 0)
+			kill(children[i], SIGTERM);
+	_exit(128 + sig);
+}
+
+static void child_track(pid_t pid, bool add)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (add ? children[i] == 0 : children[i] == pid) {
+			children[i] = add ? pid : 0;
+			return;
+		}
+}
+
+void bench_init(const char *prog)
+{
+	bench_prog = prog;
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_fatal_signal);
+	signal(SIGTERM, on_fatal_signal);
+}
+
+bool bench_exe_find(const char *prog, char *out, size_t len)
+{
+	if (strchr(prog, '/')) {
+		bench_strfmt(out, len, "%s", prog);
+		return access(out, X_OK) == 0;
+	}
+	const char *path = getenv("PATH");
+	char dirs[4096];
+	/* ganesha.nfsd and rpcbind live in sbin, which a user PATH may lack */
+	bench_strfmt(dirs, sizeof(dirs), "%s:/usr/sbin:/sbin:/usr/bin", path ? path : "");
+	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
+	     d = strtok_r(NULL, ":", &save)) {
+		if (!*d)
+			continue;
+		bench_strfmt(out, len, "%s/%s", d, prog);
+		if (access(out, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+void bench_exe_sibling(const char *name, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		bench_strfmt(out, len, "./%s", name);
+		return;
+	}
+	self[n] = 0;
+	for (int k = 0; k < 2; k++) {
+		char *sl = strrchr(self, '/');
+		if (sl)
+			*sl = 0;
+	}
+	bench_strfmt(out, len, "%s/%s", self, name);
+}
+
+static void write_str(int fd, const char *s)
+{
+	if (write(fd, s, strlen(s)) < 0)
+		_exit(127);
+}
+
+int bench_child_spawn(struct bench_child *ch, const char *what, char *const argv[], const char *log,
+		      int pass_fd)
+{
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (pid == 0) {
+		/* only async-signal-safe calls: the parent has engine threads */
+		int nul = open("/dev/null", O_RDONLY);
+		if (nul >= 0)
+			dup2(nul, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (pass_fd >= 0)
+			fcntl(pass_fd, F_SETFD, 0);
+		signal(SIGPIPE, SIG_DFL);
+		execv(argv[0], argv);
+		write_str(2, bench_prog);
+		write_str(2, ": exec failed: ");
+		write_str(2, argv[0]);
+		write_str(2, "\n");
+		_exit(127);
+	}
+	close(fd);
+	ch->pid = pid;
+	ch->name = what;
+	bench_strfmt(ch->log, sizeof(ch->log), "%s", log);
+	child_track(pid, true);
+	return 0;
+}
+
+bool bench_child_exited(struct bench_child *ch, int *status)
+{
+	if (ch->pid <= 0)
+		return true;
+	int st;
+	pid_t r = waitpid(ch->pid, &st, WNOHANG);
+	if (r == ch->pid || (r < 0 && errno == ECHILD)) {
+		if (status)
+			*status = r == ch->pid ? st : 0;
+		child_track(ch->pid, false);
+		ch->pid = 0;
+		return true;
+	}
+	return false;
+}
+
+int bench_child_wait(struct bench_child *ch, double timeout)
+{
+	double end = bench_now_s() + timeout;
+	int st = 0;
+	for (;;) {
+		if (ch->pid <= 0)
+			return 0;
+		int s;
+		pid_t r = waitpid(ch->pid, &s, WNOHANG);
+		if (r == ch->pid) {
+			st = s;
+			break;
+		}
+		if (r < 0 && errno != EINTR) {
+			st = 0;
+			break;
+		}
+		if (bench_now_s() >= end)
+			return -ETIMEDOUT;
+		bench_sleep_s(0.02);
+	}
+	child_track(ch->pid, false);
+	ch->pid = 0;
+	return st;
+}
+
+bool bench_child_stop(struct bench_child *ch, double grace)
+{
+	if (ch->pid <= 0)
+		return true;
+	kill(ch->pid, SIGTERM);
+	if (bench_child_wait(ch, grace) != -ETIMEDOUT)
+		return true;
+	fprintf(stderr, "%s: %s did not exit on SIGTERM in %.0f s, killing it\n", bench_prog,
+		ch->name, grace);
+	kill(ch->pid, SIGKILL);
+	bench_child_wait(ch, 10);
+	return false;
+}
+
+void bench_status_str(int st, char *out, size_t len)
+{
+	if (WIFEXITED(st))
+		bench_strfmt(out, len, "exit status %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		bench_strfmt(out, len, "killed by signal %d", WTERMSIG(st));
+	else
+		bench_strfmt(out, len, "status 0x%x", st);
+}
+
+/*
+ * The work dir, logs included, is removed at the end (unless --keep): show
+ * the end of a failed server's log on stderr while it is there.
+ */
+void bench_log_dump(const char *what, const char *log)
+{
+	char *lines[20] = {0};
+	char line[1024];
+	unsigned n = 0;
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		free(lines[n % 20]);
+		lines[n++ % 20] = strdup(line);
+	}
+	fclose(f);
+	fprintf(stderr, "%s: %s failed; the end of its log:\n", bench_prog, what);
+	for (unsigned i = n > 20 ? n - 20 : 0; i < n; i++)
+		fprintf(stderr, "  %s", lines[i % 20] ? lines[i % 20] : "\n");
+	for (unsigned i = 0; i < 20; i++)
+		free(lines[i]);
+}
+
+void bench_log_tail_errors(const char *log, const char *const *marks, char *out, size_t len)
+{
+	FILE *f = fopen(log, "r");
+	out[0] = 0;
+	if (!f)
+		return;
+	char line[1024];
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		bool hit = !marks && line[0];
+		for (int i = 0; marks && marks[i] && !hit; i++)
+			hit = strstr(line, marks[i]) != NULL;
+		if (hit)
+			bench_strfmt(out, len, "%s", line);
+	}
+	fclose(f);
+}
+
+const char *const bench_ganesha_err_marks[] = {":CRIT :", ":MAJ :", ":FATAL :", "exec failed",
+					       NULL};
+
+/* ------------------------------------------------------------ ports, files */
+
+int bench_port_pick(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = bench_sa_loopback(0);
+	socklen_t sl = sizeof(sa);
+	int port = -1;
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &sl))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+bool bench_port_accepts(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = bench_sa_loopback(port);
+	bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+int bench_wait_null(struct nfsd_server *eng, struct bench_child *ch, int port, uint32_t prog,
+		    uint32_t vers, double timeout, int *status)
+{
+	double end = bench_now_s() + timeout;
+	for (;;) {
+		if (ch && bench_child_exited(ch, status))
+			return -ECHILD;
+		int err = 0;
+		struct nfsd_clnt *c = bench_clnt_open(eng, port, &err);
+		if (c) {
+			struct nfsd_call_opts o = {
+			    .prog = prog, .vers = vers, .proc = 0, .timeout_ms = 1000};
+			err = nfsd_clnt_call(c, &o, NULL, NULL, NULL);
+			nfsd_clnt_free(c);
+			if (!err)
+				return 0;
+		}
+		if (bench_now_s() >= end)
+			return -ETIMEDOUT;
+		bench_sleep_s(0.1);
+	}
+}
+
+int bench_key_write(const char *path)
+{
+	uint8_t k[32];
+	if (getrandom(k, sizeof(k), 0) != sizeof(k))
+		return -EIO;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		bench_strfmt(hex + 2 * i, 3, "%02x", k[i]);
+	hex[64] = '\n';
+	int rc = write(fd, hex, 65) == 65 ? 0 : -EIO;
+	close(fd);
+	return rc;
+}
+
+void bench_fstype(const char *dir, char *out, size_t len)
+{
+	struct statfs sf;
+	const char *n = "other";
+	if (!statfs(dir, &sf)) {
+		switch ((unsigned long)sf.f_type) {
+		case 0xef53:
+			n = "ext4";
+			break;
+		case 0x58465342:
+			n = "xfs";
+			break;
+		case 0x9123683e:
+			n = "btrfs";
+			break;
+		case 0x01021994:
+			n = "tmpfs";
+			break;
+		case 0x794c7630:
+			n = "overlayfs";
+			break;
+		default:
+			break;
+		}
+	}
+	bench_strfmt(out, len, "%s", n);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) ? -1 : 0;
+}
+
+void bench_tree_remove(const char *dir)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}

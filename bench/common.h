@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the benchmarks share: time and CPU readings, clients of 127.0.0.1,
+ * and the servers and tools they run as child processes (a server's CPU
+ * seconds come from /proc/PID/stat, so each one runs as our child), with
+ * their logs, ports and the files a braid daemon is started with.
+ *
+ * Functions return 0 or -errno unless said otherwise; calls may also
+ * return a positive NFSD_CALL_ERR_* (nfsd/rpc.h).
+ */
+#ifndef BRAID_BENCH_COMMON_H
+#define BRAID_BENCH_COMMON_H
+
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nfsd/rpc.h"
+
+#define BENCH_CALL_TIMEOUT_MS 30000
+
+/* The benchmark's name, "bench/ds", that its messages start with. */
+extern const char *bench_prog;
+
+/* ---------------------------------------------------------------- helpers */
+
+/* snprintf for messages and paths that may be cut short (no truncation
+ * warning: the compiler cannot know that our paths are short). */
+void bench_strfmt(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+double bench_now_s(void); /* CLOCK_MONOTONIC */
+void bench_sleep_s(double s);
+/* CPU seconds (user + system, all threads) used so far by process pid. */
+double bench_proc_cpu_s(pid_t pid);
+/* The same for this process (the load generator). */
+double bench_self_cpu_s(void);
+struct sockaddr_in bench_sa_loopback(int port);
+
+/* A client of 127.0.0.1:port (per-call timeout BENCH_CALL_TIMEOUT_MS). */
+struct nfsd_clnt *bench_clnt_open(struct nfsd_server *eng, int port, int *err);
+const char *bench_call_err_str(int err, char *buf, size_t len);
+
+/* ------------------------------------------------------------ child processes */
+
+struct bench_child {
+	pid_t pid; /* 0 once reaped */
+	const char *name;
+	char log[PATH_MAX];
+};
+
+/*
+ * Set bench_prog, ignore SIGPIPE, and make SIGINT and SIGTERM stop the
+ * children we started (by pid, nothing broader) before we exit.
+ */
+void bench_init(const char *prog);
+/* Find an executable on PATH, sbin included (or take a path with a slash
+ * as it is). */
+bool bench_exe_find(const char *prog, char *out, size_t len);
+/* name beside the directory this program is in: $(builddir)/name for
+ * $(builddir)/bench/x. */
+void bench_exe_sibling(const char *name, char *out, size_t len);
+/*
+ * Start argv[0] (a full path) with stdout and stderr appended to log.
+ * pass_fd >= 0 stays open in the child under its own number (for
+ * --ready-fd); every other descriptor of ours is close-on-exec.
+ */
+int bench_child_spawn(struct bench_child *ch, const char *what, char *const argv[], const char *log,
+		      int pass_fd);
+/* Nonblocking: true (and *status) when the child has exited. */
+bool bench_child_exited(struct bench_child *ch, int *status);
+/* Wait up to timeout seconds for the child to exit; its status or -ETIMEDOUT. */
+int bench_child_wait(struct bench_child *ch, double timeout);
+/* SIGTERM, a grace period, then SIGKILL.  True when it exited on SIGTERM. */
+bool bench_child_stop(struct bench_child *ch, double grace);
+void bench_status_str(int status, char *out, size_t len);
+
+/* The last 20 lines of a log on stderr, after "<what> failed". */
+void bench_log_dump(const char *what, const char *log);
+/* The last log line holding one of marks (NULL-terminated), or with marks
+ * NULL the last line: a one-line reason. */
+void bench_log_tail_errors(const char *log, const char *const *marks, char *out, size_t len);
+/* What NFS-Ganesha's log lines that matter look like. */
+extern const char *const bench_ganesha_err_marks[];
+
+/* ------------------------------------------------------------ ports, files */
+
+/* A TCP port that was free a moment ago (the kernel's pick for port 0). */
+int bench_port_pick(void);
+bool bench_port_accepts(int port);
+/*
+ * Ready when prog/vers on 127.0.0.1:port answers a NULL call.  Gives up
+ * when ch (if not NULL) exits (-ECHILD, *status set) or after timeout
+ * seconds (-ETIMEDOUT).
+ */
+int bench_wait_null(struct nfsd_server *eng, struct bench_child *ch, int port, uint32_t prog,
+		    uint32_t vers, double timeout, int *status);
+/* A braid cluster key: 32 random bytes as 64 hex digits and a newline,
+ * mode 0600 (the daemons refuse a key that others may read). */
+int bench_key_write(const char *path);
+/* "ext4", "xfs", ... of the filesystem holding dir. */
+void bench_fstype(const char *dir, char *out, size_t len);
+/* rm -rf dir. */
+void bench_tree_remove(const char *dir);
+
+#endif /* BRAID_BENCH_COMMON_H */
