@@ -64,6 +64,9 @@ const struct conf_schema ds_conf_schema[] = {
 	  .desc = "Threads doing storage I/O; 0: 16 per core." },
 	{ "ds", NULL, "scrub_interval", CONF_DURATION, .def = "0", S(scrub_interval_ms),
 	  .desc = "Verify every block this often in the background; 0: never." },
+	{ "ds", NULL, "metrics_listen", CONF_ADDRS, S(metrics_listen),
+	  .desc = "Addresses to serve Prometheus metrics on, over HTTP (GET /metrics); "
+		  "none: no metrics server." },
 	{ 0 }
 };
 #undef S
@@ -397,6 +400,9 @@ static void *reg_main(void *arg)
 			braid_ctl_heartbeat_res r;
 			rc = ds_ctl_call(c, &ds->key, BRAID_CTLPROC_HEARTBEAT, &a, &r, &arena);
 			st = rc ? -1 : r.hb_status;
+			atomic_fetch_add(rc || st != BRAID_CTL_OK ? &ds->heartbeat_failures
+								  : &ds->heartbeats,
+					 1);
 			if (!rc && st == BRAID_CTL_OK && r.u.hb_heartbeat_interval)
 				interval = r.u.hb_heartbeat_interval;
 			else if (!rc && st == BRAID_CTL_STALE)
@@ -454,6 +460,54 @@ static void *scrub_main(void *arg)
 	while (!reg_sleep(ds, (unsigned)ds->set.scrub_interval_ms))
 		braid_ds_scrub(ds, NULL);
 	return NULL;
+}
+
+/* --------------------------------------------------------------- metrics */
+
+static void ds_collect(void *arg, struct nfsd_metrics_out *o)
+{
+	struct braid_ds *ds = arg;
+	nfsd_metrics_collect_server(o, ds->srv);
+	struct ds_store_counters c;
+	ds_store_counters(ds->store, &c);
+	uint64_t total = 0, avail = 0;
+	ds_store_space(ds->store, &total, &avail);
+	const struct {
+		const char *name, *type, *help;
+		uint64_t v;
+	} f[] = {
+		{"braid_ds_read_bytes_total", "counter", "Bytes read from the object store.",
+		 c.bytes_read},
+		{"braid_ds_written_bytes_total", "counter", "Bytes written to the object store.",
+		 c.bytes_written},
+		{"braid_ds_reads_total", "counter", "Reads of the object store.", c.reads},
+		{"braid_ds_writes_total", "counter", "Writes to the object store.", c.writes},
+		{"braid_ds_commits_total", "counter", "COMMITs served.", c.commits},
+		{"braid_ds_fsyncs_total", "counter", "fsync calls completed.", c.fsyncs},
+		{"braid_ds_fdatasyncs_total", "counter", "fdatasync calls completed.", c.fdatasyncs},
+		{"braid_ds_crc_errors_total", "counter", "Blocks that failed CRC verification.",
+		 c.crc_errors},
+		{"braid_ds_rmw_blocks_total", "counter",
+		 "Partial blocks read back to recompute a CRC.", c.rmw_blocks},
+		{"braid_ds_capacity_bytes", "gauge", "Bytes of the store's filesystem.", total},
+		{"braid_ds_free_bytes", "gauge", "Bytes available on the store's filesystem.", avail},
+		{"braid_ds_id", "gauge", "The id the MDS assigned (0: not registered).",
+		 atomic_load(&ds->ds_id)},
+		{"braid_ds_heartbeats_total", "counter", "HEARTBEATs the MDS accepted.",
+		 atomic_load(&ds->heartbeats)},
+		{"braid_ds_heartbeat_failures_total", "counter",
+		 "HEARTBEATs that failed or that the MDS refused.",
+		 atomic_load(&ds->heartbeat_failures)},
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		nfsd_metrics_family(o, f[i].name, f[i].type, f[i].help);
+		nfsd_metrics_sample_u64(o, f[i].name, NULL, f[i].v);
+	}
+}
+
+int braid_ds_metrics_port(const struct braid_ds *ds, unsigned idx)
+{
+	return nfsd_metrics_http_port(ds->metrics_http, idx);
 }
 
 /* ---------------------------------------------------------- start, stop */
@@ -523,8 +577,15 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	ds_store_uuid(ds->store, ds->uuid);
 	ds->fsid = fsid_of(ds->uuid);
 
+	if (!(ds->metrics = nfsd_metrics_new()) ||
+	    nfsd_metrics_collector_add(ds->metrics, ds_collect, ds)) {
+		rc = -ENOMEM;
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
 	struct nfsd_server_opts o;
 	nfsd_server_opts_default(&o);
+	o.metrics = ds->metrics;
 	o.nloops = (unsigned)set->loops;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	o.nworkers = set->workers ? (unsigned)set->workers : (unsigned)(ncpu > 0 ? ncpu : 1) * 16;
@@ -587,6 +648,10 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 		snprintf(msg, msglen, "RPC server start: %s", strerror(-rc));
 		goto fail;
 	}
+	if (set->metrics_listen.n &&
+	    (rc = nfsd_metrics_http_start(ds->metrics, set->metrics_listen.addr,
+					  set->metrics_listen.n, &ds->metrics_http, msg, msglen)))
+		goto fail;
 	if (set->mds.n) {
 		if ((rc = -pthread_create(&ds->reg_thread, NULL, reg_main, ds))) {
 			snprintf(msg, msglen, "registration thread: %s", strerror(-rc));
@@ -614,6 +679,7 @@ int braid_ds_stop(struct braid_ds *ds)
 {
 	if (!ds)
 		return 0;
+	nfsd_metrics_http_stop(ds->metrics_http); /* no collector runs past here */
 	pthread_mutex_lock(&ds->reg_mu);
 	ds->reg_stop = true;
 	pthread_cond_broadcast(&ds->reg_cond);
@@ -633,6 +699,7 @@ int braid_ds_stop(struct braid_ds *ds)
 		bufpool_release(&ds->bufs);
 	pthread_cond_destroy(&ds->reg_cond);
 	pthread_mutex_destroy(&ds->reg_mu);
+	nfsd_metrics_free(ds->metrics);
 	memset(&ds->key, 0, sizeof(ds->key));
 	free(ds);
 	return rc;

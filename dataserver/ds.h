@@ -41,6 +41,7 @@ struct ds_settings {
 	uint64_t max_io;              /* rsize/wsize */
 	int64_t loops, workers;       /* 0: automatic */
 	uint64_t scrub_interval_ms;   /* 0: no background scrub */
+	struct conf_addrs metrics_listen; /* GET /metrics (Prometheus); n == 0: off */
 };
 
 extern const struct conf_schema ds_conf_schema[];
@@ -66,6 +67,9 @@ struct ds_store *braid_ds_store(struct braid_ds *ds);
 
 /* Assigned by the MDS at REGISTER; 0 before that or with no MDS. */
 uint32_t braid_ds_id(const struct braid_ds *ds);
+
+/* The port bound for [ds] metrics_listen address idx; -1 when off or past the end. */
+int braid_ds_metrics_port(const struct braid_ds *ds, unsigned idx);
 
 /* Run a scrub now (blocking); returns what ds_store_scrub returns. */
 int braid_ds_scrub(struct braid_ds *ds, struct ds_scrub_stats *st);

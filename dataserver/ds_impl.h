@@ -10,6 +10,7 @@
 #include "dataserver/fh.h"
 #include "dataserver/store.h"
 #include "nfsd/auth_braid.h"
+#include "nfsd/metrics.h"
 #include "nfsd/rpc.h"
 
 /*
@@ -49,6 +50,10 @@ struct braid_ds {
 	/* background scrub */
 	pthread_t scrub_thread;
 	bool scrub_running;
+	/* metrics (nfsd/metrics.h), served at [ds] metrics_listen */
+	struct nfsd_metrics *metrics;
+	struct nfsd_metrics_http *metrics_http;
+	_Atomic uint64_t heartbeats, heartbeat_failures; /* the registration thread's */
 };
 
 extern const struct nfsd_program ds_nfs3_program;

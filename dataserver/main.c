@@ -12,6 +12,7 @@
 
 #include "dataserver/ds.h"
 #include "dataserver/store.h"
+#include "nfsd/notify.h"
 
 static void usage(FILE *f)
 {
@@ -22,7 +23,8 @@ static void usage(FILE *f)
 		   "  --ready-fd N       when serving, write \"READY port...\\n\" to fd N and close it\n"
 		   "  --scrub            verify every block of the store (daemon stopped), then exit:\n"
 		   "                     0 clean, 1 bad objects found, 2 error\n"
-		   "  --config-keys      list every setting with its default and meaning\n");
+		   "  --config-keys      list every setting with its default and meaning\n"
+		   "Under systemd (Type=notify, $NOTIFY_SOCKET) it reports READY=1 once serving.\n");
 }
 
 int main(int argc, char **argv)
@@ -116,9 +118,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "braid-ds: --ready-fd: %s\n", strerror(errno));
 		close(ready_fd);
 	}
+	/* systemd's Type=notify (a service manager's socket, if any) */
+	if ((rc = nfsd_notifyf("READY=1\nSTATUS=serving store %s on port %d", set.store_dir,
+			       braid_ds_port(ds, 0))) < 0)
+		fprintf(stderr, "braid-ds: NOTIFY_SOCKET: %s\n", strerror(-rc));
 	int sig = 0;
 	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
 		; /* nothing to reload yet: settings need a restart */
+	nfsd_notify("STOPPING=1");
 	fprintf(stderr, "braid-ds: signal %d, stopping\n", sig);
 	rc = braid_ds_stop(ds);
 	if (rc)

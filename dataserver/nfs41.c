@@ -294,6 +294,7 @@ int ds_nfs41_start(struct braid_ds *ds, char *msg, size_t msglen)
 		.ops = ds_ops,
 		.nops = OP_WRITE + 1,
 		.priv = ds,
+		.metrics = ds->metrics,
 	};
 	int rc = 0;
 	ds->v41 = nfs41_server_new(&o, &rc);

@@ -3,13 +3,18 @@
  * Data servers: the REGISTER/HEARTBEAT side of the control protocol
  * (nfsd/xdr/braid_ctl.x), the table of data servers, placement, the MDS's
  * connections to them, and the life of file objects (creation, truncation,
- * removal of orphans).
+ * removal of orphans, fencing) with the maps that say where each segment
+ * of a file lives (mds_impl.h "File objects"; layout/policy.h places
+ * them).
  *
  * Identity.  A data server is named by the uuid it keeps with its storage;
  * the MDS binds each uuid to an id (1, 2, ...; never reused) at its first
  * REGISTER and keeps the binding in <store_dir>/data-servers, written with
  * fsync + rename + fsync of the directory before the REGISTER reply, so the
- * id survives restarts of both sides.  Everything else about a data server
+ * id survives restarts of both sides.  Each line is "id uuid", then
+ * "drained" for a data server the administrator drained (placement skips
+ * it) or "removed" for one forgotten (a tombstone: its id is never given
+ * again, and its uuid registering anew gets a new id).  Everything else about a data server
  * (addresses, versions, space, boot verifier) is soft state: after an MDS
  * restart each data server's next HEARTBEAT is answered STALE and it
  * registers again.
@@ -27,7 +32,14 @@
  *
  * A background thread notes data servers going down and, outside the grace
  * period, retries the removal of orphans' objects (at start, after every
- * REGISTER, and every minute).
+ * REGISTER, and every minute).  An orphan whose layouts clients still hold
+ * waits until they are returned or fenced (mds_layout_release_hold).
+ *
+ * Segments.  A file's set of data servers is chosen when it is first laid
+ * out and each segment is placed when first reached (a WRITE through the
+ * MDS or a LAYOUTGET), both under the inode's object lock; placement skips
+ * data servers that are down, draining, read-only, without NFSv3 (the MDS
+ * proxies over it) or reported failing by clients.
  */
 #include "config.h"
 
@@ -43,6 +55,7 @@
 #include <unistd.h>
 
 #include "dataserver/ctl.h"
+#include "layout/policy.h"
 #include "mds/mds_impl.h"
 
 #define DSREG_FILE	  "data-servers"
@@ -60,6 +73,7 @@ struct ds_ent {
 	socklen_t ctl_salen;
 	uint64_t epoch;		  /* moves at every REGISTER */
 	struct mds_ds_conn *conn; /* the table's reference; NULL until first use */
+	bool removed;		  /* forgotten (mds_dsreg_forget): a tombstone */
 };
 
 /*
@@ -99,7 +113,8 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static struct ds_ent *ent_find(struct mds_dsreg *r, uint32_t id)
+/* Tombstones included: ids are unique among every entry. */
+static struct ds_ent *ent_find_any(struct mds_dsreg *r, uint32_t id)
 {
 	for (unsigned i = 0; i < r->nents; i++)
 		if (r->ents[i]->i.id == id)
@@ -107,17 +122,24 @@ static struct ds_ent *ent_find(struct mds_dsreg *r, uint32_t id)
 	return NULL;
 }
 
+static struct ds_ent *ent_find(struct mds_dsreg *r, uint32_t id)
+{
+	struct ds_ent *e = ent_find_any(r, id);
+	return e && !e->removed ? e : NULL;
+}
+
 static struct ds_ent *ent_find_uuid(struct mds_dsreg *r, const uint8_t uuid[16])
 {
 	for (unsigned i = 0; i < r->nents; i++)
-		if (!memcmp(r->ents[i]->i.uuid, uuid, 16))
+		if (!r->ents[i]->removed && !memcmp(r->ents[i]->i.uuid, uuid, 16))
 			return r->ents[i];
 	return NULL;
 }
 
 static bool ent_up(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t now)
 {
-	return e->i.registered && now - e->hb_ns < r->mds->set.ds_timeout_ms * 1000000ull;
+	return !e->removed && e->i.registered &&
+	       now - e->hb_ns < r->mds->set.ds_timeout_ms * 1000000ull;
 }
 
 static int ent_add(struct mds_dsreg *r, uint32_t id, const uint8_t uuid[16])
@@ -184,25 +206,32 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 		if (*p == '#' || *p == '\n' || *p == 0)
 			continue;
 		unsigned long id;
-		char hex[64];
+		char hex[64], flag[16] = "";
 		uint8_t uuid[16];
 		char extra;
-		bool ok = sscanf(p, "%lu %63s %c", &id, hex, &extra) == 2 && id > 0 &&
+		int nf = sscanf(p, "%lu %63s %15s %c", &id, hex, flag, &extra);
+		bool drained = !strcmp(flag, "drained"), removed = !strcmp(flag, "removed");
+		bool ok = (nf == 2 || (nf == 3 && (drained || removed))) && id > 0 &&
 			  id < UINT32_MAX && strlen(hex) == 32;
 		for (int k = 0; ok && k < 16; k++) {
 			int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
 			ok = hi >= 0 && lo >= 0;
 			uuid[k] = (uint8_t)(hi << 4 | lo);
 		}
-		if (ok && (ent_find(r, (uint32_t)id) || ent_find_uuid(r, uuid))) {
+		if (ok && (ent_find_any(r, (uint32_t)id) || (!removed && ent_find_uuid(r, uuid)))) {
 			snprintf(msg, msglen, "%s:%u: id or uuid listed twice", r->path, lineno);
 			rc = -EINVAL;
 		} else if (!ok) {
-			snprintf(msg, msglen, "%s:%u: expected \"id uuid\" (32 hex digits)",
+			snprintf(msg, msglen,
+				 "%s:%u: expected \"id uuid\" (32 hex digits), then "
+				 "\"drained\" or \"removed\" or nothing",
 				 r->path, lineno);
 			rc = -EINVAL;
 		} else if ((rc = ent_add(r, (uint32_t)id, uuid))) {
 			snprintf(msg, msglen, "out of memory");
+		} else {
+			r->ents[r->nents - 1]->i.drained = drained;
+			r->ents[r->nents - 1]->removed = removed;
 		}
 	}
 	if (!rc && ferror(f)) {
@@ -213,9 +242,31 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 	return rc;
 }
 
-/* Writes the bindings of the first n entries plus (id, uuid) durably. */
-static int bindings_save(struct mds_dsreg *r, const uint32_t *ids, const uint8_t (*uuids)[16],
-			 unsigned n)
+/* One line of the bindings file. */
+struct binding {
+	uint32_t id;
+	uint8_t uuid[16];
+	bool drained, removed;
+};
+
+/* The table's bindings (with room for one more at the end): malloc'd. */
+static struct binding *bindings_snapshot(struct mds_dsreg *r, unsigned *n)
+{
+	pthread_mutex_lock(&r->mu);
+	struct binding *b = malloc((r->nents + 1) * sizeof(*b));
+	for (unsigned k = 0; b && k < r->nents; k++) {
+		const struct ds_ent *e = r->ents[k];
+		b[k] =
+		    (struct binding){.id = e->i.id, .drained = e->i.drained, .removed = e->removed};
+		memcpy(b[k].uuid, e->i.uuid, 16);
+	}
+	*n = r->nents;
+	pthread_mutex_unlock(&r->mu);
+	return b;
+}
+
+/* Writes the n bindings durably. */
+static int bindings_save(struct mds_dsreg *r, const struct binding *b, unsigned n)
 {
 	char tmp[sizeof(r->path) + 8];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", r->path);
@@ -231,10 +282,10 @@ static int bindings_save(struct mds_dsreg *r, const uint32_t *ids, const uint8_t
 	}
 	fprintf(f, "# braid-mds: data server id and uuid, one per line (written by braid-mds)\n");
 	for (unsigned i = 0; i < n; i++) {
-		fprintf(f, "%u ", ids[i]);
+		fprintf(f, "%u ", b[i].id);
 		for (int k = 0; k < 16; k++)
-			fprintf(f, "%02x", uuids[i][k]);
-		fputc('\n', f);
+			fprintf(f, "%02x", b[i].uuid[k]);
+		fputs(b[i].removed ? " removed\n" : b[i].drained ? " drained\n" : "\n", f);
 	}
 	int rc = 0;
 	if (fflush(f) || fsync(fd))
@@ -404,35 +455,26 @@ static void thread_kick(struct mds_dsreg *r)
 /* A new uuid: the next id, made durable before anyone learns it. */
 static int32_t reg_bind(struct mds_dsreg *r, const uint8_t uuid[16], uint32_t *id)
 {
-	pthread_mutex_lock(&r->mu);
-	unsigned n = r->nents;
-	uint32_t *ids = malloc((n + 1) * sizeof(*ids));
-	uint8_t(*uuids)[16] = malloc((n + 1) * sizeof(*uuids));
-	if (!ids || !uuids) {
-		pthread_mutex_unlock(&r->mu);
-		free(ids);
-		free(uuids);
+	unsigned n;
+	struct binding *b = bindings_snapshot(r, &n);
+	if (!b)
 		return BRAID_CTL_SERVERFAULT;
-	}
-	for (unsigned k = 0; k < n; k++) {
-		ids[k] = r->ents[k]->i.id;
-		memcpy(uuids[k], r->ents[k]->i.uuid, 16);
-	}
-	ids[n] = r->next_id;
-	memcpy(uuids[n], uuid, 16);
+	pthread_mutex_lock(&r->mu);
+	b[n] = (struct binding){.id = r->next_id};
+	memcpy(b[n].uuid, uuid, 16);
 	pthread_mutex_unlock(&r->mu);
-	/* reg_mu is held: no other REGISTER adds an entry meanwhile */
-	int rc = bindings_save(r, ids, (const uint8_t(*)[16])uuids, n + 1);
+	/* reg_mu is held: no other REGISTER (or administrator) changes the
+	 * table's bindings meanwhile */
+	int rc = bindings_save(r, b, n + 1);
 	if (!rc) {
 		pthread_mutex_lock(&r->mu);
-		rc = ent_add(r, ids[n], uuid);
+		rc = ent_add(r, b[n].id, uuid);
 		pthread_mutex_unlock(&r->mu);
 	}
 	if (rc)
 		mds_log("data server registration: %s: %s", r->path, strerror(-rc));
-	*id = ids[n];
-	free(ids);
-	free(uuids);
+	*id = b[n].id;
+	free(b);
 	return rc ? BRAID_CTL_SERVERFAULT : BRAID_CTL_OK;
 }
 
@@ -474,6 +516,7 @@ static int c_register(struct nfsd_req *req, void *argp, void *resp)
 	bool restarted = e->i.registered && memcmp(e->i.boot_verifier, n->i.boot_verifier, 8);
 	n->i.id = id;
 	n->i.registered = true;
+	n->i.drained = e->i.drained; /* the administrator's, not the data server's */
 	n->i.health = 0;
 	n->hb_ns = now_ns();
 	n->was_up = e->was_up;
@@ -544,12 +587,83 @@ unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned
 	struct mds_dsreg *r = mds->dsreg;
 	uint64_t now = now_ns();
 	pthread_mutex_lock(&r->mu);
-	unsigned n = r->nents;
+	unsigned n = 0;
 	/* in id order: ids are assigned increasingly and entries appended */
-	for (unsigned i = 0; i < n && i < max; i++)
-		ent_copy(r, r->ents[i], now, &out[i]);
+	for (unsigned i = 0; i < r->nents; i++) {
+		if (r->ents[i]->removed)
+			continue;
+		if (n < max)
+			ent_copy(r, r->ents[i], now, &out[n]);
+		n++;
+	}
 	pthread_mutex_unlock(&r->mu);
 	return n;
+}
+
+int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	pthread_mutex_lock(&r->reg_mu); /* the file's writers take turns */
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	bool was = e && e->i.drained;
+	if (e)
+		e->i.drained = drain;
+	pthread_mutex_unlock(&r->mu);
+	int rc = e ? 0 : -ENOENT;
+	if (e && was != drain) {
+		unsigned n;
+		struct binding *b = bindings_snapshot(r, &n);
+		rc = b ? bindings_save(r, b, n) : -ENOMEM;
+		free(b);
+		if (rc) { /* not durable: not done */
+			pthread_mutex_lock(&r->mu);
+			e->i.drained = was;
+			pthread_mutex_unlock(&r->mu);
+		}
+	}
+	pthread_mutex_unlock(&r->reg_mu);
+	if (!rc && was != drain)
+		mds_log("data server %u %s by the administrator", id,
+			drain ? "drained (no new objects go there)"
+			      : "admitted back into placement");
+	return rc;
+}
+
+int mds_dsreg_forget(struct braid_mds *mds, uint32_t id)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	pthread_mutex_lock(&r->reg_mu);
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	if (e)
+		e->removed = true;
+	pthread_mutex_unlock(&r->mu);
+	int rc = e ? 0 : -ENOENT;
+	struct mds_ds_conn *conn = NULL;
+	if (e) {
+		unsigned n;
+		struct binding *b = bindings_snapshot(r, &n);
+		rc = b ? bindings_save(r, b, n) : -ENOMEM;
+		free(b);
+		pthread_mutex_lock(&r->mu);
+		if (rc) {
+			e->removed = false;
+		} else {
+			/* a tombstone from now on: never found, never up */
+			conn = e->conn;
+			e->conn = NULL;
+			e->was_up = false;
+			e->i.registered = false;
+			e->epoch++;
+		}
+		pthread_mutex_unlock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->reg_mu);
+	mds_ds_conn_put(conn);
+	if (!rc)
+		mds_log("data server %u removed by the administrator", id);
+	return rc;
 }
 
 int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out)
@@ -613,7 +727,7 @@ int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id)
 			for (unsigned i = 0; i < r->nents; i++) {
 				const struct ds_ent *e = r->ents[i];
 				uint32_t rs, ws;
-				if (!ent_up(r, e, now) ||
+				if (!ent_up(r, e, now) || e->i.drained ||
 				    (e->i.health &
 				     (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY)) ||
 				    (tier == 0 && (e->i.health & BRAID_CTL_HEALTH_LOWSPACE)) ||
@@ -720,17 +834,28 @@ void mds_data_objid(const struct mds_attr *a, struct ds_objid *id)
 	id->gen = a->generation;
 }
 
-void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid)
+void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid)
 {
 	/* fixed, not secret: clients see the pair in layouts anyway */
 	static const struct siphash_key k = {{0x6272616964666e63ULL, 0x652d7569642d6731ULL}};
-	uint8_t b[24];
+	uint8_t b[28];
+	size_t n = 24;
 	memcpy(b, a->objkey, 16);
 	for (int i = 0; i < 8; i++)
 		b[16 + i] = (uint8_t)(a->generation >> (8 * i));
-	uint64_t h = siphash24(&k, b, sizeof(b));
+	if (epoch) { /* epoch 0 keeps the pair files had before fencing existed */
+		for (int i = 0; i < 4; i++)
+			b[24 + i] = (uint8_t)(epoch >> (8 * i));
+		n = 28;
+	}
+	uint64_t h = siphash24(&k, b, n);
 	*uid = 0x40000000u | (uint32_t)(h & 0x3fffffffu);
 	*gid = 0x40000000u | (uint32_t)((h >> 32) & 0x3fffffffu);
+}
+
+void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid)
+{
+	mds_data_fence_epoch(a, 0, uid, gid);
 }
 
 static pthread_mutex_t *obj_lock(struct braid_mds *mds, uint64_t ino)
@@ -738,8 +863,10 @@ static pthread_mutex_t *obj_lock(struct braid_mds *mds, uint64_t ino)
 	return &mds->dsreg->obj_mu[(ino ^ (ino >> 17)) % OBJ_LOCKS];
 }
 
-/* CREATE of a's object on data server ds_id (idempotent). */
-static int obj_create(struct braid_mds *mds, uint32_t ds_id, const struct mds_attr *a)
+/* CREATE of a's object on data server ds_id (idempotent), owned by the
+ * fence of that epoch. */
+static int obj_create(struct braid_mds *mds, uint32_t ds_id, const struct mds_attr *a,
+		      uint32_t epoch)
 {
 	int rc;
 	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ds_id, &rc);
@@ -749,7 +876,7 @@ static int obj_create(struct braid_mds *mds, uint32_t ds_id, const struct mds_at
 	uint32_t uid, gid, fhlen;
 	uint8_t fh[DS_CTL_FH_MAX];
 	mds_data_objid(a, &id);
-	mds_data_fence(a, &uid, &gid);
+	mds_data_fence_epoch(a, epoch, &uid, &gid);
 	rc = ds_ctl_create(dc->clnt, &mds->key, &id, uid, gid, 0600, fh, &fhlen);
 	mds_ds_conn_put(dc);
 	if (rc == -EEXIST) {
@@ -762,46 +889,254 @@ static int obj_create(struct braid_mds *mds, uint32_t ds_id, const struct mds_at
 	return rc;
 }
 
-/* With the inode's object lock held.  The map is recorded before the
- * object is made, so a crash between the two leaves a map whose object is
- * missing (repaired on use), never an object no map names. */
-static int object_make_locked(struct braid_mds *mds, uint64_t ino, struct mds_layout_seg *seg)
+int mds_data_map(struct braid_mds *mds, uint64_t ino, struct mds_file_map *m)
 {
-	int rc = mds_layout_get(mds->store, ino, 0, seg);
+	memset(m, 0, sizeof(*m));
+	struct mds_layout_seg l;
+	int rc = mds_layout_get(mds->store, ino, MDS_LAYOUT_REC, &l);
+	if (!rc) {
+		if (layout_policy_decode(l.flags, &m->pol)) {
+			mds_log("inode %llu: layout record %#x is not a policy",
+				(unsigned long long)ino, l.flags);
+			return -EIO;
+		}
+		m->recorded = true;
+		m->epoch = l.ds[0];
+		for (uint32_t k = 1; k < l.nds && m->nset < LAYOUT_SET_MAX; k++)
+			m->set[m->nset++] = l.ds[k];
+		m->laid_out = m->nset > 0;
+		return 0;
+	}
 	if (rc != -ENOENT)
 		return rc;
-	struct mds_attr cur;
-	if ((rc = mds_inode_getattr(mds->store, ino, &cur)))
+	/* no record: whole-file on segment 0's data servers, or not laid out */
+	rc = mds_layout_get(mds->store, ino, 0, &l);
+	if (rc == -ENOENT) {
+		mds_layout_policy_default(mds, &m->pol);
+		return 0;
+	}
+	if (rc)
 		return rc;
+	layout_policy_default(&m->pol);
+	m->pol.mirrors = (uint8_t)(l.nds < LAYOUT_MIRRORS_MAX ? l.nds : LAYOUT_MIRRORS_MAX);
+	m->laid_out = true;
+	for (uint32_t k = 0; k < l.nds && m->nset < LAYOUT_SET_MAX; k++)
+		m->set[m->nset++] = l.ds[k];
+	return 0;
+}
+
+/* The record of m (flags, epoch, set) for ino. */
+static void map_args(uint64_t ino, const struct mds_file_map *m, struct mds_layout_args *la)
+{
+	memset(la, 0, sizeof(*la));
+	la->ino = ino;
+	la->seg = MDS_LAYOUT_REC;
+	la->l.flags = layout_policy_encode(&m->pol);
+	la->l.nds = 1 + m->nset;
+	la->l.ds[0] = m->epoch;
+	memcpy(la->l.ds + 1, m->set, m->nset * sizeof(m->set[0]));
+}
+
+static int map_record(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m)
+{
+	struct mds_layout_args la;
+	map_args(ino, m, &la);
+	return mds_layout_set(mds->store, &la);
+}
+
+/* Two waits for two ops submitted together: one commit usually covers both. */
+struct two_ops {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	int left;
+};
+
+static void two_ops_done(struct mds_op *op)
+{
+	struct two_ops *t = op->priv;
+	pthread_mutex_lock(&t->mu);
+	t->left--;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* LAYOUT_SET of a, then of b (in that order), durably; the first error. */
+static int layout_set_two(struct braid_mds *mds, const struct mds_layout_args *a,
+			  const struct mds_layout_args *b)
+{
+	struct two_ops t = {.left = 2};
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.cond, NULL);
+	struct mds_op op[2] = {{.type = MDS_OP_LAYOUT_SET, .args.layout = *a},
+			       {.type = MDS_OP_LAYOUT_SET, .args.layout = *b}};
+	for (int i = 0; i < 2; i++) {
+		op[i].done = two_ops_done;
+		op[i].priv = &t;
+		mds_store_submit(mds->store, &op[i]);
+	}
+	pthread_mutex_lock(&t.mu);
+	while (t.left)
+		pthread_cond_wait(&t.cond, &t.mu);
+	pthread_mutex_unlock(&t.mu);
+	pthread_cond_destroy(&t.cond);
+	pthread_mutex_destroy(&t.mu);
+	return op[0].status ? op[0].status : op[1].status;
+}
+
+static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * Data servers new segments may go to: up, taking new objects, serving
+ * NFSv3 (the MDS proxies I/O over it) and not in avoid; those low on space
+ * only when no other is usable, those in avoid only when nothing else is.
+ * Weighted by free space.
+ */
+static unsigned usable_list(struct mds_dsreg *r, const uint32_t *avoid, unsigned navoid,
+			    struct layout_cand *out, unsigned max)
+{
+	uint64_t now = now_ns();
+	unsigned n = 0;
+	pthread_mutex_lock(&r->mu);
+	/* tier 2: those avoided too, rather than none at all */
+	for (int tier = 0; tier < 3 && !n; tier++)
+		for (unsigned i = 0; i < r->nents && n < max; i++) {
+			const struct ds_ent *e = r->ents[i];
+			uint32_t rs, ws;
+			if (!ent_up(r, e, now) || e->i.drained ||
+			    (e->i.health &
+			     (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY)) ||
+			    (tier == 0 && (e->i.health & BRAID_CTL_HEALTH_LOWSPACE)) ||
+			    !ent_nfs3(e, &rs, &ws) || (tier < 2 && id_in(avoid, navoid, e->i.id)))
+				continue;
+			out[n++] = (struct layout_cand){e->i.id, e->i.free};
+		}
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+static uint64_t rng_cb(void *arg)
+{
+	return rng_next(arg);
+}
+
+/*
+ * With the inode's object lock held: places segment n of the file (and
+ * its set, for a file not yet laid out), records the maps, then makes the
+ * objects the set does not yet know to exist.  Maps are recorded before
+ * objects are made, so a crash between the two leaves a map whose object
+ * is missing (repaired on use), never an object no map names.
+ */
+static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, uint64_t n,
+			       const uint32_t *avoid, unsigned navoid, struct mds_file_map *m,
+			       struct mds_layout_seg *seg)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	int rc = mds_data_map(mds, a->ino, m);
+	if (rc)
+		return rc;
+	if ((rc = mds_layout_get(mds->store, a->ino, n, seg)) != -ENOENT)
+		return rc; /* made meanwhile, or an error */
+	if (n && !m->pol.seg_shift)
+		return -EINVAL; /* one segment: only segment 0 exists */
+	struct mds_attr cur;
+	if ((rc = mds_inode_getattr(mds->store, a->ino, &cur)))
+		return rc;
+	if (cur.generation != a->generation)
+		return -ESTALE;
 	if (cur.type != MDS_REG)
 		return -EINVAL;
-	uint32_t id;
-	if ((rc = mds_dsreg_place(mds, true, &id)))
+	struct layout_cand usable[256];
+	unsigned nu = usable_list(r, avoid, navoid, usable, 256);
+	bool rec = !m->recorded;
+	uint32_t ids[LAYOUT_SET_MAX];
+	if (!m->nset) {
+		unsigned k = layout_set_size(&m->pol, nu);
+		if (!k)
+			return -EAGAIN;
+		m->nset = layout_set_choose(usable, nu, k, rng_cb, r, m->set);
+		rec = true;
+	}
+	for (unsigned i = 0; i < m->nset; i++)
+		ids[i] = m->set[i] & ~MDS_LAYOUT_CREATED;
+	unsigned w = layout_seg_width(&m->pol);
+	memset(seg, 0, sizeof(*seg));
+	if ((rc = layout_seg_place(&m->pol, ids, m->nset, n, usable, nu, seg->ds)))
 		return rc;
-	struct mds_layout_args la = {.ino = ino, .seg = 0, .l = {.flags = 0, .nds = 1}};
-	la.l.ds[0] = id;
-	if ((rc = mds_layout_set(mds->store, &la)))
+	seg->nds = w;
+	/* a substitute from outside the set joins it while there is room */
+	for (unsigned j = 0; j < w; j++)
+		if (!id_in(ids, m->nset, seg->ds[j]) && m->nset < LAYOUT_SET_MAX) {
+			ids[m->nset] = seg->ds[j];
+			m->set[m->nset++] = seg->ds[j];
+			rec = true;
+		}
+	struct mds_layout_args la = {.ino = a->ino, .seg = n, .l = *seg}, ra;
+	if (rec) {
+		map_args(a->ino, m, &ra);
+		if ((rc = layout_set_two(mds, &ra, &la))) {
+			/* never a segment without the record that says how to read it */
+			struct mds_layout_args rm = {.ino = a->ino, .seg = n};
+			mds_layout_remove(mds->store, &rm);
+			return rc;
+		}
+	} else if ((rc = mds_layout_set(mds->store, &la))) {
 		return rc;
-	if ((rc = obj_create(mds, id, &cur))) {
-		struct mds_layout_args rm = {.ino = ino, .seg = 0};
+	}
+	bool bits = false;
+	for (unsigned j = 0; j < w && !rc; j++) {
+		unsigned i = 0;
+		while (i < m->nset && ids[i] != seg->ds[j])
+			i++;
+		if (i < m->nset && (m->set[i] & MDS_LAYOUT_CREATED))
+			continue;
+		if ((rc = obj_create(mds, seg->ds[j], &cur, m->epoch)))
+			break;
+		/* one segment: nothing would ever ask again */
+		if (i < m->nset && m->pol.seg_shift) {
+			m->set[i] |= MDS_LAYOUT_CREATED;
+			bits = true;
+		}
+	}
+	if (rc) {
+		struct mds_layout_args rm = {.ino = a->ino, .seg = n};
 		mds_layout_remove(mds->store, &rm);
 		return rc;
 	}
-	*seg = la.l;
+	if (bits)
+		map_record(mds, a->ino, m); /* best effort: CREATE is idempotent */
 	return 0;
+}
+
+int mds_data_segment(struct braid_mds *mds, const struct mds_attr *a, uint64_t n, bool create,
+		     const uint32_t *avoid, unsigned navoid, struct mds_file_map *map,
+		     struct mds_layout_seg *seg)
+{
+	int rc = mds_data_map(mds, a->ino, map);
+	if (rc)
+		return rc;
+	if (n && !map->pol.seg_shift)
+		return -EINVAL;
+	rc = mds_layout_get(mds->store, a->ino, n, seg);
+	if (rc != -ENOENT || !create)
+		return rc;
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	rc = segment_make_locked(mds, a, n, avoid, navoid, map, seg);
+	pthread_mutex_unlock(mu);
+	return rc;
 }
 
 int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
 		    struct mds_layout_seg *seg)
 {
-	int rc = mds_layout_get(mds->store, a->ino, 0, seg);
-	if (rc != -ENOENT || !create)
-		return rc;
-	pthread_mutex_t *mu = obj_lock(mds, a->ino);
-	pthread_mutex_lock(mu);
-	rc = object_make_locked(mds, a->ino, seg);
-	pthread_mutex_unlock(mu);
-	return rc;
+	struct mds_file_map m;
+	return mds_data_segment(mds, a, 0, create, NULL, 0, &m, seg);
 }
 
 int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id)
@@ -809,16 +1144,19 @@ int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint
 	pthread_mutex_t *mu = obj_lock(mds, a->ino);
 	pthread_mutex_lock(mu);
 	struct mds_attr cur;
+	struct mds_file_map m;
 	int rc = mds_inode_getattr(mds->store, a->ino, &cur);
 	if (!rc && cur.generation != a->generation)
 		rc = -ESTALE;
 	/* an orphan nobody holds open is being released: never bring it back */
 	if (!rc && cur.nlink == 0 && !mds_state_ino_open(mds, a->ino))
 		rc = -ESTALE;
+	if (!rc)
+		rc = mds_data_map(mds, a->ino, &m);
 	if (!rc) {
 		mds_log("inode %llu: object missing on data server %u, creating it again",
 			(unsigned long long)a->ino, ds_id);
-		rc = obj_create(mds, ds_id, &cur);
+		rc = obj_create(mds, ds_id, &cur, m.epoch);
 	}
 	pthread_mutex_unlock(mu);
 	return rc;
@@ -833,7 +1171,8 @@ struct ds_set {
 static int ds_set_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct ds_set *s = arg;
-	(void)seg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0; /* the file's record names no segment */
 	for (uint32_t k = 0; k < l->nds && k < MDS_LAYOUT_MAX_DS; k++) {
 		unsigned j = 0;
 		while (j < s->n && s->id[j] != l->ds[k])
@@ -859,6 +1198,79 @@ static int ds_set_of(struct braid_mds *mds, uint64_t ino, struct ds_set *s)
 	return s->overflow ? -E2BIG : 0;
 }
 
+int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max)
+{
+	struct ds_set s;
+	int rc = ds_set_of(mds, ino, &s);
+	if (rc)
+		return rc;
+	if (s.n > max)
+		return -E2BIG;
+	memcpy(ids, s.id, s.n * sizeof(ids[0]));
+	return (int)s.n;
+}
+
+/* With the object lock held: SETFENCE of the current epoch's pair on every
+ * data server of the file; -EAGAIN when one could not be reached. */
+static int fence_apply_locked(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch)
+{
+	struct ds_set s;
+	int rc = ds_set_of(mds, a->ino, &s);
+	if (rc)
+		return rc;
+	struct ds_objid id;
+	uint32_t uid, gid;
+	mds_data_objid(a, &id);
+	mds_data_fence_epoch(a, epoch, &uid, &gid);
+	for (unsigned k = 0; k < s.n; k++) {
+		int err;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+		if (dc) {
+			err = ds_ctl_setfence(dc->clnt, &mds->key, &id, uid, gid);
+			mds_ds_conn_put(dc);
+		}
+		/* NOENT: no object there yet; it is made with the new pair */
+		if (err && err != -ENOENT) {
+			if (err != -EAGAIN)
+				mds_log("inode %llu: fencing on data server %u: %s",
+					(unsigned long long)a->ino, s.id[k], strerror(-err));
+			rc = err == -ESTALE ? -EIO : -EAGAIN;
+		}
+	}
+	return rc;
+}
+
+int mds_data_fence_new(struct braid_mds *mds, const struct mds_attr *a, uint32_t *epoch)
+{
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, a->ino, &m);
+	if (!rc && m.laid_out) {
+		/* recorded first: a crash after it leaves the objects to the old
+		 * pair, which the retry (or the next I/O's repair) moves */
+		m.epoch = m.epoch + 1 ? m.epoch + 1 : 1;
+		if (!(rc = map_record(mds, a->ino, &m)))
+			rc = fence_apply_locked(mds, a, m.epoch);
+	}
+	if (epoch)
+		*epoch = m.epoch;
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a)
+{
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, a->ino, &m);
+	if (!rc && m.laid_out)
+		rc = fence_apply_locked(mds, a, m.epoch);
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
 void mds_data_release(struct braid_mds *mds, uint64_t ino)
 {
 	struct mds_attr a;
@@ -866,6 +1278,10 @@ void mds_data_release(struct braid_mds *mds, uint64_t ino)
 		return;
 	if (mds_state_ino_open(mds, ino))
 		return; /* the last CLOSE calls again */
+	/* clients may still write through layouts: the objects go once those
+	 * are returned or fenced, and the layout layer calls again */
+	if (mds_layout_release_hold(mds, ino))
+		return;
 	pthread_mutex_t *mu = obj_lock(mds, ino);
 	pthread_mutex_lock(mu);
 	struct ds_set s;
@@ -904,10 +1320,14 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 	int rc = ds_set_of(mds, attr->ino, &s);
 	if (!rc && s.n == 0) {
 		/* no object: a missing object reads as zeros, so only an
-		 * extension makes one (best effort: its data servers may all be
-		 * down, and the file reads right without it) */
+		 * extension makes one, holding the new end (best effort: its data
+		 * servers may all be down, and the file reads right without it) */
 		struct mds_layout_seg seg;
-		if (attr->size <= old_size || object_make_locked(mds, attr->ino, &seg)) {
+		struct mds_file_map m;
+		uint64_t n = attr->size ? attr->size - 1 : 0;
+		if (attr->size <= old_size || (rc = mds_data_map(mds, attr->ino, &m)) ||
+		    segment_make_locked(mds, attr, layout_seg_index(&m.pol, n), NULL, 0, &m,
+					&seg)) {
 			pthread_mutex_unlock(mu);
 			return 0;
 		}
@@ -920,6 +1340,8 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 		int err;
 		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
 		if (dc) {
+			/* each object is the file's bytes at the file's offsets
+			 * (sparse), so every one is cut (or grown) to the size */
 			err = ds_ctl_truncate(dc->clnt, &mds->key, &id, attr->size);
 			mds_ds_conn_put(dc);
 		}
@@ -928,6 +1350,10 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 			rc = err == -ESTALE ? -EIO : err;
 	}
 	pthread_mutex_unlock(mu);
+	/* RFC 8881 §12.5.5: layouts of a shrunk file are recalled, so clients
+	 * drop what they cached of it; an extension changes no mapping */
+	if (!rc && attr->size < old_size)
+		mds_layout_recall_file(mds, attr->ino);
 	return rc;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mds/mds.h"
+#include "nfsd/notify.h"
 
 static void usage(FILE *f)
 {
@@ -20,7 +21,8 @@ static void usage(FILE *f)
 		   "  -c, --config FILE  settings (default /etc/braid/mds.conf)\n"
 		   "  --ready-fd N       when serving, write \"READY port...\\n\" to fd N and close it\n"
 		   "  --config-keys      list every setting with its default and meaning\n"
-		   "SIGHUP re-reads the exports file; SIGTERM or SIGINT stop.\n");
+		   "SIGHUP re-reads the exports file; SIGTERM or SIGINT stop.\n"
+		   "Under systemd (Type=notify, $NOTIFY_SOCKET) it reports READY=1 once serving.\n");
 }
 
 int main(int argc, char **argv)
@@ -94,13 +96,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "braid-mds: --ready-fd: %s\n", strerror(errno));
 		close(ready_fd);
 	}
+	/* systemd's Type=notify (a service manager's socket, if any) */
+	if ((rc = nfsd_notifyf("READY=1\nSTATUS=serving %s on port %d", set.store_dir,
+			       braid_mds_port(mds, 0))) < 0)
+		fprintf(stderr, "braid-mds: NOTIFY_SOCKET: %s\n", strerror(-rc));
 	int sig = 0;
 	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+		nfsd_notify("RELOADING=1");
 		if (braid_mds_exports_reload(mds, msg, sizeof(msg)))
 			fprintf(stderr, "braid-mds: exports not reloaded: %s\n", msg);
 		else
 			fprintf(stderr, "braid-mds: exports reloaded\n");
+		nfsd_notify("READY=1");
 	}
+	nfsd_notify("STOPPING=1");
 	fprintf(stderr, "braid-mds: signal %d, stopping\n", sig);
 	braid_mds_stop(mds);
 	return 0;

@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "mds/mds_impl.h"
+#include "nfsd/metrics.h"
 
 static const char *const data_io_modes[] = { "proxy", "refuse", NULL };
+static const char *const layout_modes[] = { "whole", "segments", "striped", NULL };
 
 #define S(m) CONF_AT(struct mds_settings, m)
 const struct conf_schema mds_conf_schema[] = {
@@ -55,6 +57,30 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "ds_timeout", CONF_DURATION, .min = 2000, .max = 3600000, .def = "20s",
 	  S(ds_timeout_ms),
 	  .desc = "A data server silent this long is down: new files go elsewhere." },
+	{ "mds", NULL, "layout", CONF_ENUM, .values = layout_modes, .def = "whole", S(layout),
+	  .desc = "Where new files' bytes go, unless a directory says otherwise: whole (each "
+		  "file on one data server, files spread by free space), segments (a grid of "
+		  "segments round-robin over a set of data servers) or striped (RFC 8435 "
+		  "stripes, for Linux 6.18 and later clients)." },
+	{ "mds", NULL, "layout_segment_size", CONF_SIZE, .min = 1 << 20, .max = 1ll << 46,
+	  .def = "16M", S(layout_segment_size),
+	  .desc = "layout = segments: bytes per segment, a power of two." },
+	{ "mds", NULL, "layout_width", CONF_INT, .min = 0, .max = 15, .def = "0",
+	  S(layout_width),
+	  .desc = "layout = segments or striped: data servers per file; 0: every one up "
+		  "(at most 15)." },
+	{ "mds", NULL, "layout_mirrors", CONF_INT, .min = 1, .max = 8, .def = "1",
+	  S(layout_mirrors),
+	  .desc = "Copies of each file's data, on distinct data servers (clients write all, "
+		  "read one)." },
+	{ "mds", NULL, "layout_stripes", CONF_INT, .min = 2, .max = 16, .def = "2",
+	  S(layout_stripes), .desc = "layout = striped: data servers per mirror." },
+	{ "mds", NULL, "layout_stripe_unit", CONF_SIZE, .min = 4096, .max = 1 << 30,
+	  .def = "1M", S(layout_stripe_unit),
+	  .desc = "layout = striped: bytes per stripe unit, a power of two." },
+	{ "mds", NULL, "metrics_listen", CONF_ADDRS, S(metrics_listen),
+	  .desc = "Addresses to serve Prometheus metrics on, over HTTP (GET /metrics); "
+		  "none: no metrics server." },
 	{ 0 }
 };
 #undef S
@@ -329,6 +355,11 @@ static int exports_build(struct braid_mds *mds, struct mds_exports **out, char *
 		}
 		x->n++;
 	}
+	/* layout= options: checked, then set on the export roots (op_layout.c) */
+	if ((rc = mds_layout_exports_apply(mds, x, msg, msglen))) {
+		exports_snapshot_free(x);
+		return rc;
+	}
 	*out = x;
 	return 0;
 }
@@ -570,7 +601,7 @@ uint32_t mds_access(const struct mds_cred *cred, const struct mds_attr *attr, ui
 static int op_table_build(struct braid_mds *mds, char *msg, size_t msglen)
 {
 	const struct mds_opdef *groups[] = { mds_ops_attr, mds_ops_dir, mds_ops_state,
-					     mds_ops_io };
+					     mds_ops_io, mds_ops_layout };
 	for (unsigned g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
 		for (const struct mds_opdef *d = groups[g]; d->op; d++) {
 			if (d->op > OP_REMOVEXATTR || mds->ops[d->op].fn) {
@@ -642,8 +673,14 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	if ((rc = op_table_build(mds, msg, msglen)))
 		goto fail;
 
+	if (!(mds->metrics = nfsd_metrics_new())) {
+		rc = -ENOMEM;
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
 	struct nfsd_server_opts o;
 	nfsd_server_opts_default(&o);
+	o.metrics = mds->metrics;
 	o.nloops = (unsigned)set->loops;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	o.nworkers = set->workers ? (unsigned)set->workers : (unsigned)(ncpu > 0 ? ncpu : 1) * 32;
@@ -665,7 +702,8 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		goto fail;
 	}
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
-	    (rc = mds_mount_init(mds, msg, msglen)))
+	    (rc = mds_layout_init(mds, msg, msglen)) || (rc = mds_mount_init(mds, msg, msglen)) ||
+	    (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
 
 	struct nfs41_server_opts no = {
@@ -682,6 +720,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		.priv = mds,
 		.client_expired = mds_state_client_expired,
 		.client_has_state = mds_state_client_has_state,
+		.metrics = mds->metrics,
 	};
 	if (!(mds->v41 = nfs41_server_new(&no, &rc))) {
 		snprintf(msg, msglen, "NFSv4.1 service: %s", strerror(-rc));
@@ -695,12 +734,18 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	const struct nfsd_program *mp = mds_mount_program(mds);
 	if (mp && (rc = nfsd_server_add_program(mds->srv, mp)))
 		goto fail_prog;
+	if ((rc = nfsd_server_add_program(mds->srv, mds_admin_program(mds))))
+		goto fail_prog;
 	if ((rc = listen_all(mds, msg, msglen)))
 		goto fail;
 	if ((rc = nfsd_server_start(mds->srv))) {
 		snprintf(msg, msglen, "RPC server start: %s", strerror(-rc));
 		goto fail;
 	}
+	if (set->metrics_listen.n &&
+	    (rc = nfsd_metrics_http_start(mds->metrics, set->metrics_listen.addr,
+					  set->metrics_listen.n, &mds->metrics_http, msg, msglen)))
+		goto fail;
 	mds_mount_rpcbind_set(mds);
 	*out = mds;
 	return 0;
@@ -715,14 +760,18 @@ void braid_mds_stop(struct braid_mds *mds)
 {
 	if (!mds)
 		return;
+	nfsd_metrics_http_stop(mds->metrics_http); /* no render runs a collector past here */
 	if (mds->srv && mds->nports)
 		mds_mount_rpcbind_unset(mds);
+	mds_layout_stop(mds); /* its thread calls clients back and data servers */
 	if (mds->srv)
 		nfsd_server_free(mds->srv);
 	if (mds->v41)
 		nfs41_server_free(mds->v41);
+	mds_admin_release(mds);
 	mds_mount_release(mds);
 	mds_dsreg_release(mds);
+	mds_layout_release(mds); /* after dsreg's thread, which asks it */
 	mds_state_release(mds);
 	mds_cb_release(mds);
 	braid_auth_free(mds->auth);
@@ -730,6 +779,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	if (mds->store)
 		mds_store_close(mds->store);
 	pthread_mutex_destroy(&mds->ex_mu);
+	nfsd_metrics_free(mds->metrics);
 	memset(&mds->key, 0, sizeof(mds->key));
 	free(mds);
 }
@@ -742,6 +792,11 @@ int braid_mds_port(const struct braid_mds *mds, unsigned idx)
 unsigned braid_mds_nports(const struct braid_mds *mds)
 {
 	return mds->nports;
+}
+
+int braid_mds_metrics_port(const struct braid_mds *mds, unsigned idx)
+{
+	return nfsd_metrics_http_port(mds->metrics_http, idx);
 }
 
 struct mds_store *braid_mds_store(struct braid_mds *mds)

@@ -34,6 +34,14 @@ struct mds_settings {
 	int data_io;		       /* enum mds_data_io */
 	uint64_t heartbeat_ms;	       /* interval asked of data servers */
 	uint64_t ds_timeout_ms;	       /* no heartbeat this long: DS is down */
+	/* the layout policy of files no directory gives one (layout/policy.h) */
+	int layout;		       /* enum layout_mode - 1: whole, segments, striped */
+	uint64_t layout_segment_size;  /* segments: the grid */
+	int64_t layout_width;	       /* data servers per file; 0: all (at most 15) */
+	int64_t layout_mirrors;	       /* copies on distinct data servers */
+	int64_t layout_stripes;	       /* striped: data servers per mirror */
+	uint64_t layout_stripe_unit;   /* striped: bytes per stripe unit */
+	struct conf_addrs metrics_listen; /* GET /metrics (Prometheus); n == 0: off */
 };
 
 extern const struct conf_schema mds_conf_schema[];
@@ -54,6 +62,8 @@ void braid_mds_stop(struct braid_mds *mds);
 /* The port actually bound for listen address idx (port 0 picks one); -1 past the end. */
 int braid_mds_port(const struct braid_mds *mds, unsigned idx);
 unsigned braid_mds_nports(const struct braid_mds *mds);
+/* The port bound for [mds] metrics_listen address idx; -1 when off or past the end. */
+int braid_mds_metrics_port(const struct braid_mds *mds, unsigned idx);
 
 /* Re-read the exports file (SIGHUP, braidctl exports reload).  On error the
  * old exports stay in force and msg says why. */

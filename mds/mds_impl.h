@@ -15,6 +15,11 @@
  *   dsreg.c     data servers: REGISTER/HEARTBEAT service, placement, objects
  *   mount.c     MOUNT v3 and rpcbind registration
  *   callback.c  CB_NULL and CB_COMPOUND over the clients' back channels
+ *   admin.c     braidctl's protocol (nfsd/xdr/braid_admin.x) and the
+ *               MDS's metrics collectors
+ *   op_layout.c LAYOUTGET LAYOUTCOMMIT LAYOUTRETURN GETDEVICEINFO
+ *               GETDEVICELIST LAYOUTSTATS LAYOUTERROR; layout state, recalls,
+ *               fencing (policies: layout/policy.c)
  *
  * Error domains: below the protocol line 0 / -errno; op handlers return
  * nfsstat4, converting with mds_nfs4_status() (one table).
@@ -30,6 +35,7 @@
 #include "nfs4_prot.h"
 
 #include "mds/mds.h"
+#include "layout/policy.h"
 #include "mds/store.h"
 #include "nfsd/auth_braid.h"
 #include "nfsd/exports.h"
@@ -41,6 +47,10 @@ struct mds_state; /* op_state.c */
 struct mds_dsreg; /* dsreg.c */
 struct mds_mount; /* mount.c */
 struct mds_cb;    /* callback.c */
+struct mds_layout; /* op_layout.c */
+struct mds_admin;  /* admin.c */
+struct nfsd_metrics;
+struct nfsd_metrics_http;
 
 /*
  * Exports, resolved against the namespace.  A snapshot is immutable once
@@ -104,6 +114,12 @@ struct braid_mds {
 	struct mds_dsreg *dsreg;
 	struct mds_mount *mount;
 	struct mds_cb *cb;
+	struct mds_layout *layout;
+	struct mds_admin *admin;
+	/* the registry every module may add series to (nfsd/metrics.h); served
+	 * at [mds] metrics_listen by metrics_http (NULL when off) */
+	struct nfsd_metrics *metrics;
+	struct nfsd_metrics_http *metrics_http;
 
 	struct nfs41_op ops[OP_REMOVEXATTR + 1]; /* assembled from the group tables */
 	struct nfsd_program nfs_prog;	 /* 100003: v4 from nfs41 */
@@ -130,7 +146,8 @@ struct mds_opdef {
 	uint32_t op; /* nfs_opnum4; 0 ends a table */
 	struct nfs41_op row;
 };
-extern const struct mds_opdef mds_ops_attr[], mds_ops_dir[], mds_ops_state[], mds_ops_io[];
+extern const struct mds_opdef mds_ops_attr[], mds_ops_dir[], mds_ops_state[], mds_ops_io[],
+    mds_ops_layout[];
 
 /* -errno (store, control calls) -> nfsstat4, RFC 8881 §15.  One table. */
 nfsstat4 mds_nfs4_status(int err);
@@ -250,6 +267,10 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
 /* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
 bool mds_state_in_grace(struct braid_mds *mds);
+/* Open and lock stateids a client holds (braidctl clients): 0, or -ENOENT
+ * when it holds no state. */
+int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *opens,
+			    unsigned *locks);
 
 /*
  * Data servers (dsreg.c) and file data (op_io.c).
@@ -291,6 +312,7 @@ struct mds_ds_info {
 	char hostname[256];
 	bool registered; /* has REGISTERed since this MDS started */
 	bool up;	 /* registered and heard from within [mds] ds_timeout */
+	bool drained;	 /* by the administrator (mds_dsreg_drain): placement skips it */
 	uint32_t health; /* BRAID_CTL_HEALTH_* of the last HEARTBEAT */
 	uint64_t capacity, free, objects;
 	uint64_t since_heartbeat_ms; /* since the last REGISTER or HEARTBEAT */
@@ -305,6 +327,18 @@ struct mds_ds_info {
 unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned max);
 /* One of them: 0, or -ENOENT. */
 int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out);
+/*
+ * braidctl ds drain / ds add: placement stops (drain) or resumes choosing
+ * the data server for new objects; recorded in the bindings file before
+ * returning.  0, -ENOENT, or the -errno of the write (nothing changed).
+ */
+int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain);
+/*
+ * braidctl ds remove: forget the data server: its id is never given again
+ * and, should its uuid register anew, it gets a new id.  The caller checks
+ * that no file needs it (mds_layout_scan).  0, -ENOENT, -errno of the write.
+ */
+int mds_dsreg_forget(struct braid_mds *mds, uint32_t id);
 /*
  * Placement: a data server for a new object, chosen at random among those
  * up and not draining or read-only, weighted by free space (those low on
@@ -335,24 +369,152 @@ void mds_ds_conn_put(struct mds_ds_conn *dc);
  * File objects.  A regular file's object on a data server is named by
  * (mds_attr.objkey, mds_attr.generation) and owned by the file's fence
  * uid/gid (RFC 8435 §2.2, loosely coupled); its handle is
- * ds_fh_make(&mds->key, id).  Objects are made lazily, at the first WRITE,
- * size-extending SETATTR or ALLOCATE, and recorded as layout segment 0.
+ * ds_fh_make(&mds->key, id).  One object per (file, data server) holds
+ * the file's bytes at the file's own offsets (sparse), whatever the
+ * layout policy (layout/policy.h).  Objects are made lazily, when a
+ * segment is first laid out (a WRITE, LAYOUTGET, size-extending SETATTR
+ * or ALLOCATE reaching it).
+ *
+ * The maps, in the store's layouts table (keys under the inode):
+ *   segment n < MDS_LAYOUT_REC: the data servers of grid segment n, mirror
+ *     by mirror (layout_ds_slot); flags 0.
+ *   MDS_LAYOUT_REC, the file's record: flags = layout_policy_encode() of
+ *     its policy; ds[0] = its fence epoch; ds[1..] = its set of data
+ *     servers, in placement order, bit MDS_LAYOUT_CREATED set once the
+ *     object there is known to exist.  A file with segment 0 and no record
+ *     is whole-file on segment 0's data servers, fence epoch 0.
+ *   On a directory, MDS_LAYOUT_REC holds the policy new files below it
+ *     take (ds[0] = 0, nds = 1): see mds_layout_policy_set().
  */
+#define MDS_LAYOUT_REC	   (UINT64_MAX - 1)
+#define MDS_LAYOUT_CREATED 0x80000000u
 struct ds_objid;
 void mds_data_objid(const struct mds_attr *a, struct ds_objid *id);
-/* The synthetic uid/gid a file's objects are created with and the MDS's own
- * I/O uses: derived from the object key, in [2^30, 2^31). */
+/* The synthetic uid/gid of a file's objects under fence epoch 'epoch':
+ * derived from the object key, in [2^30, 2^31); a new epoch is a fresh
+ * pair (mds_data_fence_new).  mds_data_fence() is epoch 0's. */
+void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid);
 void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid);
+
+/* What the store says of a file's layout. */
+struct mds_file_map {
+	struct layout_policy pol; /* recorded, legacy, or [mds]'s default */
+	bool recorded;		  /* the MDS_LAYOUT_REC record exists */
+	bool laid_out;		  /* it has a set (and maybe segments) */
+	uint32_t epoch;		  /* fence epoch */
+	unsigned nset;
+	uint32_t set[LAYOUT_SET_MAX]; /* with MDS_LAYOUT_CREATED bits */
+};
+int mds_data_map(struct braid_mds *mds, uint64_t ino, struct mds_file_map *m);
 /*
- * Segment 0's map of a's file into *seg.  -ENOENT when it has no object yet
- * and !create; with create, places and creates one (serialized per inode).
- * -EAGAIN: no data server up; -ESTALE: the inode is gone.
+ * Segment n's map of a's file into *seg (and the file's map into *map).
+ * -ENOENT when it is not laid out and !create; with create, places it
+ * (never on a data server in avoid[0..navoid)) and makes its objects,
+ * serialized per inode.  -EAGAIN: not enough data servers up; -ESTALE:
+ * the inode is gone; -EINVAL: n past a one-segment policy.
  */
+int mds_data_segment(struct braid_mds *mds, const struct mds_attr *a, uint64_t n, bool create,
+		     const uint32_t *avoid, unsigned navoid, struct mds_file_map *map,
+		     struct mds_layout_seg *seg);
+/* Segment 0 (whole-file policies: the file's only segment). */
 int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
 		    struct mds_layout_seg *seg);
 /* The object of a's file on data server ds_id is missing (crash between
  * recording and creating it): create it again if the inode lives. */
 int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
+/* Every data server holding a segment of ino: how many (at most max), or -errno. */
+int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);
+/*
+ * Fencing (RFC 8435 §2.2): a new epoch, recorded, then SETFENCE of its
+ * pair on every data server of the file, so I/O with the old pair fails
+ * with ACCESS.  -EAGAIN when a data server could not be reached (the
+ * caller retries with mds_data_fence_apply, which sets the current pair).
+ */
+int mds_data_fence_new(struct braid_mds *mds, const struct mds_attr *a, uint32_t *epoch);
+int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a);
+
+/*
+ * Layouts (op_layout.c): LAYOUTGET, LAYOUTCOMMIT, LAYOUTRETURN,
+ * GETDEVICEINFO, GETDEVICELIST, LAYOUTSTATS, LAYOUTERROR (RFC 8881 §12,
+ * RFC 8435, RFC 7862 §15.6-15.7); layout state, recalls, fencing.
+ */
+int mds_layout_init(struct braid_mds *mds, char *msg, size_t msglen);
+/* Stop the background thread (before the RPC server goes). */
+void mds_layout_stop(struct braid_mds *mds);
+void mds_layout_release(struct braid_mds *mds);
+/* The policy of a file created where no directory names one ([mds] layout...). */
+void mds_layout_policy_default(struct braid_mds *mds, struct layout_policy *p);
+/*
+ * A directory's policy, taken by the files created below it (the nearest
+ * directory with one wins; an export's root directory gives the export's).
+ * p NULL removes it.  0, -ENOTDIR, -ESTALE, -EINVAL (a bad policy).
+ */
+int mds_layout_policy_set(struct braid_mds *mds, uint64_t dir, const struct layout_policy *p);
+/* The policy a file created in dir takes: 0 and *p, or -ENOENT (the default). */
+int mds_layout_policy_inherited(struct braid_mds *mds, uint64_t dir, struct layout_policy *p);
+/*
+ * Exports with a layout= option (braid-exports(5)): checked (every client
+ * entry of an export that gives one gives the same; it parses as a policy,
+ * ':' standing for ','), then set as the policy of each such export's root
+ * directory.  Exports without one leave their root's policy as it is.
+ * 0, or -EINVAL with "file:line: why" in msg (nothing set then).
+ */
+int mds_layout_exports_apply(struct braid_mds *mds, const struct mds_exports *x, char *msg,
+			     size_t msglen);
+/* OPEN created ino in dir: it takes dir's inherited policy (op_state.c). */
+void mds_layout_file_created(struct braid_mds *mds, uint64_t dir, uint64_t ino);
+/* The client ID ended (op_state.c's client_expired): its layouts go, and
+ * files it held RW layouts of are fenced. */
+void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid);
+/* Does the client hold layouts (DESTROY_CLIENTID: CLIENTID_BUSY)? */
+bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
+/*
+ * mds_data_release: true while clients hold layouts of ino; they are
+ * recalled (fenced when not returned within a lease) and the release runs
+ * again afterwards.
+ */
+bool mds_layout_release_hold(struct braid_mds *mds, uint64_t ino);
+/*
+ * CB_LAYOUTRECALL of every layout of a file, or every layout a client
+ * holds (braidctl).  Returns at once: the recall proceeds in the
+ * background; layouts not returned within a lease are revoked and the
+ * file fenced.  0, or -ENOENT when there was nothing to recall.
+ */
+int mds_layout_recall_file(struct braid_mds *mds, uint64_t ino);
+int mds_layout_recall_client(struct braid_mds *mds, uint64_t clientid);
+
+/* TEST_STATEID and FREE_STATEID (op_state.c) of what op_state.c does not
+ * know: a layout stateid of this client is NFS4_OK (or _OLD_STATEID),
+ * anything else NFS4ERR_BAD_STATEID; FREE_STATEID of one still holding
+ * layouts is NFS4ERR_LOCKS_HELD (RFC 8881 §18.38.3). */
+nfsstat4 mds_layout_sid_test(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
+nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
+
+/* Counters from LAYOUTRETURN (ff_layoutreturn4), LAYOUTERROR and LAYOUTSTATS. */
+struct mds_layout_counters {
+	uint64_t layoutgets, layoutreturns, recalls, revoked;
+	uint64_t ioerrors;    /* device errors reported */
+	uint64_t ioerr_access; /* of which NFS4ERR_ACCESS (fenced) */
+	uint64_t read_ops, read_bytes, write_ops, write_bytes;
+};
+/* 0 and *out, or -ENOENT (no such client holding layout state). */
+int mds_layout_counters_client(struct braid_mds *mds, uint64_t clientid,
+			       struct mds_layout_counters *out);
+/* Per data server (any id: zeros when nothing was reported). */
+void mds_layout_counters_ds(struct braid_mds *mds, uint32_t ds_id,
+			    struct mds_layout_counters *out);
+
+/*
+ * Administration (admin.c): the braid_admin.x program braidctl calls (only
+ * AUTH_BRAID callers: holders of the cluster key), and collectors that put
+ * data servers, clients and layouts in the metrics.
+ */
+int mds_admin_init(struct braid_mds *mds, char *msg, size_t msglen);
+void mds_admin_release(struct braid_mds *mds);
+const struct nfsd_program *mds_admin_program(struct braid_mds *mds);
+/* A layout recall ended after ns: returned by the client, or revoked
+ * (braid_mds_layout_recall_duration_seconds; op_layout.c calls it). */
+void mds_metrics_recall_done(struct braid_mds *mds, uint64_t ns, bool revoked);
 
 int mds_mount_init(struct braid_mds *mds, char *msg, size_t msglen);
 void mds_mount_release(struct braid_mds *mds);

@@ -19,23 +19,31 @@
  * replies, stable or not; so COMMIT only has the data servers to flush.
  *
  * Write verifiers are the data servers' (a data server restart changes its
- * verifier, so clients resend what they had not committed): the one data
- * server's when the segment has one, else a hash of all of them; a file
- * with no object yet answers with a verifier of this MDS instance.
+ * verifier, so clients resend what they had not committed): for a file on
+ * one data server, its verifier; for a file on several, a hash of every
+ * one's (the same for WRITE and COMMIT, so a client never sees them
+ * differ while no data server restarts); a file with no object yet
+ * answers with a verifier of this MDS instance.
  *
  * Errors: a data server that is down, unreachable or times out is
  * NFS4ERR_DELAY, never a hang (calls time out, see dsreg.c); an object on a
- * data server without NFSv3 cannot be proxied: NFS4ERR_PNFS_NO_LAYOUT.
+ * data server without NFSv3 cannot be proxied: NFS4ERR_PNFS_NO_LAYOUT.  A
+ * data server refusing our uid/gid (NFS3ERR_ACCES) means the file was
+ * fenced meanwhile, or a SETFENCE missed that data server: the pair is read
+ * again, or set again, and the call retried once.
  *
- * Mirrors: writes go to every data server of the segment, reads to the
- * first that answers.  Only segment 0 is used: the data path follows the
- * layout layer's segment grid once there is one.
+ * The file's layout (layout/policy.h) is followed: a request is cut where
+ * a segment (or, striped, a stripe unit) ends, and each piece goes to the
+ * data server holding it, one per mirror.  Writes go to every mirror,
+ * reads to the first that answers.  A segment not laid out reads as zeros
+ * and is laid out by the first write reaching it.
  */
 #include "config.h"
 
 #include "nfs3_prot.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dataserver/ctl.h"
@@ -44,25 +52,45 @@
 
 #define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */
 
-/* A file's object, as the MDS calls it. */
+/* A file's objects, as the MDS calls them. */
 struct obj {
 	struct braid_mds *mds;
 	const struct mds_attr *a;
-	struct mds_layout_seg seg;
+	struct mds_file_map map;
 	struct ds_objid id;
 	uint8_t fh[DS_FH_SIZE];
 	uint32_t uid, gid; /* the fence: AUTH_SYS of our NFSv3 calls */
 };
 
-static void obj_init(struct obj *o, struct braid_mds *mds, const struct mds_attr *a,
-		     const struct mds_layout_seg *seg)
+static int obj_init(struct obj *o, struct braid_mds *mds, const struct mds_attr *a)
 {
 	o->mds = mds;
 	o->a = a;
-	o->seg = *seg;
 	mds_data_objid(a, &o->id);
 	ds_fh_make(&mds->key, &o->id, o->fh);
-	mds_data_fence(a, &o->uid, &o->gid);
+	int rc = mds_data_map(mds, a->ino, &o->map);
+	mds_data_fence_epoch(a, o->map.epoch, &o->uid, &o->gid);
+	return rc;
+}
+
+/*
+ * A data server refused our pair (NFS3ERR_ACCES): the file was fenced
+ * since we read its map (take the new pair), or a SETFENCE missed that
+ * data server (set the pair again).  0: worth one more try.
+ */
+static int obj_refence(struct obj *o)
+{
+	struct mds_file_map m;
+	int rc = mds_data_map(o->mds, o->a->ino, &m);
+	if (rc)
+		return rc;
+	if (m.epoch != o->map.epoch) {
+		o->map.epoch = m.epoch;
+		mds_data_fence_epoch(o->a, m.epoch, &o->uid, &o->gid);
+		return 0;
+	}
+	rc = mds_data_fence_apply(o->mds, o->a);
+	return rc == -EAGAIN ? -EACCES : rc;
 }
 
 /* The verifier of a write or commit to a file with no object. */
@@ -72,22 +100,71 @@ static void mds_verf(const struct braid_mds *mds, uint8_t v[8])
 		v[i] = (uint8_t)(mds->boot_sec >> (56 - 8 * i));
 }
 
-/* One verifier for the segment's data servers (see the top). */
-static void verf_merge(const struct obj *o, const uint8_t (*v)[8], uint8_t out[8])
+/* Verifiers data servers answered during one request. */
+struct verfs {
+	unsigned n;
+	uint32_t id[MDS_LAYOUT_MAX_DS * 4];
+	uint8_t v[MDS_LAYOUT_MAX_DS * 4][8];
+};
+
+static void verfs_note(struct verfs *vs, uint32_t id, const uint8_t v[8])
 {
-	if (o->seg.nds == 1) {
-		memcpy(out, v[0], 8);
+	unsigned i = 0;
+	while (i < vs->n && vs->id[i] != id)
+		i++;
+	if (i == vs->n) {
+		if (vs->n == sizeof(vs->id) / sizeof(vs->id[0]))
+			return;
+		vs->id[vs->n++] = id;
+	}
+	memcpy(vs->v[i], v, 8);
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The file's verifier (see the top): over every data server holding a
+ * segment of it, each one's as answered now, else as it registered.
+ */
+static void file_verf(const struct obj *o, const struct verfs *vs, uint8_t out[8])
+{
+	uint32_t ids[64];
+	int n = mds_data_ds_list(o->mds, o->a->ino, ids, 64);
+	if (n <= 0) {
+		/* no list (an error): what answered is all we know */
+		n = (int)vs->n;
+		memcpy(ids, vs->id, vs->n * sizeof(ids[0]));
+	}
+	if (n == 0) {
+		mds_verf(o->mds, out);
 		return;
 	}
-	static const struct siphash_key k = {{0x6272616964766572ULL, 0x662d6d6972726f72ULL}};
-	uint8_t b[MDS_LAYOUT_MAX_DS * 12];
-	size_t n = 0;
-	for (uint32_t i = 0; i < o->seg.nds; i++) {
-		xdr_put32(b + n, o->seg.ds[i]);
-		memcpy(b + n + 4, v[i], 8);
-		n += 12;
+	qsort(ids, (size_t)n, sizeof(ids[0]), u32_cmp);
+	uint8_t b[64 * 12];
+	for (int k = 0; k < n; k++) {
+		const uint8_t *v = NULL;
+		for (unsigned i = 0; i < vs->n && !v; i++)
+			if (vs->id[i] == ids[k])
+				v = vs->v[i];
+		struct mds_ds_info info;
+		if (!v && !mds_dsreg_get(o->mds, ids[k], &info))
+			v = info.boot_verifier;
+		xdr_put32(b + 12 * k, ids[k]);
+		if (v)
+			memcpy(b + 12 * k + 4, v, 8);
+		else
+			memset(b + 12 * k + 4, 0, 8);
+		if (n == 1) {
+			memcpy(out, b + 4, 8);
+			return;
+		}
 	}
-	uint64_t h = siphash24(&k, b, n);
+	static const struct siphash_key k = {{0x6272616964766572ULL, 0x662d6d6972726f72ULL}};
+	uint64_t h = siphash24(&k, b, (size_t)n * 12);
 	for (int i = 0; i < 8; i++)
 		out[i] = (uint8_t)(h >> (56 - 8 * i));
 }
@@ -103,6 +180,8 @@ static int nfs3_errno(nfsstat3 s)
 	case NFS3ERR_BADHANDLE:
 	case NFS3ERR_NOENT:
 		return -ESTALE; /* the object is missing */
+	case NFS3ERR_ACCES:
+		return -EACCES; /* not our fence pair (any more) */
 	case NFS3ERR_NOSPC:
 		return -ENOSPC;
 	case NFS3ERR_DQUOT:
@@ -210,42 +289,57 @@ static int ds_commit(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, 
 
 /* ------------------------------------------------------------- the data path */
 
-/* Connections to every data server of the segment; all or none. */
-static int conns_get(const struct obj *o, struct mds_ds_conn **dc)
+/* A connection to a data server we proxy to over NFSv3. */
+static int conn_get(struct obj *o, uint32_t id, struct mds_ds_conn **dc)
 {
-	for (uint32_t k = 0; k < o->seg.nds; k++) {
-		int rc;
-		if (!(dc[k] = mds_ds_conn_get(o->mds, o->seg.ds[k], &rc))) {
-			while (k--)
-				mds_ds_conn_put(dc[k]);
-			return rc;
-		}
-		if (!dc[k]->wsize3) {
-			for (uint32_t j = 0; j <= k; j++)
-				mds_ds_conn_put(dc[j]);
-			return -ENOTSUP;
-		}
+	int rc;
+	if (!(*dc = mds_ds_conn_get(o->mds, id, &rc)))
+		return rc;
+	if (!(*dc)->wsize3) {
+		mds_ds_conn_put(*dc);
+		*dc = NULL;
+		return -ENOTSUP;
 	}
 	return 0;
 }
 
-static void conns_put(const struct obj *o, struct mds_ds_conn **dc)
+/* Segment n of the file into *seg (laid out when create), cached in *cur. */
+static int seg_of(struct obj *o, uint64_t n, bool create, struct mds_layout_seg *seg, uint64_t *cur)
 {
-	for (uint32_t k = 0; k < o->seg.nds; k++)
-		mds_ds_conn_put(dc[k]);
+	if (*cur == n)
+		return 0;
+	int rc;
+	if (create) {
+		struct mds_file_map m;
+		rc = mds_data_segment(o->mds, o->a, n, true, NULL, 0, &m, seg);
+		if (!rc)
+			o->map.laid_out = true;
+	} else {
+		rc = mds_layout_get(o->mds->store, o->a->ino, n, seg);
+	}
+	*cur = rc ? UINT64_MAX : n;
+	return rc;
+}
+
+/* Mirrors of a segment as recorded (a short legacy record has fewer). */
+static unsigned seg_mirrors(const struct obj *o, const struct mds_layout_seg *seg)
+{
+	unsigned m = seg->nds / o->map.pol.stripes;
+	return m < o->map.pol.mirrors ? m : o->map.pol.mirrors;
 }
 
 /*
- * [off, off + want) of the object from one data server, in rsize pieces,
- * into arena memory: *out is want bytes (zeros past the object's end) and
- * *ndata how many came from the object.
+ * [off, off + want) of the object from one data server, in rsize pieces:
+ * into dst when given, else into arena memory (the reply's, referenced
+ * without a copy when one call covers it).  *out is want bytes (zeros
+ * past the object's end) and *ndata how many came from the object.
  */
 static int read_from(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, uint32_t want,
-		     struct xdr_arena *ar, xdr_opaque *out, uint32_t *ndata)
+		     struct xdr_arena *ar, uint8_t *dst, xdr_opaque *out, uint32_t *ndata)
 {
 	if (!dc->rsize3)
 		return -ENOTSUP;
-	uint8_t *buf = NULL;
+	uint8_t *buf = dst;
 	uint32_t done = 0;
 	bool eof = false;
 	while (done < want && !eof) {
@@ -280,44 +374,86 @@ static int read_from(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, 
 			break;
 		done += d.len;
 	}
+	if (dst && done < want)
+		memset(dst + done, 0, want - done);
 	*out = xdr_opaque_of(buf, want);
 	*ndata = done;
 	return 0;
+}
+
+/* One piece (one data server per mirror) from the first mirror that answers. */
+static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t off, uint32_t want,
+		      struct xdr_arena *ar, uint8_t *dst, xdr_opaque *out, uint32_t *ndata)
+{
+	int rc = -EAGAIN;
+	bool refenced = false;
+	unsigned nm = seg_mirrors(o, seg);
+	for (unsigned m = 0; m < nm; m++) {
+		struct mds_ds_conn *dc =
+		    mds_ds_conn_get(o->mds, seg->ds[layout_ds_slot(&o->map.pol, m, off)], &rc);
+		if (!dc)
+			continue;
+		rc = read_from(o, dc, off, want, ar, dst, out, ndata);
+		if (rc == -EACCES && !refenced) {
+			refenced = true;
+			if (!(rc = obj_refence(o)))
+				rc = read_from(o, dc, off, want, ar, dst, out, ndata);
+		}
+		mds_ds_conn_put(dc);
+		/* a mirror that cannot answer, or failed its checksums, sends
+		 * us to the next */
+		if (rc != -EAGAIN && rc != -ENOTSUP && rc != -EIO)
+			break;
+	}
+	return rc;
 }
 
 /* [off, off + want) of a's file (want > 0, within the size), as read_from. */
 static int data_read(struct braid_mds *mds, const struct mds_attr *a, uint64_t off, uint32_t want,
 		     struct xdr_arena *ar, xdr_opaque *out, uint32_t *ndata)
 {
-	struct mds_layout_seg seg;
+	struct obj o;
 	*ndata = 0;
-	int rc = mds_data_object(mds, a, false, &seg);
-	if (!rc) {
-		struct obj o;
-		obj_init(&o, mds, a, &seg);
-		rc = -EAGAIN;
-		for (uint32_t k = 0; k < seg.nds; k++) {
-			struct mds_ds_conn *dc = mds_ds_conn_get(mds, seg.ds[k], &rc);
-			if (!dc)
-				continue;
-			rc = read_from(&o, dc, off, want, ar, out, ndata);
-			mds_ds_conn_put(dc);
-			/* a mirror that cannot answer, or failed its checksums, sends
-			 * us to the next */
-			if (rc != -EAGAIN && rc != -ENOTSUP && rc != -EIO)
+	int rc = obj_init(&o, mds, a);
+	if (rc)
+		return rc;
+	uint64_t end = off + want, cur = UINT64_MAX;
+	/* one piece: possibly without a copy; else pieces gathered in buf */
+	bool one = !o.map.laid_out || layout_piece_end(&o.map.pol, off) >= end;
+	uint8_t *buf = one ? NULL : xdr_arena_alloc(ar, want);
+	if (!one && !buf)
+		return -ENOMEM;
+	for (uint64_t p = off; o.map.laid_out && p < end;) {
+		uint64_t pe = layout_piece_end(&o.map.pol, p);
+		pe = pe < end ? pe : end;
+		struct mds_layout_seg seg;
+		rc = seg_of(&o, layout_seg_index(&o.map.pol, p), false, &seg, &cur);
+		uint32_t got = 0;
+		xdr_opaque d;
+		if (!rc)
+			rc = piece_read(&o, &seg, p, (uint32_t)(pe - p), ar,
+					buf ? buf + (p - off) : NULL, &d, &got);
+		if (rc == -ENOENT || rc == -ESTALE) {
+			/* no segment (yet), or its object is missing: zeros */
+			rc = 0;
+			got = 0;
+			if (one)
 				break;
+		} else if (rc) {
+			return rc;
+		} else if (one) {
+			*out = d;
+			*ndata = got;
+			return 0;
 		}
+		if (got)
+			*ndata = (uint32_t)(p - off) + got;
+		p = pe;
 	}
-	if (rc == -ENOENT || rc == -ESTALE) {
-		/* no object (yet), or it is missing: zeros */
-		uint8_t *z = xdr_arena_alloc(ar, want);
-		if (!z)
-			return -ENOMEM;
-		*out = xdr_opaque_of(z, want);
-		*ndata = 0;
-		rc = 0;
-	}
-	return rc;
+	if (one && !(buf = xdr_arena_alloc(ar, want)))
+		return -ENOMEM;
+	*out = xdr_opaque_of(buf, want); /* arena memory is zeroed */
+	return 0;
 }
 
 struct wres {
@@ -326,86 +462,115 @@ struct wres {
 	uint8_t verf[8];
 };
 
-/* Writes p to every data server of the file's segment (made if need be). */
+/* [off, off + len) of one piece to one data server, in wsize pieces. */
+static int write_to(struct obj *o, uint32_t id, uint64_t off, const uint8_t *p, uint32_t len,
+		    uint32_t stable, uint32_t *count, uint32_t *committed, struct verfs *vs)
+{
+	struct mds_ds_conn *dc;
+	int rc = conn_get(o, id, &dc);
+	if (rc)
+		return rc;
+	bool repaired = false, refenced = false;
+	uint32_t done = 0;
+	uint8_t v[8];
+	while (!rc && done < len) {
+		uint32_t n = len - done < dc->wsize3 ? len - done : dc->wsize3, cnt, cm;
+		rc = ds_write(o, dc, off + done, p + done, n, stable, &cnt, &cm, v);
+		if (rc == -ESTALE && !repaired) {
+			/* the map was recorded but the object is missing */
+			repaired = true;
+			if (!(rc = mds_data_object_repair(o->mds, o->a, id)))
+				rc = ds_write(o, dc, off + done, p + done, n, stable, &cnt, &cm, v);
+		}
+		if (rc == -EACCES && !refenced) {
+			refenced = true;
+			if (!(rc = obj_refence(o)))
+				rc = ds_write(o, dc, off + done, p + done, n, stable, &cnt, &cm, v);
+		}
+		if (rc)
+			break;
+		verfs_note(vs, id, v);
+		*committed = cm < *committed ? cm : *committed;
+		done += cnt;
+		if (cnt < n)
+			break; /* a short write */
+	}
+	mds_ds_conn_put(dc);
+	*count = done;
+	return done ? 0 : rc;
+}
+
+/* Writes p to every mirror of the segments it spans (laid out if need be). */
 static int data_write(struct braid_mds *mds, const struct mds_attr *a, uint64_t off,
 		      const uint8_t *p, uint32_t len, uint32_t stable, struct wres *w)
 {
-	struct mds_layout_seg seg;
-	int rc = mds_data_object(mds, a, true, &seg);
+	struct obj o;
+	int rc = obj_init(&o, mds, a);
 	if (rc)
 		return rc;
-	struct obj o;
-	obj_init(&o, mds, a, &seg);
-	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
-	if ((rc = conns_get(&o, dc)))
-		return rc;
-	uint32_t ws = MDS_IO_MAX;
-	for (uint32_t k = 0; k < seg.nds; k++)
-		ws = dc[k]->wsize3 < ws ? dc[k]->wsize3 : ws;
-	uint8_t verf[MDS_LAYOUT_MAX_DS][8];
-	bool repaired[MDS_LAYOUT_MAX_DS] = {false};
+	struct verfs vs = {0};
+	uint64_t end = off + len, cur = UINT64_MAX;
 	uint32_t done = 0, committed = FILE_SYNC4;
-	while (!rc && done < len) {
-		uint32_t n = len - done < ws ? len - done : ws, least = n;
-		for (uint32_t k = 0; !rc && k < seg.nds; k++) {
-			uint32_t cnt, cm;
-			rc = ds_write(&o, dc[k], off + done, p + done, n, stable, &cnt, &cm,
-				      verf[k]);
-			if (rc == -ESTALE && !repaired[k]) {
-				/* the map was recorded but the object is missing */
-				repaired[k] = true;
-				if (!(rc = mds_data_object_repair(mds, a, seg.ds[k])))
-					rc = ds_write(&o, dc[k], off + done, p + done, n, stable,
-						      &cnt, &cm, verf[k]);
-			}
-			if (!rc) {
-				least = cnt < least ? cnt : least;
-				committed = cm < committed ? cm : committed;
-			}
+	for (uint64_t q = off; !rc && q < end;) {
+		uint64_t qe = layout_piece_end(&o.map.pol, q);
+		qe = qe < end ? qe : end;
+		struct mds_layout_seg seg;
+		if ((rc = seg_of(&o, layout_seg_index(&o.map.pol, q), true, &seg, &cur)))
+			break;
+		uint32_t n = (uint32_t)(qe - q), least = n;
+		unsigned nm = seg_mirrors(&o, &seg);
+		for (unsigned m = 0; !rc && m < nm; m++) {
+			uint32_t cnt = 0;
+			rc = write_to(&o, seg.ds[layout_ds_slot(&o.map.pol, m, q)], q,
+				      p + (q - off), n, stable, &cnt, &committed, &vs);
+			least = cnt < least ? cnt : least;
 		}
 		if (rc)
 			break;
 		done += least;
 		if (least < n)
 			break; /* a short write: report what all of them took */
+		q = qe;
 	}
-	conns_put(&o, dc);
 	if (!done)
 		return rc ? rc : -EIO;
 	w->count = done;
 	w->committed = committed;
-	verf_merge(&o, (const uint8_t(*)[8])verf, w->verf);
+	file_verf(&o, &vs, w->verf);
 	return 0;
 }
 
 static int data_commit(struct braid_mds *mds, const struct mds_attr *a, uint64_t off,
 		       uint32_t count, uint8_t out[8])
 {
-	struct mds_layout_seg seg;
-	int rc = mds_data_object(mds, a, false, &seg);
-	if (rc == -ENOENT) {
-		mds_verf(mds, out); /* nothing was ever written */
-		return 0;
-	}
+	struct obj o;
+	int rc = obj_init(&o, mds, a);
 	if (rc)
 		return rc;
-	struct obj o;
-	obj_init(&o, mds, a, &seg);
-	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
-	if ((rc = conns_get(&o, dc)))
-		return rc;
-	uint8_t verf[MDS_LAYOUT_MAX_DS][8];
-	for (uint32_t k = 0; !rc && k < seg.nds; k++) {
-		rc = ds_commit(&o, dc[k], off, count, verf[k]);
+	uint32_t ids[64];
+	int n = mds_data_ds_list(mds, a->ino, ids, 64);
+	if (n < 0)
+		return n;
+	struct verfs vs = {0};
+	for (int k = 0; !rc && k < n; k++) {
+		struct mds_ds_conn *dc;
+		uint8_t v[8];
+		if ((rc = conn_get(&o, ids[k], &dc)))
+			break;
+		rc = ds_commit(&o, dc, off, count, v);
+		if (rc == -EACCES && !(rc = obj_refence(&o)))
+			rc = ds_commit(&o, dc, off, count, v);
+		mds_ds_conn_put(dc);
 		if (rc == -ESTALE) {
 			/* the object is missing: nothing of ours to flush there */
-			mds_verf(mds, verf[k]);
+			mds_verf(mds, v);
 			rc = 0;
 		}
+		if (!rc)
+			verfs_note(&vs, ids[k], v);
 	}
-	conns_put(&o, dc);
 	if (!rc)
-		verf_merge(&o, (const uint8_t(*)[8])verf, out);
+		file_verf(&o, &vs, out);
 	return rc;
 }
 
@@ -607,8 +772,8 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 /*
  * RFC 7862 §15.1: the range is backed and may extend the file.  The data
  * servers have no reservation, so the guarantee is approximate: the range
- * must fit in their free space now.  A file it extends gets its object
- * grown to the new size (a hole).
+ * must fit in their free space now.  A file it extends gets the objects
+ * holding its new last byte grown to the new size (a hole).
  */
 static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
@@ -623,31 +788,33 @@ static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 		return NFS4ERR_INVAL;
 	if (a->aa_offset > MDS_FILE_MAX || a->aa_length > MDS_FILE_MAX - a->aa_offset)
 		return NFS4ERR_FBIG;
-	uint64_t end = a->aa_offset + a->aa_length;
+	uint64_t end = a->aa_offset + a->aa_length, cur = UINT64_MAX;
+	struct obj o;
 	struct mds_layout_seg seg;
-	int rc = mds_data_object(mds, &at, true, &seg);
+	int rc = obj_init(&o, mds, &at);
+	if (!rc)
+		rc = seg_of(&o, layout_seg_index(&o.map.pol, end - 1), true, &seg, &cur);
 	if (rc)
 		return io_status(rc);
-	struct obj o;
-	obj_init(&o, mds, &at, &seg);
-	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
-	if ((rc = conns_get(&o, dc)))
-		return io_status(rc);
-	for (uint32_t k = 0; !rc && k < seg.nds; k++) {
+	unsigned nm = seg_mirrors(&o, &seg);
+	for (unsigned m = 0; !rc && m < nm; m++) {
+		uint32_t id = seg.ds[layout_ds_slot(&o.map.pol, m, end - 1)];
+		struct mds_ds_conn *dc;
+		if ((rc = conn_get(&o, id, &dc)))
+			break;
 		struct mds_ds_info info;
 		uint64_t osz = 0;
-		if (!mds_dsreg_get(mds, seg.ds[k], &info) && info.free < a->aa_length &&
-		    end > at.size)
+		if (!mds_dsreg_get(mds, id, &info) && info.free < a->aa_length && end > at.size)
 			rc = -ENOSPC;
-		if (rc || end <= at.size)
-			continue;
-		rc = obj_size(mds, &o, dc[k], &osz);
-		if (rc == -ESTALE && !(rc = mds_data_object_repair(mds, &at, seg.ds[k])))
-			osz = 0;
-		if (!rc && osz < end)
-			rc = ds_ctl_truncate(dc[k]->clnt, &mds->key, &o.id, end);
+		if (!rc && end > at.size) {
+			rc = obj_size(mds, &o, dc, &osz);
+			if (rc == -ESTALE && !(rc = mds_data_object_repair(mds, &at, id)))
+				osz = 0;
+			if (!rc && osz < end)
+				rc = ds_ctl_truncate(dc->clnt, &mds->key, &o.id, end);
+		}
+		mds_ds_conn_put(dc);
 	}
-	conns_put(&o, dc);
 	if (!rc && end > at.size)
 		rc = file_touch(mds, at.ino, end);
 	return rc ? io_status(rc) : NFS4_OK;
@@ -686,9 +853,9 @@ static int zero_range(struct braid_mds *mds, const struct obj *o, struct mds_ds_
 /*
  * RFC 7862 §15.4: the range reads as zeros afterwards; the size does not
  * change (a range past the end is cut at it).  The data servers cannot punch
- * holes: a range reaching the end of an object truncates the object, one
+ * holes: a piece reaching the end of an object truncates the object, one
  * inside it is written with zeros (at most DEALLOC_ZERO_MAX bytes, else
- * NFS4ERR_NOTSUPP).
+ * NFS4ERR_NOTSUPP).  Segments never laid out hold zeros already.
  */
 static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
@@ -708,20 +875,33 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 		return NFS4_OK;
 	uint64_t end =
 	    a->da_length > at.size - a->da_offset ? at.size : a->da_offset + a->da_length;
-	struct mds_layout_seg seg;
-	int rc = mds_data_object(mds, &at, false, &seg);
-	if (rc == -ENOENT)
-		return NFS4_OK; /* no object: all zeros already */
+	struct obj o;
+	int rc = obj_init(&o, mds, &at);
 	if (rc)
 		return io_status(rc);
-	struct obj o;
-	obj_init(&o, mds, &at, &seg);
-	struct mds_ds_conn *dc[MDS_LAYOUT_MAX_DS];
-	if ((rc = conns_get(&o, dc)))
-		return io_status(rc);
-	for (uint32_t k = 0; !rc && k < seg.nds; k++)
-		rc = zero_range(mds, &o, dc[k], a->da_offset, end);
-	conns_put(&o, dc);
+	if (!o.map.laid_out)
+		return NFS4_OK; /* no object: all zeros already */
+	uint64_t cur = UINT64_MAX;
+	for (uint64_t q = a->da_offset; !rc && q < end;) {
+		uint64_t qe = layout_piece_end(&o.map.pol, q);
+		qe = qe < end ? qe : end;
+		struct mds_layout_seg seg;
+		rc = seg_of(&o, layout_seg_index(&o.map.pol, q), false, &seg, &cur);
+		if (rc == -ENOENT) {
+			rc = 0; /* never laid out: zeros */
+		} else if (!rc) {
+			unsigned nm = seg_mirrors(&o, &seg);
+			for (unsigned m = 0; !rc && m < nm; m++) {
+				struct mds_ds_conn *dc;
+				if (!(rc = conn_get(&o, seg.ds[layout_ds_slot(&o.map.pol, m, q)],
+						    &dc))) {
+					rc = zero_range(mds, &o, dc, q, qe);
+					mds_ds_conn_put(dc);
+				}
+			}
+		}
+		q = qe;
+	}
 	if (rc == -EOPNOTSUPP)
 		return NFS4ERR_NOTSUPP;
 	if (!rc)
@@ -732,10 +912,10 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 /* ---------------------------------------------------------------- SEEK */
 
 /*
- * RFC 7862 §15.11.  Data is what the object holds below the size (the first
- * data server's object size, as STAT reports it; the file's size when it
- * cannot be asked), the rest is a hole, ending with the one at EOF.  Past
- * the end: NFS4ERR_NXIO; no data past sa_offset: NFS4_OK with sr_eof.
+ * RFC 7862 §15.11.  Data is what the objects hold below the size (up to the
+ * largest object, as STAT reports it; the file's size when one cannot be
+ * asked), the rest is a hole, ending with the one at EOF.  Past the end:
+ * NFS4ERR_NXIO; no data past sa_offset: NFS4_OK with sr_eof.
  */
 static nfsstat4 op_seek(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
@@ -750,25 +930,27 @@ static nfsstat4 op_seek(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 		return NFS4ERR_UNION_NOTSUPP;
 	if (a->sa_offset >= at.size)
 		return NFS4ERR_NXIO;
-	uint64_t dend = at.size; /* data is [0, dend) */
-	struct mds_layout_seg seg;
-	int rc = mds_data_object(mds, &at, false, &seg);
-	if (rc == -ENOENT) {
-		dend = 0;
-	} else if (!rc) {
-		struct obj o;
-		obj_init(&o, mds, &at, &seg);
-		struct mds_ds_conn *dc = mds_ds_conn_get(mds, seg.ds[0], &rc);
-		uint64_t osz = dend;
+	uint64_t dend = 0; /* data is [0, dend) */
+	struct obj o;
+	uint32_t ids[64];
+	int n = obj_init(&o, mds, &at) ? -EIO : mds_data_ds_list(mds, at.ino, ids, 64);
+	if (n < 0)
+		dend = at.size;
+	for (int k = 0; k < n && dend < at.size; k++) {
+		int rc;
+		uint64_t osz = at.size;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, ids[k], &rc);
 		if (dc) {
 			rc = obj_size(mds, &o, dc, &osz);
 			mds_ds_conn_put(dc);
-			if (rc == -ESTALE)
-				dend = 0;
-			else if (!rc && osz < dend)
-				dend = osz;
 		}
+		if (rc == -ESTALE)
+			osz = 0; /* missing: holds nothing */
+		else if (rc)
+			osz = at.size; /* cannot tell: call it data */
+		dend = osz > dend ? osz : dend;
 	}
+	dend = dend < at.size ? dend : at.size;
 	if (a->sa_what == NFS4_CONTENT_DATA) {
 		ok->sr_eof = a->sa_offset >= dend;
 		ok->sr_offset = ok->sr_eof ? at.size : a->sa_offset;

@@ -646,6 +646,7 @@ void mds_state_client_expired(void *priv, uint64_t clientid)
 	pthread_mutex_unlock(&st->mu);
 	if (recorded && owner)
 		record_drop(st, owner, owner_len, clientid);
+	mds_layout_client_expired(mds, clientid); /* its layouts, and fencing */
 	for (size_t i = 0; i < ninos; i++)
 		orphan_release(mds, inos[i]);
 	free(inos);
@@ -660,7 +661,20 @@ bool mds_state_client_has_state(void *priv, uint64_t clientid)
 	struct st_client *cl = client_find(st, clientid);
 	bool has = cl && cl->sids;
 	pthread_mutex_unlock(&st->mu);
-	return has;
+	return has || mds_layout_client_has_state(mds, clientid);
+}
+
+int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *opens,
+			    unsigned *locks)
+{
+	struct mds_state *st = mds->state;
+	*opens = *locks = 0;
+	pthread_mutex_lock(&st->mu);
+	struct st_client *cl = client_find(st, clientid);
+	for (const struct st_sid *s = cl ? cl->sids : NULL; s; s = s->cnext)
+		(*(s->type == ST_SID_OPEN ? opens : locks))++;
+	pthread_mutex_unlock(&st->mu);
+	return cl ? 0 : -ENOENT;
 }
 
 bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino)
@@ -919,6 +933,7 @@ static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa,
 		t->cinfo = cr.cinfo;
 		t->cinfo_atomic = true;
 		t->created = true;
+		mds_layout_file_created(mds, dir->ino, cr.attr.ino); /* its directory's policy */
 		t->attrset = set;
 		/* what the create itself did not set (times, a size) */
 		struct mds_setattr_args rest = sa;
@@ -1287,6 +1302,9 @@ static nfsstat4 op_test_stateid(struct nfs41_compound *c, nfs_argop4 *a, nfs_res
 		v[i] = st_sid_find(st, c->clientid, &ta->ts_stateids.val[i], 0, 0, &s);
 	}
 	pthread_mutex_unlock(&st->mu);
+	for (uint32_t i = 0; i < n; i++) /* not ours: a layout stateid? */
+		if (v[i] == NFS4ERR_BAD_STATEID)
+			v[i] = mds_layout_sid_test(mds_of(c), c->clientid, &ta->ts_stateids.val[i]);
 	ok->tsr_status_codes.len = n;
 	ok->tsr_status_codes.val = v;
 	return NFS4_OK;
@@ -1315,6 +1333,8 @@ static nfsstat4 op_free_stateid(struct nfs41_compound *c, nfs_argop4 *a, nfs_res
 	if (!s)
 		st_sid_free(st, x);
 	pthread_mutex_unlock(&st->mu);
+	if (s == NFS4ERR_BAD_STATEID) /* not ours: a layout stateid? */
+		s = mds_layout_sid_free(mds_of(c), c->clientid, &id);
 	return s;
 }
 

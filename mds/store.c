@@ -1138,6 +1138,39 @@ int mds_layout_list(struct mds_store *s, uint64_t ino,
 	return prefix_walk(s, s->db_layouts, ino, layout_walk_one, &lw);
 }
 
+int mds_layout_scan(struct mds_store *s,
+		    int (*fn)(void *arg, uint64_t ino, uint64_t seg,
+			      const struct mds_layout_seg *l),
+		    void *arg)
+{
+	struct mds_layout_seg l;
+	MDB_cursor *c;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc, r = 0;
+	if ((rc = rtxn_begin(s, &txn)))
+		return rc;
+	if ((rc = mdb_cursor_open(txn, s->db_layouts, &c))) {
+		mdb_txn_abort(txn);
+		return mds_lmdb_err(rc);
+	}
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 16 || layout_decode(&v, &l)) {
+			r = -EIO;
+			break;
+		}
+		if ((r = fn(arg, get_be64(k.mv_data), get_be64((const uint8_t *)k.mv_data + 8),
+			    &l)))
+			break;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	if (r)
+		return r;
+	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);
+}
+
 int mds_client_get(struct mds_store *s, const void *owner, size_t owner_len,
 		   struct mds_client_rec *out)
 {

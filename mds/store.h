@@ -208,6 +208,13 @@ int mds_xattr_list(struct mds_store *s, uint64_t ino,
 int mds_layout_get(struct mds_store *s, uint64_t ino, uint64_t seg, struct mds_layout_seg *out);
 int mds_layout_list(struct mds_store *s, uint64_t ino,
 		    int (*fn)(void *arg, uint64_t seg, const struct mds_layout_seg *l), void *arg);
+/* Every map of every inode, in (ino, seg) order, on one snapshot (braidctl
+ * ds remove: does any file still name a data server?).  fn returns nonzero
+ * to stop (and that is returned). */
+int mds_layout_scan(struct mds_store *s,
+		    int (*fn)(void *arg, uint64_t ino, uint64_t seg,
+			      const struct mds_layout_seg *l),
+		    void *arg);
 
 int mds_client_get(struct mds_store *s, const void *owner, size_t owner_len,
 		   struct mds_client_rec *out);

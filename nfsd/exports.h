@@ -81,6 +81,9 @@ struct export_client {
 	enum export_fsid_kind fsid_kind;
 	uint32_t fsid;     /* EXPORT_FSID_NUM */
 	uint8_t uuid[16];  /* EXPORT_FSID_UUID */
+	/* layout=: the export's layout policy as written, its parts ':'-separated
+	 * ("segments:segment_size=64M"); braid-mds checks it.  "" when not given */
+	char layout[96];
 	unsigned line;
 };
 

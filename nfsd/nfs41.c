@@ -24,6 +24,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "nfsd/metrics.h"
 #include "nfsd/nfs41.h"
 
 #define CLIENT_BUCKETS	    256
@@ -440,6 +441,42 @@ int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, siz
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out, unsigned max)
+{
+	unsigned n = 0;
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&s->lock);
+	for (unsigned b = 0; b < CLIENT_BUCKETS; b++)
+		for (const struct nfs41_client *clp = s->by_id[b]; clp; clp = clp->hnext, n++) {
+			if (n >= max)
+				continue;
+			struct nfs41_client_info *i = &out[n];
+			memset(i, 0, sizeof(*i));
+			i->clientid = clp->id;
+			i->owner_len = clp->owner_len;
+			memcpy(i->owner, clp->owner,
+			       clp->owner_len < sizeof(i->owner) ? clp->owner_len
+								 : sizeof(i->owner));
+			i->confirmed = clp->confirmed;
+			i->flavor = clp->princ_flavor;
+			i->uid = clp->princ_uid;
+			i->lease_left_ms = ((int64_t)clp->expire_ns - (int64_t)now) / 1000000;
+			i->sessions = clp->nsessions;
+			uint64_t seq = 0;
+			for (const struct nfs41_session *ss = clp->sessions; ss; ss = ss->cnext)
+				for (unsigned k = 0; k < SESSION_MAX_CONNS; k++) {
+					const struct conn_rec *r = &ss->conns[k];
+					if (r->conn && r->seq >= seq) {
+						seq = r->seq;
+						i->peer = *nfsd_conn_peer(r->conn);
+						i->has_peer = true;
+					}
+				}
+		}
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 static bool princ_eq(const struct nfs41_client *clp, const struct nfsd_req *req)
@@ -919,6 +956,127 @@ static const struct {
     [OP_RECLAIM_COMPLETE] = {op_reclaim_complete, 0},
 };
 
+#define N(op) [OP_##op] = #op
+static const char *const op_names[OP_MAX + 1] = {
+    N(ACCESS),
+    N(CLOSE),
+    N(COMMIT),
+    N(CREATE),
+    N(DELEGPURGE),
+    N(DELEGRETURN),
+    N(GETATTR),
+    N(GETFH),
+    N(LINK),
+    N(LOCK),
+    N(LOCKT),
+    N(LOCKU),
+    N(LOOKUP),
+    N(LOOKUPP),
+    N(NVERIFY),
+    N(OPEN),
+    N(OPENATTR),
+    N(OPEN_CONFIRM),
+    N(OPEN_DOWNGRADE),
+    N(PUTFH),
+    N(PUTPUBFH),
+    N(PUTROOTFH),
+    N(READ),
+    N(READDIR),
+    N(READLINK),
+    N(REMOVE),
+    N(RENAME),
+    N(RENEW),
+    N(RESTOREFH),
+    N(SAVEFH),
+    N(SECINFO),
+    N(SETATTR),
+    N(SETCLIENTID),
+    N(SETCLIENTID_CONFIRM),
+    N(VERIFY),
+    N(WRITE),
+    N(RELEASE_LOCKOWNER),
+    N(BACKCHANNEL_CTL),
+    N(BIND_CONN_TO_SESSION),
+    N(EXCHANGE_ID),
+    N(CREATE_SESSION),
+    N(DESTROY_SESSION),
+    N(FREE_STATEID),
+    N(GET_DIR_DELEGATION),
+    N(GETDEVICEINFO),
+    N(GETDEVICELIST),
+    N(LAYOUTCOMMIT),
+    N(LAYOUTGET),
+    N(LAYOUTRETURN),
+    N(SECINFO_NO_NAME),
+    N(SEQUENCE),
+    N(SET_SSV),
+    N(TEST_STATEID),
+    N(WANT_DELEGATION),
+    N(DESTROY_CLIENTID),
+    N(RECLAIM_COMPLETE),
+    N(ALLOCATE),
+    N(COPY),
+    N(COPY_NOTIFY),
+    N(DEALLOCATE),
+    N(IO_ADVISE),
+    N(LAYOUTERROR),
+    N(LAYOUTSTATS),
+    N(OFFLOAD_CANCEL),
+    N(OFFLOAD_STATUS),
+    N(READ_PLUS),
+    N(SEEK),
+    N(WRITE_SAME),
+    N(CLONE),
+    N(GETXATTR),
+    N(SETXATTR),
+    N(LISTXATTRS),
+    N(REMOVEXATTR),
+};
+#undef N
+
+const char *nfs41_op_name(uint32_t op)
+{
+	return op <= OP_MAX && op_names[op] ? op_names[op] : "ILLEGAL";
+}
+
+/* Data moved by an operation that moves file data: READ, WRITE, READ_PLUS. */
+static bool op_bytes(const nfs_resop4 *r, nfsstat4 st, uint64_t *n)
+{
+	*n = 0;
+	switch (r->resop) {
+	case OP_READ:
+		if (!st)
+			*n = r->u.opread.u.resok4.data.len;
+		return true;
+	case OP_WRITE:
+		if (!st)
+			*n = r->u.opwrite.u.resok4.count;
+		return true;
+	case OP_READ_PLUS:
+		for (uint32_t i = 0; !st && i < r->u.opread_plus.u.rp_resok4.rpr_contents.len;
+		     i++) {
+			const read_plus_content *c =
+			    &r->u.opread_plus.u.rp_resok4.rpr_contents.val[i];
+			if (c->rpc_content == NFS4_CONTENT_DATA)
+				*n += c->u.rpc_data.d_data.len;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Count and time op i of a COMPOUND (nfsd/metrics.h). */
+static void op_observe(struct nfs41_server *s, const struct nfs41_compound *c, const nfs_resop4 *r,
+		       nfsstat4 st, uint64_t t0)
+{
+	uint64_t bytes;
+	bool io = op_bytes(r, st, &bytes);
+	uint32_t op = r->resop == OP_ILLEGAL ? 0 : (uint32_t)r->resop;
+	nfsd_metrics_nfs4_op(s->o.metrics, c->minorversion, op, nfs41_op_name((uint32_t)r->resop),
+			     (uint32_t)st, now_ns() - t0, io ? &bytes : NULL);
+}
+
 /* Operations of minor version 1 (RFC 8881) and 2 (RFC 7862, RFC 8276). */
 static bool op_legal(uint32_t minor, int32_t op)
 {
@@ -1235,8 +1393,11 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 		r.resop = args[i].argop;
 		struct enc_pos pos;
 		enc_save(e, &pos);
+		uint64_t t0 = s->o.metrics ? now_ns() : 0;
 		status = op_run(s, x, &args[i], &r, e->len - res_off + hdr);
 		if (x->replay) {
+			if (s->o.metrics)
+				op_observe(s, c, &r, status, t0);
 			/* a retry of a cached request: its reply, byte for byte */
 			enc_rewind(e, &start);
 			xdr_enc_bytes(e, x->replay, x->replay_len);
@@ -1261,6 +1422,8 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 			xdr_enc_nfs_resop4(e, &r);
 			status = over;
 		}
+		if (s->o.metrics)
+			op_observe(s, c, &r, status, t0);
 		nres++;
 		if (status)
 			break;

@@ -138,6 +138,8 @@ struct nfs41_server_opts {
 	/* optional: the client holds state (opens, locks, layouts):
 	 * DESTROY_CLIENTID answers NFS4ERR_CLIENTID_BUSY (RFC 8881 §18.50.3) */
 	bool (*client_has_state)(void *priv, uint64_t clientid);
+	/* optional: count and time every operation (nfsd/metrics.h) */
+	struct nfsd_metrics *metrics;
 };
 
 /* Returns NULL and sets *err (-EINVAL for inconsistent opts, -ENOMEM). */
@@ -228,5 +230,26 @@ int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, siz
 int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel *bc);
 /* A callback on conn failed (-ECONNRESET): forget the connection. */
 void nfs41_session_backchannel_lost(struct nfs41_session *ss, struct nfsd_conn *conn);
+
+/* An operation's name as RFC 8881 / 7862 spell it ("READ", "LAYOUTGET");
+ * "ILLEGAL" for a number that names none. */
+const char *nfs41_op_name(uint32_t op);
+
+/* What an administrator sees of a client ID (braidctl clients). */
+#define NFS41_INFO_OWNER_MAX 128
+struct nfs41_client_info {
+	uint64_t clientid;
+	uint8_t owner[NFS41_INFO_OWNER_MAX]; /* the first bytes of co_ownerid */
+	uint32_t owner_len;		     /* its whole length */
+	bool confirmed;
+	uint32_t flavor, uid;  /* its principal (RFC 8881 §18.35.5) */
+	int64_t lease_left_ms; /* negative: expired, not yet reaped */
+	unsigned sessions;
+	bool has_peer; /* peer: of the connection it last bound to a session */
+	struct sockaddr_storage peer;
+};
+/* Every client ID alive, in no order: up to max of them into out; returns
+ * how many there are. */
+unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out, unsigned max);
 
 #endif /* BRAID_NFSD_NFS41_H */

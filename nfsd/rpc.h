@@ -66,6 +66,7 @@ struct nfsd_cred {
 };
 
 struct nfsd_server;
+struct nfsd_metrics;
 struct nfsd_loop;
 struct nfsd_conn;
 struct nfsd_req;
@@ -150,6 +151,7 @@ struct nfsd_server_opts {
 	bool manage_gids;         /* resolve AUTH_SYS groups on the server */
 	unsigned gid_cache_ttl_s; /* how long resolved groups are trusted */
 	int force_backend;        /* 0 auto, 1 io_uring, 2 epoll */
+	struct nfsd_metrics *metrics; /* optional: count and time every call (nfsd/metrics.h) */
 };
 
 void nfsd_server_opts_default(struct nfsd_server_opts *o);
@@ -209,6 +211,8 @@ struct nfsd_req {
 	uint8_t *res_buf;
 	size_t res_buf_size;
 	bool denied;                /* reply is MSG_DENIED, no results */
+	uint64_t t0_ns;             /* the record's arrival (metrics) */
+	const char *prog_name;      /* the program's name, once p is set */
 	struct iovec iov[32];
 	uint8_t scratch[512];
 	uint8_t arena_buf[4096];
@@ -218,6 +222,8 @@ struct nfsd_req {
 void nfsd_req_done(struct nfsd_req *req, int status);
 /* The peer's address, for export matching. */
 const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *req);
+/* A connection's peer address (administration: who a session came from). */
+const struct sockaddr_storage *nfsd_conn_peer(const struct nfsd_conn *conn);
 
 /* ------------------------------------------------------------------ client */
 

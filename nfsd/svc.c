@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "nfsd/engine.h"
+#include "nfsd/metrics.h"
 
 #define RPC_VERS 2
 #define REPLY_COPY_MAX 2048 /* replies up to this size are copied, not held */
@@ -194,6 +195,15 @@ static const struct nfsd_program *prog_find(struct nfsd_conn *c, uint32_t prog)
 	return NULL;
 }
 
+/* Count and time a call whose procedure was found (nfsd/metrics.h). */
+static void svc_observe(struct nfsd_req *r, int status)
+{
+	struct nfsd_metrics *m = r->loop->srv->opts.metrics;
+	if (m && r->p && status != NFSD_DROP)
+		nfsd_metrics_rpc(m, r->prog, r->prog_name, r->vers, r->proc, r->p->name,
+				 (uint32_t)status, nfsd_now_ns() - r->t0_ns);
+}
+
 /* Run the procedure: on this thread (inline or worker). */
 void nfsd_req_run(struct nfsd_req *r)
 {
@@ -208,6 +218,7 @@ void nfsd_req_done(struct nfsd_req *r, int status)
 	r->status = status;
 	if (status != NFSD_DROP)
 		reply_complete(r, status);
+	svc_observe(r, status);
 	nfsd_loop_post_req(r->loop, r);
 }
 
@@ -228,6 +239,11 @@ void nfsd_svc_req_returned(struct nfsd_loop *l, struct nfsd_req *r)
 const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *r)
 {
 	return &r->conn->peer;
+}
+
+const struct sockaddr_storage *nfsd_conn_peer(const struct nfsd_conn *c)
+{
+	return &c->peer;
 }
 
 void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
@@ -254,6 +270,8 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	struct nfsd_req *r = nfsd_req_alloc(l);
 	if (!r)
 		return;
+	if (l->srv->opts.metrics)
+		r->t0_ns = nfsd_now_ns();
 	r->conn = c;
 	nfsd_conn_get(c);
 	r->rbuf = c->rb;
@@ -322,11 +340,13 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 		goto queue;
 	}
 	r->p = &v->procs[proc];
+	r->prog_name = pg->name;
 	if (v->priv && c->bc_prog != pg)
 		r->priv = v->priv;
 	if (r->flavor->unwrap && r->flavor->unwrap(r) < 0) {
 		l->st.garbage++;
 		reply_status(r, NFSD_GARBAGE_ARGS);
+		svc_observe(r, NFSD_GARBAGE_ARGS);
 		goto queue;
 	}
 	if (r->p->args_size) {
@@ -334,6 +354,7 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 		if (!r->args || !r->p->dec_args || r->p->dec_args(&r->dec, r->args) < 0) {
 			l->st.garbage++;
 			reply_status(r, NFSD_GARBAGE_ARGS);
+			svc_observe(r, NFSD_GARBAGE_ARGS);
 			goto queue;
 		}
 	}
@@ -341,6 +362,7 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 		r->res = xdr_arena_alloc(&r->arena, r->p->res_size);
 		if (!r->res) {
 			reply_status(r, NFSD_SYSTEM_ERR);
+			svc_observe(r, NFSD_SYSTEM_ERR);
 			goto queue;
 		}
 	}
@@ -359,6 +381,7 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 			return;
 		}
 		reply_complete(r, st);
+		svc_observe(r, st);
 		goto queue;
 	}
 	l->st.worker_reqs++;

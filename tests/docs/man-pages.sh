@@ -1,6 +1,7 @@
 #!/bin/sh
-# Every man page lints clean (groff -ww), and every setting a daemon
-# accepts (its --config-keys list) is documented in its page.
+# Every man page lints clean (groff -ww), every setting a daemon accepts
+# (its --config-keys list) is documented in its page and in braid.conf(5),
+# and the pages of the tools and the overview exist.
 set -u
 srcdir=${top_srcdir:-.}
 builddir=${top_builddir:-.}
@@ -12,17 +13,25 @@ for page in "$srcdir"/man/*.[1-8]; do
 		echo "FAIL: $page: groff warnings:"; echo "$out"; fail=1
 	fi
 done
-check_keys() { # daemon page
+check_keys() { # daemon page [section: only the page's ".SH [section]..." part]
 	bin=$builddir/$1
 	[ -x "$bin" ] || { echo "FAIL: $bin not built"; fail=1; return; }
 	keys=$("$bin" --config-keys | awk -F'\t' '!/^#/ { print $2 }')
 	[ -n "$keys" ] || { echo "FAIL: $1 --config-keys listed nothing"; fail=1; return; }
+	text=$srcdir/man/$2
+	if [ -n "${3:-}" ]; then
+		text=$(mktemp) || exit 99
+		awk -v s=".SH [$3]" 'index($0, s) == 1 { on = 1; next } /^\.SH / { on = 0 } on' \
+			"$srcdir/man/$2" >"$text"
+	fi
 	for k in $keys; do
 		# documented as a .TP tag: .B key / .BR key ... / .BR a ", " key
-		if ! grep -Eq "^\.BR? ($k( |\$)|.*\" $k( |\$))" "$srcdir/man/$2"; then
-			echo "FAIL: setting '$k' of $1 is not documented in man/$2"; fail=1
+		if ! grep -Eq "^\.BR? ($k( |\$)|.*\" $k( |\$))" "$text"; then
+			echo "FAIL: setting '$k' of $1 is not documented in man/$2${3:+ section [$3]}"
+			fail=1
 		fi
 	done
+	[ -z "${3:-}" ] || rm -f "$text"
 }
 # Every daemon whose page documents --config-keys: the page is named after it.
 checked=
@@ -37,6 +46,12 @@ for d in braid-ds braid-mds; do
 	*" $d "*) ;;
 	*) echo "FAIL: man/$d.8 is missing or does not document --config-keys"; fail=1 ;;
 	esac
+done
+# braid.conf(5) documents both daemons' settings, each in its section
+check_keys braid-mds braid.conf.5 mds
+check_keys braid-ds braid.conf.5 ds
+for page in braidctl.8 braid.conf.5 braid.7 braid-exports.5; do
+	[ -f "$srcdir/man/$page" ] || { echo "FAIL: man/$page is missing"; fail=1; }
 done
 [ $fail = 0 ] && echo ok
 exit $fail

@@ -1,0 +1,1131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pNFS flexible-file layouts (RFC 8435) for the stock Linux client
+ * (DESIGN.md "Layouts", research/linux-client-pnfs.md): LAYOUTGET,
+ * LAYOUTCOMMIT, LAYOUTRETURN, GETDEVICEINFO, GETDEVICELIST (RFC 8881
+ * §18.40-18.44), LAYOUTSTATS and LAYOUTERROR (RFC 7862 §15.6, §15.7); the
+ * layout state of each (client, file); recalls (CB_LAYOUTRECALL, §12.5.5),
+ * fencing (RFC 8435 §2.2) and device notifications (CB_NOTIFY_DEVICEID).
+ *
+ * Geometry comes from the file's policy (layout/policy.h) and its maps in
+ * the store (mds_impl.h, "File objects"): a LAYOUTGET answers exactly one
+ * ff_layout4, the grid segment holding loga_offset, never reaching into a
+ * neighbour on another data server.  READ and RW layouts of a range name
+ * the same objects.  Loosely coupled (§2.2): each data server is told the
+ * file's synthetic uid/gid (numeric strings), the anonymous stateid and the
+ * object's handle once per NFS version it speaks.  logr_return_on_close
+ * is false: layouts outlive CLOSE, and go by LAYOUTRETURN, recall, or the
+ * client's end.
+ *
+ * Devices: one device ID per data server and address list (and versions):
+ *	0  4  data server id, big-endian
+ *	4  8  SipHash of its uuid, addresses and versions
+ *	12 4  "bRd\1"
+ * so an ID never changes its address list: a data server registering
+ * other addresses gets a new ID.  The old one is then recalled: layouts
+ * naming it are recalled, and clients that asked for notifications get
+ * CB_NOTIFY_DEVICEID(DELETE) once none of their layouts name it.
+ *
+ * Layout stateids (§12.5.3): one per (client, file), "other" = 'L', 3
+ * bytes of this instance, 8 bytes of a keyed PRF of a counter; seqid 1 at
+ * the first LAYOUTGET, moved by every later LAYOUTGET, by a LAYOUTRETURN
+ * that leaves layouts, and by a CB_LAYOUTRECALL (which carries the new
+ * value).  A LAYOUTGET presents an open, lock or layout stateid; seqids at
+ * or below the current one are accepted (LAYOUTGETs run in parallel), a
+ * later one is NFS4ERR_BAD_STATEID.  The state goes when its last range is
+ * returned (lrs_present FALSE), at revocation, or with the client.
+ *
+ * Recall (§12.5.5): of one file (truncation to a smaller size, removal of
+ * its last link, braidctl) or of one client (braidctl).  The background
+ * thread (layout_state.c) sends CB_LAYOUTRECALL (FILE, iomode ANY,
+ * [0, all)), each from a thread of its own so that a client slow to answer
+ * holds up no other, and retries NFS4ERR_DELAY, a missing back channel or
+ * no answer with a growing back-off; a LAYOUTGET of a file under recall gets
+ * NFS4ERR_RECALLCONFLICT.  A client that has not returned within a lease
+ * loses the layout (revoked) and, if it held an RW layout, the file is
+ * fenced: a new epoch's uid/gid is recorded and set on every data server
+ * (ds_ctl_setfence), so its I/O there fails with ACCESS and the next
+ * LAYOUTGET carries the new pair.  A client whose lease expires is treated
+ * the same way for every file it held RW layouts of.
+ *
+ * Errors reported by clients (LAYOUTRETURN's ff_ioerr4, LAYOUTERROR) are
+ * counted per client and per data server; a data server reported failing
+ * (NXIO, IO, SERVERFAULT, NOSPC, DQUOT) is avoided for ds_timeout (at
+ * least 10 s): new segments go elsewhere, READ layouts leave it out when
+ * another mirror holds the data, and LAYOUTGETs that need it get
+ * NFS4ERR_LAYOUTTRYLATER.  NFS4ERR_ACCESS from a client holding the
+ * current pair fences the file anew (at most once a second), so the next
+ * LAYOUTGET answers differently.
+ *
+ * A directory's policy (mds_layout_policy_set, an export's layout=
+ * option) is recorded on it and copied to each regular file OPEN creates
+ * below it; a file without one takes [mds] layout when first laid out.
+ *
+ * State and locking: mds/layout_impl.h.
+ */
+#include "config.h"
+
+#include "flexfiles.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataserver/fh.h"
+#include "mds/layout_impl.h"
+
+/* ------------------------------------------------------------- policies */
+
+void mds_layout_policy_default(struct braid_mds *mds, struct layout_policy *p)
+{
+	if (mds->layout)
+		*p = mds->layout->dflt;
+	else
+		layout_policy_default(p);
+}
+
+/* [mds] layout, layout_segment_size ... as a policy; -EINVAL and why. */
+int lo_settings_policy(const struct mds_settings *set, struct layout_policy *p, char *why,
+		       size_t whylen)
+{
+	layout_policy_default(p);
+	p->mode = (uint8_t)(set->layout + 1);
+	p->mirrors = (uint8_t)set->layout_mirrors;
+	uint64_t seg = set->layout_segment_size, unit = set->layout_stripe_unit;
+	switch (p->mode) {
+	case LAYOUT_SEGMENTS:
+		if (!seg || (seg & (seg - 1))) {
+			snprintf(why, whylen, "[mds] layout_segment_size must be a power of two");
+			return -EINVAL;
+		}
+		p->seg_shift = (uint8_t)__builtin_ctzll(seg);
+		p->width = (uint8_t)set->layout_width;
+		break;
+	case LAYOUT_STRIPED:
+		if (!unit || (unit & (unit - 1))) {
+			snprintf(why, whylen, "[mds] layout_stripe_unit must be a power of two");
+			return -EINVAL;
+		}
+		p->unit_shift = (uint8_t)__builtin_ctzll(unit);
+		p->stripes = (uint8_t)set->layout_stripes;
+		p->width = (uint8_t)set->layout_width;
+		break;
+	}
+	char w[200];
+	if (layout_policy_check(p, w, sizeof(w))) {
+		snprintf(why, whylen, "[mds] layout: %s", w);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mds_layout_policy_set(struct braid_mds *mds, uint64_t dir, const struct layout_policy *p)
+{
+	struct mds_attr a;
+	int rc = mds_inode_getattr(mds->store, dir, &a);
+	if (rc)
+		return rc;
+	if (a.type != MDS_DIR)
+		return -ENOTDIR;
+	struct mds_layout_args la = {.ino = dir, .seg = MDS_LAYOUT_REC};
+	if (!p) {
+		rc = mds_layout_remove(mds->store, &la);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	if (layout_policy_check(p, NULL, 0))
+		return -EINVAL;
+	la.l.flags = layout_policy_encode(p);
+	la.l.nds = 1;
+	return mds_layout_set(mds->store, &la);
+}
+
+int mds_layout_policy_inherited(struct braid_mds *mds, uint64_t dir, struct layout_policy *p)
+{
+	uint64_t root = mds_store_root(mds->store);
+	for (unsigned depth = 0; depth < 4096; depth++) {
+		struct mds_layout_seg l;
+		int rc = mds_layout_get(mds->store, dir, MDS_LAYOUT_REC, &l);
+		if (!rc)
+			return layout_policy_decode(l.flags, p) ? -EIO : 0;
+		if (rc != -ENOENT || dir == root)
+			return rc;
+		struct mds_attr a;
+		if ((rc = mds_inode_getattr(mds->store, dir, &a)))
+			return rc;
+		if (a.type != MDS_DIR)
+			return -ENOTDIR;
+		dir = a.parent;
+	}
+	return -ELOOP;
+}
+
+int mds_layout_exports_apply(struct braid_mds *mds, const struct mds_exports *x, char *msg,
+			     size_t msglen)
+{
+	struct layout_policy *pol = calloc(x->n ? x->n : 1, sizeof(*pol));
+	bool *has = calloc(x->n ? x->n : 1, sizeof(*has));
+	int rc = pol && has ? 0 : -ENOMEM;
+	if (rc)
+		snprintf(msg, msglen, "out of memory");
+	for (unsigned i = 0; !rc && i < x->n; i++) {
+		const struct export_entry *e = x->v[i].e;
+		const struct export_client *first = NULL;
+		for (unsigned k = 0; !rc && k < e->nclients; k++) {
+			const struct export_client *cl = &e->clients[k];
+			if (!cl->layout[0])
+				continue;
+			if (first && strcmp(first->layout, cl->layout)) {
+				snprintf(msg, msglen,
+					 "%s:%u: layout=%s differs from line %u's layout=%s "
+					 "(one policy per export)",
+					 mds->set.exports, cl->line, cl->layout, first->line,
+					 first->layout);
+				rc = -EINVAL;
+				break;
+			}
+			if (first)
+				continue;
+			first = cl;
+			char text[sizeof(cl->layout)], why[200];
+			memcpy(text, cl->layout, sizeof(text));
+			for (char *p = text; *p; p++)
+				*p = *p == ':' ? ',' : *p;
+			if (layout_policy_parse(text, &pol[i], why, sizeof(why))) {
+				snprintf(msg, msglen, "%s:%u: layout=%s: %s", mds->set.exports,
+					 cl->line, cl->layout, why);
+				rc = -EINVAL;
+			}
+			has[i] = true;
+		}
+	}
+	for (unsigned i = 0; !rc && i < x->n; i++) {
+		int err;
+		if (has[i] && (err = mds_layout_policy_set(mds, x->v[i].root_ino, &pol[i])))
+			mds_log("export %s: setting its layout policy: %s", x->v[i].e->path,
+				strerror(-err));
+	}
+	free(pol);
+	free(has);
+	return rc;
+}
+
+void mds_layout_file_created(struct braid_mds *mds, uint64_t dir, uint64_t ino)
+{
+	struct layout_policy p;
+	int rc = mds_layout_policy_inherited(mds, dir, &p);
+	if (rc == -ENOENT)
+		return; /* the [mds] default applies when it is laid out */
+	struct mds_layout_args la = {.ino = ino, .seg = MDS_LAYOUT_REC};
+	la.l.flags = layout_policy_encode(&p);
+	la.l.nds = 1; /* fence epoch 0, no set yet */
+	if (rc || (rc = mds_layout_set(mds->store, &la)))
+		mds_log("inode %llu: taking directory %llu's layout policy: %s",
+			(unsigned long long)ino, (unsigned long long)dir, strerror(-rc));
+}
+
+/* ---------------------------------------------------------------- devices */
+
+/* A current device ID: 0 and the data server's info, or -ENOENT. */
+static int dev_lookup(struct braid_mds *mds, const uint8_t id[NFS4_DEVICEID4_SIZE],
+		      struct mds_ds_info *info)
+{
+	uint32_t ds = lo_dev_ds(id);
+	uint8_t cur[NFS4_DEVICEID4_SIZE];
+	if (!ds || mds_dsreg_get(mds, ds, info) || !info->registered)
+		return -ENOENT;
+	lo_dev_id_of(info, cur);
+	return memcmp(cur, id, NFS4_DEVICEID4_SIZE) ? -ENOENT : 0;
+}
+
+/* Versions a layout may name (RFC 8435 §5.1): NFSv3, NFSv4.1, NFSv4.2. */
+static bool proto_ok(const struct mds_ds_proto *p)
+{
+	bool v = (p->version == 3 && p->minorversion == 0) ||
+		 (p->version == 4 && (p->minorversion == 1 || p->minorversion == 2));
+	return v && p->rsize && p->wsize;
+}
+
+static unsigned versions_of(const struct mds_ds_info *i)
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k < i->nprotos && k < MDS_DS_PROTOS_MAX; k++)
+		n += proto_ok(&i->protos[k]);
+	return n;
+}
+
+/* ff_device_addr4 of a data server (RFC 8435 §4.1) into arena memory. */
+static nfsstat4 dev_addr_encode(struct nfs41_compound *c, const struct mds_ds_info *i,
+				xdr_opaque *out)
+{
+	netaddr4 na[MDS_DS_ADDRS_MAX];
+	ff_device_versions4 v[MDS_DS_PROTOS_MAX];
+	ff_device_addr4 da = {.ffda_netaddrs = {0, na}, .ffda_versions = {0, v}};
+	for (unsigned k = 0; k < i->naddrs && k < MDS_DS_ADDRS_MAX; k++)
+		na[da.ffda_netaddrs.len++] =
+		    (netaddr4){xdr_string_of(i->addrs[k].netid), xdr_string_of(i->addrs[k].uaddr)};
+	/* in the data server's order, its preferred version first; the Linux
+	 * client uses only the first */
+	for (unsigned k = 0; k < i->nprotos && k < MDS_DS_PROTOS_MAX; k++) {
+		const struct mds_ds_proto *p = &i->protos[k];
+		if (!proto_ok(p))
+			continue;
+		v[da.ffda_versions.len++] = (ff_device_versions4){
+		    .ffdv_version = p->version,
+		    .ffdv_minorversion = p->minorversion,
+		    .ffdv_rsize = p->rsize < LO_IO_MAX ? p->rsize : LO_IO_MAX,
+		    .ffdv_wsize = p->wsize < LO_IO_MAX ? p->wsize : LO_IO_MAX,
+		    .ffdv_tightly_coupled = false,
+		};
+	}
+	uint8_t stack[LO_BODY_MAX];
+	struct iovec iov[8];
+	struct xdr_enc e;
+	xdr_enc_init(&e, iov, 8, stack, sizeof(stack), c->arena);
+	xdr_enc_ff_device_addr4(&e, &da);
+	uint8_t *p = e.err ? NULL : xdr_arena_alloc(c->arena, e.len ? e.len : 1);
+	if (!p)
+		return NFS4ERR_SERVERFAULT;
+	xdr_enc_flatten(&e, p);
+	*out = xdr_opaque_of(p, e.len);
+	return NFS4_OK;
+}
+
+/* RFC 8881 §18.40 */
+static nfsstat4 op_getdeviceinfo(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	GETDEVICEINFO4args *a = &arg->u.opgetdeviceinfo;
+	GETDEVICEINFO4res *r = &res->u.opgetdeviceinfo;
+	struct braid_mds *mds = mds_of(c);
+	if (a->gdia_layout_type != LAYOUT4_FLEX_FILES)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	struct mds_ds_info *info = xdr_arena_alloc(c->arena, sizeof(*info));
+	if (!info)
+		return NFS4ERR_SERVERFAULT;
+	if (dev_lookup(mds, a->gdia_device_id, info) || !versions_of(info))
+		return NFS4ERR_NOENT;
+	xdr_opaque body;
+	nfsstat4 st = dev_addr_encode(c, info, &body);
+	if (st)
+		return st;
+	/* device_addr4: type, body length, body and its padding */
+	uint32_t need = 8 + ((body.len + 3) & ~3u);
+	if (a->gdia_maxcount && need > a->gdia_maxcount) {
+		r->u.gdir_mincount = need;
+		return NFS4ERR_TOOSMALL;
+	}
+	GETDEVICEINFO4resok *ok = &r->u.gdir_resok4;
+	ok->gdir_device_addr.da_layout_type = LAYOUT4_FLEX_FILES;
+	/* maxcount 0: the client only renews its notifications */
+	ok->gdir_device_addr.da_addr_body = a->gdia_maxcount ? body : xdr_opaque_of(NULL, 0);
+	uint32_t want = a->gdia_notify_types.len ? a->gdia_notify_types.val[0] : 0;
+	uint32_t grant = want & ((1u << NOTIFY_DEVICEID4_CHANGE) | (1u << NOTIFY_DEVICEID4_DELETE));
+	ok->gdir_notification.len = 0;
+	if (grant) {
+		uint32_t *w = xdr_arena_alloc(c->arena, sizeof(*w));
+		if (!w)
+			return NFS4ERR_SERVERFAULT;
+		*w = grant;
+		ok->gdir_notification.len = 1;
+		ok->gdir_notification.val = w;
+		lo_dev_watch(mds->layout, a->gdia_device_id, info->id, c->clientid);
+	}
+	return NFS4_OK;
+}
+
+static uint32_t getdeviceinfo_bound(const nfs_argop4 *arg)
+{
+	(void)arg;
+	return 64 + LO_BODY_MAX;
+}
+
+/* RFC 8881 §18.41: the current devices, by data server id (the cookie). */
+static nfsstat4 op_getdevicelist(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	GETDEVICELIST4args *a = &arg->u.opgetdevicelist;
+	GETDEVICELIST4resok *ok = &res->u.opgetdevicelist.u.gdlr_resok4;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_layout *lo = mds->layout;
+	nfsstat4 st = mds_cfh(c, NULL, NULL, NULL);
+	if (st)
+		return st;
+	if (a->gdla_layout_type != LAYOUT4_FLEX_FILES)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (!a->gdla_maxdevices)
+		return NFS4ERR_INVAL;
+	if (a->gdla_cookie && memcmp(a->gdla_cookieverf, lo->verf, NFS4_VERIFIER_SIZE))
+		return NFS4ERR_NOT_SAME;
+	if (a->gdla_cookie > UINT32_MAX)
+		return NFS4ERR_BAD_COOKIE;
+	unsigned n = mds_dsreg_list(mds, NULL, 0);
+	struct mds_ds_info *v = n ? xdr_arena_alloc(c->arena, n * sizeof(*v)) : NULL;
+	if (n && !v)
+		return NFS4ERR_SERVERFAULT;
+	unsigned listed = mds_dsreg_list(mds, v, n);
+	n = listed < n ? listed : n;
+	uint32_t max = a->gdla_maxdevices < 1024 ? a->gdla_maxdevices : 1024;
+	deviceid4 *ids = xdr_arena_alloc(c->arena, max * sizeof(*ids));
+	if (!ids)
+		return NFS4ERR_SERVERFAULT;
+	uint32_t got = 0;
+	uint64_t cookie = a->gdla_cookie;
+	bool eof = true;
+	for (unsigned k = 0; k < n; k++) {
+		if (v[k].id <= a->gdla_cookie || !v[k].registered || !versions_of(&v[k]))
+			continue;
+		if (got == max) {
+			eof = false;
+			break;
+		}
+		lo_dev_id_of(&v[k], ids[got++]);
+		cookie = v[k].id;
+	}
+	ok->gdlr_cookie = cookie;
+	memcpy(ok->gdlr_cookieverf, lo->verf, NFS4_VERIFIER_SIZE);
+	ok->gdlr_deviceid_list.len = got;
+	ok->gdlr_deviceid_list.val = ids;
+	ok->gdlr_eof = eof;
+	return NFS4_OK;
+}
+
+static uint32_t getdevicelist_bound(const nfs_argop4 *arg)
+{
+	uint32_t max = arg->u.opgetdevicelist.gdla_maxdevices;
+	max = max < 1024 ? max : 1024;
+	return 64 + max * NFS4_DEVICEID4_SIZE;
+}
+
+/* -------------------------------------------------------------- LAYOUTGET */
+
+/* RFC 8881 §18.43.3 and friends: layouts are of regular files. */
+static nfsstat4 reg_file(const struct mds_attr *a)
+{
+	switch (a->type) {
+	case MDS_REG:
+		return NFS4_OK;
+	case MDS_DIR:
+		return NFS4ERR_ISDIR;
+	case MDS_LNK:
+		return NFS4ERR_SYMLINK;
+	default:
+		return NFS4ERR_WRONG_TYPE;
+	}
+}
+
+static bool other_is(const stateid4 *id, uint8_t b)
+{
+	for (unsigned i = 0; i < NFS4_OTHER_SIZE; i++)
+		if (id->other[i] != b)
+			return false;
+	return true;
+}
+
+/* §8.2.3: special stateids name no state: never a layout's basis. */
+static bool sid_special(const stateid4 *id)
+{
+	return other_is(id, 0) || other_is(id, 0xff);
+}
+
+/*
+ * A layout stateid of this client for ino, seqid not ahead of the state
+ * (§12.5.3: earlier ones are fine, LAYOUTGETs and returns cross).  With
+ * lo->mu held.  NULL with *st = NFS4ERR_BAD_STATEID when it names another
+ * client's or file's state or a seqid never handed out; NULL with
+ * *st = NFS4_OK when it is no layout stateid of ours at all.
+ */
+static struct lo_state *sid_check(struct mds_layout *lo, const stateid4 *id, uint64_t clientid,
+				  uint64_t ino, nfsstat4 *st)
+{
+	*st = NFS4_OK;
+	struct lo_state *s = lo_sid_lookup(lo, id->other);
+	if (!s)
+		return NULL;
+	if (s->cl->h.key != clientid || s->f->h.key != ino || id->seqid == 0 ||
+	    (int32_t)(id->seqid - s->seqid) > 0) {
+		*st = NFS4ERR_BAD_STATEID;
+		return NULL;
+	}
+	return s;
+}
+
+/* One data server of the segment being laid out. */
+struct seg_ds {
+	uint32_t id;
+	struct mds_ds_info *info; /* arena memory */
+	uint8_t dev[NFS4_DEVICEID4_SIZE];
+	bool healthy; /* up, not avoided, speaks a version we can name */
+};
+
+/*
+ * The ff_layout4 of one segment: mirrors in the order given (order[0..nm)),
+ * each with its stripes' data servers.
+ */
+static nfsstat4 layout_encode(struct nfs41_compound *c, const struct mds_attr *a,
+			      const struct mds_file_map *map, const struct seg_ds *sd,
+			      const unsigned *order, unsigned nm, xdr_opaque *out)
+{
+	struct braid_mds *mds = mds_of(c);
+	unsigned S = map->pol.stripes;
+	ff_mirror4 *mir = xdr_arena_alloc(c->arena, nm * sizeof(*mir));
+	ff_data_server4 *dsv = xdr_arena_alloc(c->arena, nm * S * sizeof(*dsv));
+	uint8_t *fh = xdr_arena_alloc(c->arena, DS_FH_SIZE);
+	char *user = xdr_arena_alloc(c->arena, 16), *group = xdr_arena_alloc(c->arena, 16);
+	if (!mir || !dsv || !fh || !user || !group)
+		return NFS4ERR_SERVERFAULT;
+	struct ds_objid oid;
+	uint32_t uid, gid;
+	mds_data_objid(a, &oid);
+	ds_fh_make(&mds->key, &oid, fh);
+	mds_data_fence_epoch(a, map->epoch, &uid, &gid);
+	/* RFC 8435 §5.1: loosely coupled ids are numeric strings */
+	snprintf(user, 16, "%u", uid);
+	snprintf(group, 16, "%u", gid);
+	for (unsigned p = 0; p < nm; p++) {
+		mir[p].ffm_data_servers.len = S;
+		mir[p].ffm_data_servers.val = dsv + p * S;
+		for (unsigned s = 0; s < S; s++) {
+			const struct seg_ds *d = &sd[order[p] * S + s];
+			ff_data_server4 *x = &dsv[p * S + s];
+			unsigned nv = versions_of(d->info);
+			nfs_fh4 *fv = xdr_arena_alloc(c->arena, nv * sizeof(*fv));
+			if (!fv)
+				return NFS4ERR_SERVERFAULT;
+			/* one handle per version offered: the same object */
+			for (unsigned k = 0; k < nv; k++)
+				fv[k] = xdr_opaque_of(fh, DS_FH_SIZE);
+			memcpy(x->ffds_deviceid, d->dev, NFS4_DEVICEID4_SIZE);
+			/* the client reads from the most efficient: the order given */
+			x->ffds_efficiency = nm - p;
+			/* §5.1: loosely coupled, the anonymous stateid */
+			memset(&x->ffds_stateid, 0, sizeof(x->ffds_stateid));
+			x->ffds_fh_vers.len = nv;
+			x->ffds_fh_vers.val = fv;
+			x->ffds_user = xdr_string_of(user);
+			x->ffds_group = xdr_string_of(group);
+		}
+	}
+	ff_layout4 fl = {
+	    .ffl_stripe_unit = S > 1 ? 1ull << map->pol.unit_shift : 0,
+	    .ffl_mirrors = {nm, mir},
+	    .ffl_flags = mds->set.data_io == MDS_DATA_REFUSE ? FF_FLAGS_NO_IO_THRU_MDS : 0,
+	    .ffl_stats_collect_hint = 0,
+	};
+	uint8_t stack[LO_BODY_MAX];
+	struct iovec iov[8];
+	struct xdr_enc e;
+	xdr_enc_init(&e, iov, 8, stack, sizeof(stack), c->arena);
+	xdr_enc_ff_layout4(&e, &fl);
+	uint8_t *body = e.err ? NULL : xdr_arena_alloc(c->arena, e.len);
+	if (!body)
+		return NFS4ERR_SERVERFAULT;
+	xdr_enc_flatten(&e, body);
+	*out = xdr_opaque_of(body, e.len);
+	return NFS4_OK;
+}
+
+/* The data servers now avoided (LAYOUTERROR, ioerrors), into v. */
+static unsigned avoided_list(struct mds_layout *lo, uint32_t *v, unsigned max)
+{
+	uint64_t now = now_ns();
+	unsigned n = 0;
+	pthread_mutex_lock(&lo->mu);
+	for (unsigned i = 0; i < lo->nmarks && n < max; i++)
+		if (lo->marks[i].avoid_until_ns > now)
+			v[n++] = lo->marks[i].id;
+	pthread_mutex_unlock(&lo->mu);
+	return n;
+}
+
+static nfsstat4 layout_errno(int rc)
+{
+	switch (rc) {
+	case -EAGAIN:
+	case -EBUSY:
+	case -ETIMEDOUT:
+	case -ECONNREFUSED:
+	case -ENOTCONN:
+		return NFS4ERR_LAYOUTTRYLATER;
+	case -ENOENT:
+		return NFS4ERR_STALE;
+	case -ENOTSUP:
+		return NFS4ERR_LAYOUTUNAVAILABLE;
+	default:
+		return mds_nfs4_status(rc);
+	}
+}
+
+static void unpin(struct mds_layout *lo, struct lo_file *f)
+{
+	pthread_mutex_lock(&lo->mu);
+	f->pins--;
+	lo_file_put_unused(lo, f);
+	pthread_mutex_unlock(&lo->mu);
+}
+
+/* RFC 8881 §18.43, RFC 8435 §5: one segment per reply. */
+static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	LAYOUTGET4args *a = &arg->u.oplayoutget;
+	LAYOUTGET4resok *ok = &res->u.oplayoutget.u.logr_resok4;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_layout *lo = mds->layout;
+	struct mds_fh fh;
+	struct mds_attr at;
+	nfsstat4 st = mds_cfh(c, &fh, &at, NULL);
+	if (st || (st = reg_file(&at)))
+		return st;
+	if (a->loga_layout_type != LAYOUT4_FLEX_FILES)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (a->loga_iomode != LAYOUTIOMODE4_READ && a->loga_iomode != LAYOUTIOMODE4_RW)
+		return NFS4ERR_BADIOMODE;
+	if (!a->loga_length || a->loga_length < a->loga_minlength ||
+	    (a->loga_length != NFS4_UINT64_MAX && a->loga_offset > UINT64_MAX - a->loga_length))
+		return NFS4ERR_INVAL;
+	if (a->loga_offset >= MDS_FILE_MAX)
+		return NFS4ERR_BADLAYOUT; /* no data server stores bytes there */
+	/* §18.43.3: new layouts are not handed out in the grace period */
+	if (mds_state_in_grace(mds))
+		return NFS4ERR_GRACE;
+	bool rw = a->loga_iomode == LAYOUTIOMODE4_RW;
+	stateid4 sid = a->loga_stateid;
+	if ((st = nfs41_compound_stateid(c, &sid)))
+		return st;
+	if (sid_special(&sid))
+		return NFS4ERR_BAD_STATEID;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
+	pthread_mutex_unlock(&lo->mu);
+	if (st)
+		return st;
+	/* an open, lock or (unused here) delegation stateid of this file */
+	if (!ls && (st = mds_state_check_io(c, &sid, at.ino, rw)))
+		return st;
+
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_get(lo, at.ino);
+	if (!f) {
+		pthread_mutex_unlock(&lo->mu);
+		return NFS4ERR_SERVERFAULT;
+	}
+	struct lo_state *mine = lo_state_of(f, c->clientid);
+	st = f->recall || (mine && mine->recalling) ? NFS4ERR_RECALLCONFLICT
+	     : f->fencing			    ? NFS4ERR_LAYOUTTRYLATER
+						    : NFS4_OK;
+	if (st) {
+		lo_file_put_unused(lo, f);
+		pthread_mutex_unlock(&lo->mu);
+		return st;
+	}
+	f->pins++;
+	uint64_t gen0 = f->gen;
+	pthread_mutex_unlock(&lo->mu);
+
+	/* the segment holding loga_offset, laid out if need be */
+	struct mds_file_map map;
+	struct mds_layout_seg seg;
+	uint32_t avoid[64];
+	unsigned navoid = avoided_list(lo, avoid, 64);
+	int rc = mds_data_map(mds, at.ino, &map);
+	if (rc) {
+		unpin(lo, f);
+		return layout_errno(rc);
+	}
+	uint64_t n = layout_seg_index(&map.pol, a->loga_offset), s0, len;
+	layout_seg_bounds(&map.pol, n, &s0, &len);
+	/* §18.43.3: at least minlength from the offset, or nothing */
+	if (len != LAYOUT_ALL && a->loga_minlength > s0 + len - a->loga_offset) {
+		unpin(lo, f);
+		return NFS4ERR_BADLAYOUT;
+	}
+	if ((rc = mds_data_segment(mds, &at, n, true, avoid, navoid, &map, &seg))) {
+		unpin(lo, f);
+		return layout_errno(rc);
+	}
+	unsigned S = map.pol.stripes, W = layout_seg_width(&map.pol);
+	unsigned M = seg.nds / S < map.pol.mirrors ? seg.nds / S : map.pol.mirrors;
+	struct seg_ds *sd = xdr_arena_alloc(c->arena, W * sizeof(*sd));
+	if (!M || !sd) {
+		unpin(lo, f);
+		return M ? NFS4ERR_SERVERFAULT : NFS4ERR_LAYOUTUNAVAILABLE;
+	}
+	uint64_t now = now_ns();
+	for (unsigned j = 0; j < M * S; j++) {
+		sd[j].id = seg.ds[j];
+		sd[j].info = NULL;
+		for (unsigned k = 0; k < j && !sd[j].info; k++)
+			if (sd[k].id == sd[j].id)
+				sd[j].info = sd[k].info;
+		if (!sd[j].info && !(sd[j].info = xdr_arena_alloc(c->arena, sizeof(*sd[j].info)))) {
+			unpin(lo, f);
+			return NFS4ERR_SERVERFAULT;
+		}
+		if (mds_dsreg_get(mds, sd[j].id, sd[j].info)) {
+			unpin(lo, f);
+			return NFS4ERR_LAYOUTUNAVAILABLE; /* a map naming no data server */
+		}
+		lo_dev_id_of(sd[j].info, sd[j].dev);
+		pthread_mutex_lock(&lo->mu);
+		bool avoided = lo_ds_avoided(lo, sd[j].id, now);
+		pthread_mutex_unlock(&lo->mu);
+		sd[j].healthy = sd[j].info->up && !avoided && versions_of(sd[j].info);
+	}
+	/* healthy mirrors first; READ leaves out the others when it can, RW
+	 * must write every mirror (RFC 8435 §8.1) */
+	unsigned order[LAYOUT_MIRRORS_MAX], nm = 0, nbad = 0;
+	bool good[LAYOUT_MIRRORS_MAX];
+	for (unsigned m = 0; m < M; m++) {
+		good[m] = true;
+		for (unsigned s = 0; s < S; s++)
+			good[m] = good[m] && sd[m * S + s].healthy;
+		if (good[m])
+			order[nm++] = m;
+		else
+			nbad++;
+	}
+	if (!nm || (rw && nbad)) {
+		unpin(lo, f);
+		return NFS4ERR_LAYOUTTRYLATER;
+	}
+	xdr_opaque body;
+	if ((st = layout_encode(c, &at, &map, sd, order, nm, &body))) {
+		unpin(lo, f);
+		return st;
+	}
+	/* LAYOUTGET4resok: return_on_close, stateid, one layout4 */
+	uint32_t need = 4 + 16 + 4 + 8 + 8 + 4 + 4 + 4 + ((body.len + 3) & ~3u);
+	if (need > a->loga_maxcount) {
+		unpin(lo, f);
+		return NFS4ERR_TOOSMALL;
+	}
+
+	/* grant, unless a recall or fence began meanwhile */
+	pthread_mutex_lock(&lo->mu);
+	f->pins--;
+	mine = lo_state_of(f, c->clientid);
+	if (f->gen != gen0 || f->recall || f->fencing || (mine && mine->recalling)) {
+		st = f->fencing ? NFS4ERR_LAYOUTTRYLATER : NFS4ERR_RECALLCONFLICT;
+		lo_file_put_unused(lo, f);
+		pthread_mutex_unlock(&lo->mu);
+		return st;
+	}
+	struct lo_client *cl = lo_client_get(lo, c->clientid);
+	bool fresh = !mine;
+	if (cl && !mine)
+		mine = lo_state_new(lo, cl, f);
+	uint64_t end = len == LAYOUT_ALL ? UINT64_MAX : s0 + len;
+	if (!mine || lo_ranges_add(&mine->held[a->loga_iomode - 1], s0, end)) {
+		if (mine && fresh && !lo_state_holds(mine))
+			lo_state_free(lo, mine);
+		lo_file_put_unused(lo, f);
+		pthread_mutex_unlock(&lo->mu);
+		return NFS4ERR_SERVERFAULT;
+	}
+	if (!fresh)
+		lo_state_bump(mine);
+	mine->export_id = fh.export_id;
+	mine->igen = at.generation;
+	if (rw) {
+		mine->rw_lo = !mine->had_rw || s0 < mine->rw_lo ? s0 : mine->rw_lo;
+		mine->rw_hi = !mine->had_rw || end > mine->rw_hi ? end : mine->rw_hi;
+		mine->had_rw = true;
+	}
+	for (unsigned p = 0; p < nm; p++)
+		for (unsigned s = 0; s < S; s++) {
+			const struct seg_ds *x = &sd[order[p] * S + s];
+			lo_state_note_ds(mine, x->id);
+			/* watched for address changes (the thread), asked or not */
+			lo_dev_get(lo, x->dev, x->id);
+		}
+	cl->ctr.layoutgets++;
+	for (unsigned p = 0; p < nm; p++) {
+		struct lo_dsmark *mk = lo_mark_get(lo, sd[order[p] * S].id);
+		if (mk)
+			mk->ctr.layoutgets++;
+	}
+	lo_sid_out(mine, &ok->logr_stateid);
+	pthread_mutex_unlock(&lo->mu);
+
+	layout4 *l = xdr_arena_alloc(c->arena, sizeof(*l));
+	if (!l)
+		return NFS4ERR_SERVERFAULT;
+	l->lo_offset = s0;
+	l->lo_length = len == LAYOUT_ALL ? NFS4_UINT64_MAX : len;
+	l->lo_iomode = a->loga_iomode;
+	l->lo_content.loc_type = LAYOUT4_FLEX_FILES;
+	l->lo_content.loc_body = body;
+	/* layouts outlive CLOSE (DESIGN.md: a return costs every segment) */
+	ok->logr_return_on_close = false;
+	ok->logr_layout.len = 1;
+	ok->logr_layout.val = l;
+	nfs41_compound_set_stateid(c, &ok->logr_stateid);
+	return NFS4_OK;
+}
+
+static uint32_t layoutget_bound(const nfs_argop4 *arg)
+{
+	(void)arg;
+	return 96 + LO_BODY_MAX;
+}
+
+/* ----------------------------------------------------------- LAYOUTCOMMIT */
+
+/*
+ * RFC 8881 §18.42 (RFC 8435 §5.1: no layoutupdate body): the size moves
+ * to the last byte written + 1 if that is past it, mtime and change from
+ * our clock, durably before the reply.  The range must be one this
+ * layout stateid was granted RW (else NFS4ERR_BADLAYOUT); what the client
+ * returned since still counts (it commits before returning).
+ */
+static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	LAYOUTCOMMIT4args *a = &arg->u.oplayoutcommit;
+	LAYOUTCOMMIT4resok *ok = &res->u.oplayoutcommit.u.locr_resok4;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_layout *lo = mds->layout;
+	struct mds_fh fh;
+	struct mds_attr at;
+	struct mds_cred cred;
+	nfsstat4 st = mds_cfh(c, &fh, &at, &cred);
+	if (st || (st = reg_file(&at)))
+		return st;
+	if (a->loca_layoutupdate.lou_type != LAYOUT4_FLEX_FILES)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (!a->loca_length ||
+	    (a->loca_length != NFS4_UINT64_MAX && a->loca_offset > UINT64_MAX - a->loca_length))
+		return NFS4ERR_INVAL;
+	uint64_t end =
+	    a->loca_length == NFS4_UINT64_MAX ? UINT64_MAX : a->loca_offset + a->loca_length;
+	bool newoff = a->loca_last_write_offset.no_newoffset;
+	uint64_t lwo = a->loca_last_write_offset.u.no_offset;
+	if (newoff && (lwo < a->loca_offset || lwo >= end || lwo >= MDS_FILE_MAX))
+		return NFS4ERR_INVAL;
+	if (!cred.rw || cred.pseudo)
+		return NFS4ERR_ROFS;
+	bool grace = mds_state_in_grace(mds);
+	if (a->loca_reclaim) {
+		/* §18.42.3: a layout of the previous instance, in its grace */
+		if (!grace)
+			return NFS4ERR_NO_GRACE;
+	} else {
+		if (grace)
+			return NFS4ERR_GRACE;
+		stateid4 sid = a->loca_stateid;
+		if ((st = nfs41_compound_stateid(c, &sid)))
+			return st;
+		pthread_mutex_lock(&lo->mu);
+		struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
+		if (!st && !ls)
+			st = NFS4ERR_BAD_STATEID; /* §18.42.3: a layout stateid */
+		else if (!st && (!ls->had_rw || a->loca_offset >= ls->rw_hi || end <= ls->rw_lo))
+			st = NFS4ERR_BADLAYOUT;
+		pthread_mutex_unlock(&lo->mu);
+		if (st)
+			return st;
+	}
+	struct mds_setattr_args sa = {.ino = at.ino, .mask = MDS_SET_MTIME_NOW};
+	if (newoff) {
+		sa.mask |= MDS_SET_SIZE_MAX;
+		sa.size = lwo + 1;
+	}
+	struct mds_setattr_res sr;
+	int rc = mds_inode_setattr(mds->store, &sa, &sr);
+	if (rc)
+		return mds_nfs4_status(rc);
+	ok->locr_newsize.ns_sizechanged = newoff && sr.attr.size != sr.old_size;
+	if (ok->locr_newsize.ns_sizechanged)
+		ok->locr_newsize.u.ns_size = sr.attr.size;
+	return NFS4_OK;
+}
+
+/* ------------------------------------------------- error and stats reports */
+
+/* Device errors that say the data server itself is in trouble. */
+static bool status_steers(nfsstat4 s)
+{
+	switch (s) {
+	case NFS4ERR_NXIO:
+	case NFS4ERR_IO:
+	case NFS4ERR_SERVERFAULT:
+	case NFS4ERR_NOSPC:
+	case NFS4ERR_DQUOT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * One device_error4 of a client about ino: counted for the client and
+ * the data server; steering and refencing as the top of this file says.
+ * With lo->mu held.
+ */
+static void report_error(struct mds_layout *lo, struct lo_client *cl, uint64_t ino,
+			 const device_error4 *e, uint64_t now)
+{
+	uint32_t ds = lo_dev_ds(e->de_deviceid);
+	struct lo_dsmark *mk = ds ? lo_mark_get(lo, ds) : NULL;
+	if (cl) {
+		cl->ctr.ioerrors++;
+		cl->ctr.ioerr_access += e->de_status == NFS4ERR_ACCESS;
+	}
+	if (mk) {
+		mk->ctr.ioerrors++;
+		mk->ctr.ioerr_access += e->de_status == NFS4ERR_ACCESS;
+		if (status_steers(e->de_status)) {
+			if (mk->avoid_until_ns <= now)
+				mds_log("client %016llx reports error %d from data server %u "
+					"(inode %llu): new layouts avoid it for %llu s",
+					cl ? (unsigned long long)cl->h.key : 0ull,
+					(int)e->de_status, ds, (unsigned long long)ino,
+					(unsigned long long)(lo->steer_ns / 1000000000ull));
+			mk->avoid_until_ns = now + lo->steer_ns;
+		}
+	}
+	if (e->de_status == NFS4ERR_ACCESS && ino) {
+		struct lo_file *f = lo_file_get(lo, ino);
+		if (f && now - f->refence_ns >= LO_REFENCE_GAP * 1000000ull) {
+			f->refence_ns = now;
+			lo_fence_queue(lo, ino, false, now);
+		}
+		if (f)
+			lo_file_put_unused(lo, f);
+	}
+}
+
+static void report_io(struct mds_layout *lo, struct lo_client *cl, const uint8_t *dev,
+		      const io_info4 *rd, const io_info4 *wr)
+{
+	uint32_t ds = dev ? lo_dev_ds(dev) : 0;
+	struct lo_dsmark *mk = ds ? lo_mark_get(lo, ds) : NULL;
+	struct mds_layout_counters *v[2] = {cl ? &cl->ctr : NULL, mk ? &mk->ctr : NULL};
+	for (int i = 0; i < 2; i++)
+		if (v[i]) {
+			v[i]->read_ops += rd->ii_count;
+			v[i]->read_bytes += rd->ii_bytes;
+			v[i]->write_ops += wr->ii_count;
+			v[i]->write_bytes += wr->ii_bytes;
+		}
+}
+
+/* RFC 7862 §15.6 */
+static nfsstat4 op_layouterror(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	LAYOUTERROR4args *a = &arg->u.oplayouterror;
+	struct mds_layout *lo = mds_of(c)->layout;
+	struct mds_attr at;
+	(void)res;
+	nfsstat4 st = mds_cfh(c, NULL, &at, NULL);
+	if (st || (st = reg_file(&at)))
+		return st;
+	if (a->lea_length != NFS4_UINT64_MAX && a->lea_offset > UINT64_MAX - a->lea_length)
+		return NFS4ERR_INVAL;
+	stateid4 sid = a->lea_stateid;
+	if ((st = nfs41_compound_stateid(c, &sid)))
+		return st;
+	for (uint32_t i = 0; i < a->lea_errors.len; i++)
+		if (a->lea_errors.val[i].de_status == NFS4_OK)
+			return NFS4ERR_INVAL; /* §15.6.3: errors, not successes */
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&lo->mu);
+	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
+	if (!st && !ls)
+		st = NFS4ERR_BAD_STATEID;
+	for (uint32_t i = 0; !st && i < a->lea_errors.len; i++)
+		report_error(lo, ls->cl, at.ino, &a->lea_errors.val[i], now);
+	pthread_mutex_unlock(&lo->mu);
+	return st;
+}
+
+/* RFC 7862 §15.7; the body is an ff_layoutupdate4 (RFC 8435 §9.2.2). */
+static nfsstat4 op_layoutstats(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	LAYOUTSTATS4args *a = &arg->u.oplayoutstats;
+	struct mds_layout *lo = mds_of(c)->layout;
+	struct mds_attr at;
+	(void)res;
+	nfsstat4 st = mds_cfh(c, NULL, &at, NULL);
+	if (st || (st = reg_file(&at)))
+		return st;
+	if (a->lsa_layoutupdate.lou_type != LAYOUT4_FLEX_FILES)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (a->lsa_length != NFS4_UINT64_MAX && a->lsa_offset > UINT64_MAX - a->lsa_length)
+		return NFS4ERR_INVAL;
+	if (a->lsa_layoutupdate.lou_body.len) {
+		ff_layoutupdate4 u;
+		struct xdr_dec d;
+		xdr_dec_init(&d, a->lsa_layoutupdate.lou_body.val, a->lsa_layoutupdate.lou_body.len,
+			     c->arena);
+		if (xdr_dec_ff_layoutupdate4(&d, &u) || xdr_dec_left(&d))
+			return NFS4ERR_BADXDR;
+	}
+	stateid4 sid = a->lsa_stateid;
+	if ((st = nfs41_compound_stateid(c, &sid)))
+		return st;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
+	if (!st && !ls)
+		st = NFS4ERR_BAD_STATEID;
+	if (!st)
+		report_io(lo, ls->cl, a->lsa_deviceid, &a->lsa_read, &a->lsa_write);
+	pthread_mutex_unlock(&lo->mu);
+	return st;
+}
+
+/* ----------------------------------------------------------- LAYOUTRETURN */
+
+/* ff_layoutreturn4 (RFC 8435 §9.3): counted, and errors acted on. */
+static nfsstat4 return_body(struct nfs41_compound *c, const xdr_opaque *body, uint64_t ino)
+{
+	if (!body->len)
+		return NFS4_OK;
+	struct mds_layout *lo = mds_of(c)->layout;
+	ff_layoutreturn4 r;
+	struct xdr_dec d;
+	xdr_dec_init(&d, body->val, body->len, c->arena);
+	if (xdr_dec_ff_layoutreturn4(&d, &r) || xdr_dec_left(&d))
+		return NFS4ERR_BADXDR;
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&lo->mu);
+	struct lo_client *cl = lo_client_get(lo, c->clientid);
+	for (uint32_t i = 0; i < r.fflr_ioerr_report.len; i++) {
+		const ff_ioerr4 *e = &r.fflr_ioerr_report.val[i];
+		for (uint32_t k = 0; k < e->ffie_errors.len; k++)
+			report_error(lo, cl, ino, &e->ffie_errors.val[k], now);
+	}
+	for (uint32_t i = 0; i < r.fflr_iostats_report.len; i++) {
+		const ff_iostats4 *s = &r.fflr_iostats_report.val[i];
+		report_io(lo, cl, s->ffis_deviceid, &s->ffis_read, &s->ffis_write);
+	}
+	pthread_mutex_unlock(&lo->mu);
+	return NFS4_OK;
+}
+
+/* Drops every layout of cl (LAYOUTRETURN4_FSID and _ALL: one fsid here). */
+static void return_all_locked(struct mds_layout *lo, struct lo_client *cl, layoutiomode4 mode)
+{
+	struct lo_state *next;
+	for (struct lo_state *s = cl->states; s; s = next) {
+		next = s->cnext;
+		if (mode == LAYOUTIOMODE4_ANY) {
+			s->held[0].n = s->held[1].n = 0;
+		} else {
+			s->held[mode - 1].n = 0;
+		}
+		if (!lo_state_holds(s)) {
+			struct lo_file *f = s->f;
+			lo_state_free(lo, s);
+			lo_file_settle(lo, f);
+		}
+	}
+}
+
+/* RFC 8881 §18.44 */
+static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
+{
+	LAYOUTRETURN4args *a = &arg->u.oplayoutreturn;
+	layoutreturn_stateid *out = &res->u.oplayoutreturn.u.lorr_stateid;
+	struct braid_mds *mds = mds_of(c);
+	struct mds_layout *lo = mds->layout;
+	const layoutreturn4 *lr = &a->lora_layoutreturn;
+	if (a->lora_layout_type != LAYOUT4_FLEX_FILES)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (a->lora_iomode != LAYOUTIOMODE4_READ && a->lora_iomode != LAYOUTIOMODE4_RW &&
+	    a->lora_iomode != LAYOUTIOMODE4_ANY)
+		return NFS4ERR_BADIOMODE;
+	if (lr->lr_returntype != LAYOUTRETURN4_FILE && lr->lr_returntype != LAYOUTRETURN4_FSID &&
+	    lr->lr_returntype != LAYOUTRETURN4_ALL)
+		return NFS4ERR_INVAL;
+	out->lrs_present = false;
+	struct mds_attr at;
+	nfsstat4 st;
+	if (lr->lr_returntype != LAYOUTRETURN4_ALL) {
+		/* FILE and FSID name the current filehandle (§18.44.3) */
+		if ((st = mds_cfh(c, NULL, &at, NULL)))
+			return st;
+		if (lr->lr_returntype == LAYOUTRETURN4_FILE && (st = reg_file(&at)))
+			return st;
+	}
+	/* §18.44.3: a reclaim returns what the previous instance granted,
+	 * which holds nothing now */
+	if (a->lora_reclaim)
+		return mds_state_in_grace(mds) ? NFS4_OK : NFS4ERR_NO_GRACE;
+	if (lr->lr_returntype != LAYOUTRETURN4_FILE) {
+		pthread_mutex_lock(&lo->mu);
+		struct lo_client *cl = lo_client_find(lo, c->clientid);
+		if (cl) {
+			cl->ctr.layoutreturns++;
+			return_all_locked(lo, cl, a->lora_iomode);
+		}
+		pthread_mutex_unlock(&lo->mu);
+		return NFS4_OK;
+	}
+	const layoutreturn_file4 *rf = &lr->u.lr_layout;
+	if (!rf->lrf_length ||
+	    (rf->lrf_length != NFS4_UINT64_MAX && rf->lrf_offset > UINT64_MAX - rf->lrf_length))
+		return NFS4ERR_INVAL;
+	uint64_t end =
+	    rf->lrf_length == NFS4_UINT64_MAX ? UINT64_MAX : rf->lrf_offset + rf->lrf_length;
+	stateid4 sid = rf->lrf_stateid;
+	if ((st = nfs41_compound_stateid(c, &sid)))
+		return st;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
+	if (!st && !ls)
+		st = NFS4ERR_BAD_STATEID;
+	pthread_mutex_unlock(&lo->mu);
+	if (st)
+		return st;
+	/* the report first: a malformed body returns nothing */
+	if ((st = return_body(c, &rf->lrf_body, at.ino)))
+		return st;
+	pthread_mutex_lock(&lo->mu);
+	/* looked up again: the thread may have revoked it meanwhile */
+	if (!(ls = sid_check(lo, &sid, c->clientid, at.ino, &st))) {
+		pthread_mutex_unlock(&lo->mu);
+		return st ? st : NFS4ERR_BAD_STATEID;
+	}
+	int rc = 0;
+	for (int m = 0; m < 2 && !rc; m++)
+		if (a->lora_iomode == LAYOUTIOMODE4_ANY || a->lora_iomode == m + 1)
+			rc = lo_ranges_sub(&ls->held[m], rf->lrf_offset, end);
+	ls->cl->ctr.layoutreturns++;
+	if (rc) {
+		pthread_mutex_unlock(&lo->mu);
+		return NFS4ERR_SERVERFAULT;
+	}
+	if (lo_state_holds(ls)) {
+		/* some layouts remain: the stateid lives on, one seqid later */
+		lo_state_bump(ls);
+		out->lrs_present = true;
+		lo_sid_out(ls, &out->u.lrs_stateid);
+	} else {
+		struct lo_file *f = ls->f;
+		lo_state_free(lo, ls);
+		lo_file_settle(lo, f);
+	}
+	pthread_mutex_unlock(&lo->mu);
+	if (out->lrs_present)
+		nfs41_compound_set_stateid(c, &out->u.lrs_stateid);
+	return NFS4_OK;
+}
+
+/* ----------------------------------------------------------------- ops */
+
+static uint32_t small_bound(const nfs_argop4 *arg)
+{
+	(void)arg;
+	return 64;
+}
+
+const struct mds_opdef mds_ops_layout[] = {
+    {OP_LAYOUTGET, {.fn = op_layoutget, .flags = NFS41_OP_NEEDS_FH, .res_bound = layoutget_bound}},
+    {OP_LAYOUTCOMMIT,
+     {.fn = op_layoutcommit, .flags = NFS41_OP_NEEDS_FH, .res_bound = small_bound}},
+    {OP_LAYOUTRETURN, {.fn = op_layoutreturn, .res_bound = small_bound}},
+    {OP_GETDEVICEINFO, {.fn = op_getdeviceinfo, .res_bound = getdeviceinfo_bound}},
+    {OP_GETDEVICELIST,
+     {.fn = op_getdevicelist, .flags = NFS41_OP_NEEDS_FH, .res_bound = getdevicelist_bound}},
+    {OP_LAYOUTERROR, {.fn = op_layouterror, .flags = NFS41_OP_NEEDS_FH, .res_bound = small_bound}},
+    {OP_LAYOUTSTATS, {.fn = op_layoutstats, .flags = NFS41_OP_NEEDS_FH, .res_bound = small_bound}},
+    {0},
+};
