@@ -4,7 +4,7 @@
 # the demo writes a dataset and a large file through the pNFS client and
 # reads every byte back, status reports it, stop stops every daemon, and
 # start again reuses the stores (the demo's files are still there and the
-# data servers keep their ids).
+# data servers keep their ids).  Every daemon's metrics can be scraped.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 b=$(cd "$top_builddir" && pwd)
@@ -16,7 +16,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/braid-cluster-test.XXXXXX")
 port=$(python3 -c 'import socket
 for p in range(31000, 60000, 7):
     ok = True
-    for q in range(p, p + 5):
+    for q in list(range(p, p + 5)) + list(range(p + 1000, p + 1005)):
         s = socket.socket()
         try: s.bind(("127.0.0.1", q))
         except OSError: ok = False
@@ -40,6 +40,15 @@ cat "$out"
 grep -q "read and checked it" "$out"
 grep -q "pNFS flexfiles" "$out" || { echo "FAIL: the demo got no layouts"; exit 1; }
 [ "$(grep -c '^  data server' "$out")" -ge 2 ] || { echo "FAIL: data went to fewer than 2 data servers"; exit 1; }
+
+# every daemon serves Prometheus text 1000 ports above its own
+for q in 0 1 4; do
+	python3 - "$((port + 1000 + q))" <<'PY' || { echo "FAIL: metrics scrape of port $((port + 1000 + q))"; exit 1; }
+import sys, urllib.request
+body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode()
+assert any(l.startswith("braid_") for l in body.splitlines()), body[:500]
+PY
+done
 
 cluster stop
 if cluster status; then echo "FAIL: status says running after stop"; exit 1; fi
