@@ -98,6 +98,8 @@ struct lo_state {
 	bool recalling, cb_ok, changed;
 	bool cb_busy; /* a CB_LAYOUTRECALL of it is in flight */
 	uint64_t deadline_ns, next_ns;
+	uint64_t recall_start_ns; /* for the recall-duration metric */
+	bool revoked;		  /* lo_state_free: ended by revocation */
 	unsigned backoff_ms;
 };
 

@@ -302,6 +302,9 @@ void lo_state_free(struct mds_layout *lo, struct lo_state *s)
 			*pp = s->cnext;
 			break;
 		}
+	/* a recall ends when its state goes: returned, or revoked */
+	if (s->recalling)
+		mds_metrics_recall_done(lo->mds, now_ns() - s->recall_start_ns, s->revoked);
 	for (struct lo_state **pp = &lo->recalls; s->recalling && *pp; pp = &(*pp)->rnext)
 		if (*pp == s) {
 			*pp = s->rnext;
@@ -392,6 +395,7 @@ void lo_recall_start(struct mds_layout *lo, struct lo_state *s, bool changed, ui
 	s->cb_ok = false;
 	s->changed = changed;
 	s->deadline_ns = now + lo->mds->set.lease_ms * 1000000ull;
+	s->recall_start_ns = now;
 	s->next_ns = now;
 	s->backoff_ms = LO_BACKOFF_MIN;
 	s->rnext = lo->recalls;
@@ -743,6 +747,7 @@ static void revoke_locked(struct mds_layout *lo, struct lo_state *s, uint64_t no
 	if (s->held[LAYOUTIOMODE4_RW - 1].n)
 		lo_fence_queue(lo, f->h.key, false, now);
 	s->cl->ctr.revoked++;
+	s->revoked = true;
 	lo_state_free(lo, s);
 	lo_file_settle(lo, f);
 }

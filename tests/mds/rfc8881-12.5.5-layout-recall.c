@@ -21,6 +21,7 @@
  */
 #include "config.h"
 
+#include "nfsd/metrics.h"
 #include "tests/mds/layout-test.h"
 
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\nlease_time = 3s\n"
@@ -354,6 +355,20 @@ static void t_restart(void)
 	nfs41c_session_destroy(s);
 }
 
+/* A series' value in the MDS's metrics (recalls end as returned or revoked). */
+static double recall_metric(const char *series)
+{
+	char *text = NULL;
+	size_t len = 0;
+	CHECK_EQ(nfsd_metrics_render(L.m.mds->metrics, &text, &len), 0);
+	double v = 0;
+	const char *p = strstr(text, series);
+	if (p)
+		v = strtod(p + strlen(series), NULL);
+	free(text);
+	return v;
+}
+
 int main(void)
 {
 	buf = malloc(MiB);
@@ -362,7 +377,11 @@ int main(void)
 	struct nfsd_clnt *conn;
 	S = lt_session_cb(&L, "lt-recall", &conn);
 	t_truncate_recall();
+	/* every recall answered by LAYOUTRETURN was timed as returned */
+	CHECK(recall_metric("braid_mds_layout_recalls_completed_total{outcome=\"returned\"} ") >= 2);
+	CHECK(recall_metric("braid_mds_layout_recall_duration_seconds_count ") >= 2);
 	t_revoke_and_fence();
+	CHECK(recall_metric("braid_mds_layout_recalls_completed_total{outcome=\"revoked\"} ") >= 1);
 	t_remove_waits();
 	t_lease_expiry_fences();
 	t_recall_client();
