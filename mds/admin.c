@@ -1212,6 +1212,10 @@ static void collect_clients(struct braid_mds *mds, struct nfsd_metrics_out *o)
 	nfsd_metrics_family(o, "braid_mds_clients_holding_layouts", "gauge",
 			    "Client IDs holding layouts (layouts outstanding).");
 	nfsd_metrics_sample(o, "braid_mds_clients_holding_layouts", NULL, holding);
+	nfsd_metrics_family(o, "braid_mds_layouts_outstanding", "gauge",
+			    "Layout stateids alive: (client, file) pairs holding layouts.");
+	nfsd_metrics_sample(o, "braid_mds_layouts_outstanding", NULL,
+			    (int64_t)mds_layout_outstanding(mds));
 	emit_table(o, client_fams, CLIENT_FAMS, labels, vals, n);
 	free(vals);
 	free(labels);

@@ -578,6 +578,17 @@ void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid)
 	pthread_mutex_unlock(&lo->mu);
 }
 
+uint64_t mds_layout_outstanding(struct braid_mds *mds)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return 0;
+	pthread_mutex_lock(&lo->mu);
+	uint64_t n = lo->sids.n;
+	pthread_mutex_unlock(&lo->mu);
+	return n;
+}
+
 bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid)
 {
 	struct mds_layout *lo = mds->layout;

@@ -467,6 +467,8 @@ void mds_layout_file_created(struct braid_mds *mds, uint64_t dir, uint64_t ino);
  * files it held RW layouts of are fenced. */
 void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid);
 /* Does the client hold layouts (DESTROY_CLIENTID: CLIENTID_BUSY)? */
+/* Layout stateids alive: (client, file) pairs holding layouts (metrics). */
+uint64_t mds_layout_outstanding(struct braid_mds *mds);
 bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
 /*
  * mds_data_release: true while clients hold layouts of ino; they are

@@ -84,12 +84,15 @@ static void file_with_layout(const char *name, struct ts_openres *o, struct lt_l
 	CHECK_EQ(lt_layoutcommit(S, &o->fh, 0, MiB, &l->sid, MiB - 1, NULL, NULL), NFS4_OK);
 }
 
+static double recall_metric(const char *series);
+
 static void t_truncate_recall(void)
 {
 	struct ts_openres o;
 	struct lt_layout l;
 	struct cds *d;
 	file_with_layout("trunc", &o, &l, &d);
+	CHECK(recall_metric("\nbraid_mds_layouts_outstanding ") >= 1);
 	int n0 = atomic_load(&lt_cbs.recalls);
 	CHECK_EQ(setsize(&o.fh, &o.sid, 4096), NFS4_OK);
 	lt_wait_count(&lt_cbs.recalls, n0 + 1, 5);
