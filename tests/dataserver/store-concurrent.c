@@ -176,6 +176,13 @@ static void run(const char *dir, bool direct)
 			CHECK(0);
 		}
 
+	/*
+	 * The range still holds the interleaved writers' pattern, which is no
+	 * racer's: give it a racer's whole WRITE first, or a reader that runs
+	 * before any racer has written sees a range owned by nobody.
+	 */
+	st_fill(buf, RACE_OFF, RACE_LEN, 100);
+	CHECK_EQ(st_write(st, &one, U, U, RACE_OFF, buf, RACE_LEN, DS_UNSTABLE), RACE_LEN);
 	atomic_store(&writers_done, false);
 	for (unsigned i = 0; i < NW; i++)
 		CHECK(pthread_create(&w[i], NULL, racing_writer, (void *)(uintptr_t)i) == 0);
