@@ -790,13 +790,18 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 		return st;
 	if (a->loca_layoutupdate.lou_type != LAYOUT4_FLEX_FILES)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
-	if (!a->loca_length ||
+	bool newoff = a->loca_last_write_offset.no_newoffset;
+	uint64_t lwo = a->loca_last_write_offset.u.no_offset;
+	/* Length 0 without a new offset names no range: Linux sends it (offset
+	 * 0) to commit the times only while it knows no last write (UNSTABLE
+	 * writes not yet committed); RFC 5661 errata 3067/3068 deprecate the
+	 * range.  Only the layout stateid is checked then. */
+	bool norange = !a->loca_length && !newoff;
+	if ((!a->loca_length && newoff) ||
 	    (a->loca_length != NFS4_UINT64_MAX && a->loca_offset > UINT64_MAX - a->loca_length))
 		return NFS4ERR_INVAL;
 	uint64_t end =
 	    a->loca_length == NFS4_UINT64_MAX ? UINT64_MAX : a->loca_offset + a->loca_length;
-	bool newoff = a->loca_last_write_offset.no_newoffset;
-	uint64_t lwo = a->loca_last_write_offset.u.no_offset;
 	if (newoff && (lwo < a->loca_offset || lwo >= end || lwo >= MDS_FILE_MAX))
 		return NFS4ERR_INVAL;
 	if (!cred.rw || cred.pseudo)
@@ -816,7 +821,8 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 		struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
 		if (!st && !ls)
 			st = NFS4ERR_BAD_STATEID; /* §18.42.3: a layout stateid */
-		else if (!st && (!ls->had_rw || a->loca_offset >= ls->rw_hi || end <= ls->rw_lo))
+		else if (!st && (!ls->had_rw ||
+				 (!norange && (a->loca_offset >= ls->rw_hi || end <= ls->rw_lo))))
 			st = NFS4ERR_BADLAYOUT;
 		pthread_mutex_unlock(&lo->mu);
 		if (st)
