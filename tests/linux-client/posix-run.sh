@@ -55,15 +55,10 @@ hard() { echo "$PROG: ERROR: $*" >&2; exit 99; }
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/braid-posix.XXXXXX") || hard "mktemp"
-PIDS=()    # daemons we started
-NAMES=()
-cleanup() {
-	local i
-	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[$i]}" 2>/dev/null; done
-	for i in "${!PIDS[@]}"; do wait "${PIDS[$i]}" 2>/dev/null; done
-	if [[ $KEEP = 1 ]]; then echo "$PROG: kept $T" >&2; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
+# the VM's files and lock, braid-mds and braid-ds: start_braid, stop_servers
+# shellcheck source=cluster.sh
+. "$here/cluster.sh"
+trap cluster_cleanup EXIT
 trap 'exit 99' INT TERM
 
 # ------------------------------------------------------------------ the VM
@@ -82,69 +77,9 @@ else
 	[[ -n $GANESHA_PLUGINS ]] ||
 		skip "the Ganesha VFS FSAL (libfsalvfs.so) is not installed (Debian: nfs-ganesha-vfs)"
 fi
-"$here/clientvm" --backend "$BACKEND" --build-only > "$T/build.log" 2>&1
-rc=$?
-if [[ $rc != 0 ]]; then
-	tail -5 "$T/build.log" >&2
-	[[ $rc = 77 ]] && skip "the $BACKEND client VM cannot be provided on this host (above)"
-	hard "clientvm --build-only failed with status $rc (above)"
-fi
-
-mkdir -p "$T/files"
-VMTOOL=${VMTOOL:-$top_builddir/tests/linux-client/vmtool}
-if [[ -x $VMTOOL ]]; then
-	cp "$VMTOOL" "$T/files/vmtool"
-else
-	${CC:-cc} -static -O1 -o "$T/files/vmtool" "$here/vmtool.c" > "$T/cc.log" 2>&1 ||
-		{ cat "$T/cc.log" >&2; skip "cannot build a static vmtool (is libc6-dev installed?)"; }
-fi
-readelf -l "$T/files/vmtool" 2>/dev/null | grep -q INTERP &&
-	hard "$VMTOOL is dynamically linked; the guest has no libc (build it with -static)"
+vm_prepare "$BACKEND"
 
 # ------------------------------------------------------------------ servers
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null && return
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 30000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	return 1
-}
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-alive() { kill -0 "$1" 2>/dev/null; }
-
-# start NAME LOG CMD...: run a daemon in the background, remember it
-start() {
-	local name=$1 log=$2; shift 2
-	"$@" < /dev/null > "$log" 2>&1 7>&- &
-	PIDS+=("$!"); NAMES+=("$name")
-}
-
-# wait_ready NAME PID FILE: until FILE has "READY <port>..." (the daemon's
-# --ready-fd); prints the first port
-wait_ready() {
-	local name=$1 pid=$2 file=$3 line
-	for _ in $(seq 300); do
-		if IFS= read -r line < "$file" 2>/dev/null && [[ $line == READY\ * ]]; then
-			line=${line#READY }; echo "${line%% *}"; return 0
-		fi
-		alive "$pid" || { echo "$PROG: $name exited before it was ready" >&2; return 1; }
-		sleep 0.1
-	done
-	echo "$PROG: $name not ready after 30 s" >&2
-	return 1
-}
-
-LOGS=()
-show_logs() {
-	local f
-	for f in "${LOGS[@]}"; do
-		echo "---- tail of $f" >&2
-		tail -40 "$f" >&2
-	done
-}
-
 start_ganesha() {
 	PORT=$(free_port) || hard "no free port"
 	mkdir -p "$T/export" "$T/recov"
@@ -192,56 +127,8 @@ EOF
 	echo "$PROG: ganesha.nfsd (pid $pid) serving $T/export on 127.0.0.1:$PORT" >&2
 }
 
-start_braid() {
-	local mds=$MDS_BIN ds=$DS_BIN
-	( umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; echo ) > "$T/cluster.key"
-	chmod 600 "$T/cluster.key"
-	echo "/ *(rw,no_root_squash,insecure)" > "$T/exports"
-	cat > "$T/mds.conf" <<EOF
-[mds]
-store_dir = $T/mds
-listen = 127.0.0.1:0
-exports = $T/exports
-key_file = $T/cluster.key
-# a fresh store: no client to wait for; and leave the host's rpcbind alone
-grace_time = 0
-rpcbind = no
-EOF
-	LOGS+=("$T/mds.log")
-	start braid-mds "$T/mds.log" "$mds" -c "$T/mds.conf" --ready-fd 3 3> "$T/mds.ready"
-	PORT=$(wait_ready braid-mds "${PIDS[-1]}" "$T/mds.ready") || { show_logs; hard "braid-mds did not start"; }
-	echo "$PROG: braid-mds (pid ${PIDS[-1]}) on 127.0.0.1:$PORT" >&2
-	local i p
-	for i in 1 2; do
-		p=$(free_port) || hard "no free port"
-		# Clients (the guest) reach the host's loopback at 10.0.2.2; the MDS
-		# calls the control protocol on the host's own loopback.
-		cat > "$T/ds$i.conf" <<EOF
-[ds]
-store_dir = $T/ds$i
-listen = 127.0.0.1:$p
-advertise = 10.0.2.2:$p
-ctl_advertise = 127.0.0.1:$p
-key_file = $T/cluster.key
-mds = 127.0.0.1:$PORT
-hostname = posix-ds$i-$$
-loops = 1
-workers = 4
-EOF
-		LOGS+=("$T/ds$i.log")
-		start "braid-ds $i" "$T/ds$i.log" "$ds" -c "$T/ds$i.conf" --ready-fd 3 3> "$T/ds$i.ready"
-		wait_ready "braid-ds $i" "${PIDS[-1]}" "$T/ds$i.ready" > /dev/null ||
-			{ show_logs; hard "braid-ds $i did not start"; }
-		echo "$PROG: braid-ds $i (pid ${PIDS[-1]}) on 127.0.0.1:$p, advertised as 10.0.2.2:$p" >&2
-	done
-}
-
 # One VM at a time on this host (the lock is not passed on to the daemons).
-exec 7> "${TMPDIR:-/tmp}/braid-linux-client.lock"
-if ! flock -n 7; then
-	echo "$PROG: waiting for another Linux-client run to finish" >&2
-	flock 7
-fi
+vm_lock
 echo "$PROG: VM ready, lock held after ${SECONDS}s" >&2
 
 PORT=
@@ -256,26 +143,10 @@ t0=$(date +%s)
 rc=${PIPESTATUS[0]}
 echo "$PROG: guest finished with status $rc after $(( $(date +%s) - t0 )) s" >&2
 
-died=
-for i in "${!PIDS[@]}"; do alive "${PIDS[$i]}" || died+=" ${NAMES[$i]}"; done
+died=$(dead_servers)
 # stop the daemons, the last started first (the data servers before the
 # MDS they report to); Braid's must stop cleanly on SIGTERM
-stop_rc=0
-for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-	kill "${PIDS[$i]}" 2>/dev/null
-	for _ in $(seq 100); do alive "${PIDS[$i]}" || break; sleep 0.1; done
-	if alive "${PIDS[$i]}"; then
-		echo "$PROG: ${NAMES[$i]} ignored SIGTERM for 10 s; killing it" >&2
-		kill -9 "${PIDS[$i]}" 2>/dev/null
-		stop_rc=1
-	fi
-	wait "${PIDS[$i]}"; s=$?
-	if [[ $SERVER_KIND = braid && $s != 0 && -z $died ]]; then
-		echo "$PROG: ${NAMES[$i]} exited with status $s on SIGTERM" >&2
-		stop_rc=1
-	fi
-done
-PIDS=()
+stop_servers "$SERVER_KIND" "$died"
 echo "$PROG: server stopped after ${SECONDS}s" >&2
 
 if [[ -n $died ]]; then

@@ -1,0 +1,281 @@
+# pnfs.sh -- pNFS flexfiles through the stock Linux NFSv4.1/4.2 client.
+#
+# Guest workload for tests/linux-client/clientvm, run with --no-mount by
+# pnfs-run.sh, which starts braid-mds (data_io = refuse: READ and WRITE to
+# the MDS fail, so every byte must go through a layout) and its data
+# servers, and checks from the host what the guest cannot see (where the
+# bytes landed, per data server).  Under busybox sh as root; it mounts
+# $SERVER:$PORT/ on $MNT with $MOUNT_OPTS itself.
+#
+# Files are written from random bytes staged 16 MiB at a time in the
+# guest's /tmp, in whole 1 MiB write(2)s, and the md5 of each 16 MiB chunk
+# is kept; reading back compares every chunk.  (One stream through tee and
+# md5sum crawls under UML, whose every small pipe read and write is a trip
+# through the host; and whole blocks make the client send every page once,
+# so the host can count each data server's bytes exactly.)
+#
+# PNFS_CHECK selects the workload:
+#   data    write files of every size in PNFS_SIZES (MiB) under /whole
+#           (layout=whole) and /striped (layout=segments, 1 MiB
+#           segments), and PNFS_SPREAD 1 MiB files under /whole; read all
+#           back after drop_caches and compare.
+#   mirror  write a PNFS_MIRROR_MIB file under /mirrored (whole, 2
+#           mirrors), then read it back 1 MiB at a time with a pause
+#           between the lines "@@PNFS read-start" and "@@PNFS read-done":
+#           the host kills the data server serving it meanwhile; the read
+#           must give the bytes written.  Then a new 8 MiB file is written
+#           with that server gone; after "@@PNFS restart-killed" the host
+#           starts it again, and the guest waits until every data server's
+#           metrics (PNFS_DS_METRICS, host:port as the guest sees them)
+#           answer, then reads the new file back.
+#   trunk   write and read a PNFS_TRUNK_MIB file under /striped, with the
+#           data servers on two guest NICs; print what the client has
+#           connected (sunrpc's sysfs, /proc/fs/nfsfs/servers, netstat).
+#
+# Every check prints "ok: ..." or "FAIL: ..."; lines "@@PNFS FILE <path>
+# <bytes> <digest>" list what was written (the host asks braid where it
+# went); at the end the mount's /proc/self/mountstats section is printed
+# between "@@PNFS mountstats-begin" and "@@PNFS mountstats-end", then
+# "PNFS-OK" and status 0 only if every check passed.
+#
+# Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from pnfs-run.sh:
+# PNFS_CHECK PNFS_SIZES PNFS_SPREAD PNFS_MIRROR_MIB PNFS_TRUNK_MIB
+# PNFS_DS_METRICS EXPECT_VERS.
+
+FAILS=0
+CH=16 # MiB per chunk
+T() { read up idle < /proc/uptime; echo "@@CLIENTVM T=$up $*"; }
+step() { echo "== $*"; T "$1"; }
+ok() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+die() {
+	echo "FAIL: $* (cannot go on)"
+	echo "--- dmesg (tail)"; dmesg | tail -30
+	echo "PNFS-FAILED"
+	exit 1
+}
+eq() {
+	if [ "$2" = "$3" ]; then ok "$1 = '$3'"; else fail "$1: got '$2', expected '$3'"; fi
+}
+dropcaches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+size() { stat -c %s "$1"; }
+
+# put FILE MIB: write MIB MiB of random bytes to FILE, through one open
+# and in whole 1 MiB write(2)s; prints the md5 of each 16 MiB chunk (the
+# last may be shorter).  One open: a file reopened while written data
+# awaits its COMMIT can have some of it sent again.
+put() {
+	pf=$1 pn=$2
+	rm -f /tmp/put.sums
+	{
+		pi=0
+		while [ $pi -lt "$pn" ]; do
+			pc=$CH; [ $((pn - pi)) -lt $pc ] && pc=$((pn - pi))
+			dd if=/dev/urandom of=/tmp/chunk bs=1M count=$pc 2>/dev/null || exit 1
+			md5sum < /tmp/chunk | cut -d' ' -f1 >> /tmp/put.sums
+			cat /tmp/chunk || exit 1
+			pi=$((pi + pc))
+		done
+	} | dd of="$pf" bs=1M iflag=fullblock 2>/dev/null
+	prc=$?
+	rm -f /tmp/chunk
+	[ $prc = 0 ] || { echo "put: dd to $pf failed ($prc)" >&2; return 1; }
+	[ "$(wc -l < /tmp/put.sums)" -eq $(((pn + CH - 1) / CH)) ] ||
+		{ echo "put: the random bytes for $pf were not all made" >&2; return 1; }
+	echo $(cat /tmp/put.sums)
+}
+
+# sums FILE MIB [PAUSE]: the md5 of each 16 MiB chunk of FILE as read
+# back, through one open; with PAUSE, 1 MiB at a time (an open each),
+# sleeping PAUSE microseconds after each
+sums() {
+	sf=$1 sn=$2
+	if [ -n "$3" ]; then
+		sj=0
+		while [ $sj -lt "$sn" ]; do
+			dd if="$sf" bs=1M skip=$sj count=1 iflag=fullblock 2>/dev/null ||
+				echo "sums: read error at $sj MiB" >&2
+			usleep "$3"; sj=$((sj + 1))
+		done
+	else
+		dd if="$sf" bs=64k 2>/dev/null || echo "sums: read error in $sf" >&2
+	fi | {
+		si=0
+		while [ $si -lt "$sn" ]; do
+			sc=$CH; [ $((sn - si)) -lt $sc ] && sc=$((sn - si))
+			dd of=/tmp/rchunk bs=1M count=$sc iflag=fullblock 2>/dev/null
+			printf '%s ' "$(md5sum < /tmp/rchunk | cut -d' ' -f1)"
+			si=$((si + sc))
+		done
+		rm -f /tmp/rchunk
+		cat > /dev/null # anything past MIB MiB: it would not match
+	}
+	echo
+}
+
+# written FILE MIB SUMS: tell the host (path under the mount, bytes, and a
+# digest of the chunk sums)
+written() {
+	echo "@@PNFS FILE ${1#$MNT/} $(($2 * 1048576)) $(echo "$3" | md5sum | cut -d' ' -f1)"
+}
+
+# verify FILE MIB SUMS (after drop_caches): size and content read back
+verify() {
+	eq "$1: size" "$(size "$1")" $(($2 * 1048576))
+	T "read-start $1"
+	vgot=$(echo $(sums "$1" "$2"))
+	if [ "$vgot" = "$3" ]; then
+		ok "$1: the $2 MiB read back are the bytes written"
+	else
+		fail "$1: read back differs: chunk md5s $vgot, written $3"
+	fi
+	T "read-done $1"
+}
+
+mountstats() {
+	echo "@@PNFS mountstats-begin"
+	awk -v on=" mounted on $MNT " '/^device /{m = index($0, on) > 0} m' /proc/self/mountstats
+	echo "@@PNFS mountstats-end"
+}
+
+# what the client connected: the transports of every RPC client (sunrpc's
+# sysfs, Linux 5.14 and later: dstaddr, and dst_port in xprt_info), the
+# NFS clients (MDS and data servers) and the TCP connections
+connections() {
+	echo "@@PNFS nfsfs-servers-begin"
+	cat /proc/fs/nfsfs/servers
+	echo "@@PNFS nfsfs-servers-end"
+	echo "@@PNFS sunrpc-begin"
+	for x in /sys/kernel/sunrpc/xprt-switches/switch-*/xprt-*; do
+		[ -d "$x" ] || continue
+		echo "xprt $x $(cat $x/dstaddr 2>/dev/null) $(cat $x/xprt_info 2>/dev/null | tr '\n' ' ')"
+	done
+	echo "@@PNFS sunrpc-end"
+	echo "@@PNFS netstat-begin"
+	netstat -tn 2>/dev/null | grep ESTABLISHED
+	echo "@@PNFS netstat-end"
+	echo "--- kernel messages about transports"
+	dmesg | grep -i -e sunrpc -e trunk | tail -20
+}
+
+echo "pnfs.sh: $PNFS_CHECK: server $SERVER:$PORT on $MNT, options $MOUNT_OPTS"
+[ "$CLIENTVM_MOUNT" = 0 ] || die "run with clientvm --no-mount"
+nfs-mount "$SERVER:$PORT" / "$MNT" "$MOUNT_OPTS" || die "mount $SERVER:$PORT/ on $MNT ($MOUNT_OPTS)"
+T mounted-by-workload
+mline=$(grep " $MNT nfs4 " /proc/mounts)
+[ -n "$mline" ] || die "$MNT is not an nfs4 mount"
+echo "mount: $mline"
+if [ -n "$EXPECT_VERS" ]; then
+	case ",${mline#* nfs4 }," in
+	*,vers=$EXPECT_VERS,*) ok "negotiated vers=$EXPECT_VERS";;
+	*) fail "mount is not vers=$EXPECT_VERS: $mline";;
+	esac
+fi
+W=$(hostname)
+
+case $PNFS_CHECK in
+data)
+	step spread "$PNFS_SPREAD files of 1 MiB under /whole"
+	mkdir -p "$MNT/whole/$W" "$MNT/striped/$W" || die "mkdir under $MNT/whole and $MNT/striped"
+	i=0
+	while [ $i -lt "$PNFS_SPREAD" ]; do
+		f=$MNT/whole/$W/spread$i
+		m=$(put "$f" 1) || fail "write $f"
+		eval "SPREAD_$i=\$m"
+		written "$f" 1 "$m"
+		i=$((i + 1))
+	done
+	for dir in whole striped; do
+		for mib in $PNFS_SIZES; do
+			step "write-$dir-$mib" "write a $mib MiB file under /$dir"
+			f=$MNT/$dir/$W/f$mib
+			m=$(put "$f" "$mib") || fail "write $f"
+			eval "SUMS_${dir}_$mib=\$m"
+			written "$f" "$mib" "$m"
+		done
+	done
+	step sync "sync, drop_caches"
+	dropcaches
+	step read-spread "read back the $PNFS_SPREAD files under /whole"
+	i=0 bad=0
+	while [ $i -lt "$PNFS_SPREAD" ]; do
+		f=$MNT/whole/$W/spread$i
+		eval "m=\$SPREAD_$i"
+		got=$(echo $(sums "$f" 1))
+		[ "$got" = "$m" ] || { fail "$f: read back differs from what was written"; bad=1; }
+		i=$((i + 1))
+	done
+	[ $bad = 1 ] || ok "the $PNFS_SPREAD files under /whole read back as written"
+	for dir in whole striped; do
+		for mib in $PNFS_SIZES; do
+			step "read-$dir-$mib" "read back the $mib MiB file under /$dir"
+			eval "m=\$SUMS_${dir}_$mib"
+			verify "$MNT/$dir/$W/f$mib" "$mib" "$m"
+		done
+	done
+	;;
+mirror)
+	mkdir -p "$MNT/mirrored/$W" || die "mkdir $MNT/mirrored/$W"
+	step write-mirrored "write $PNFS_MIRROR_MIB MiB under /mirrored (2 mirrors)"
+	f=$MNT/mirrored/$W/big
+	m=$(put "$f" "$PNFS_MIRROR_MIB") || fail "write $f"
+	written "$f" "$PNFS_MIRROR_MIB" "$m"
+	dropcaches
+	# 1 MiB at a time, with a pause, so that the read is still going when
+	# the host has seen a data server serve it and killed that server
+	step read-mirrored "read it back while the host kills the data server serving it"
+	echo "@@PNFS read-start"
+	got=$(echo $(sums "$f" "$PNFS_MIRROR_MIB" 50000))
+	echo "@@PNFS read-done"
+	if [ "$got" = "$m" ]; then
+		ok "$f: the $PNFS_MIRROR_MIB MiB read back across the data server's death are the bytes written"
+	else
+		fail "$f: read back across the data server's death differs: $got, written $m"
+	fi
+	eq "$f: size" "$(size "$f")" $((PNFS_MIRROR_MIB * 1048576))
+	step write-after "write 8 MiB with one data server gone"
+	f2=$MNT/mirrored/$W/after
+	m2=$(put "$f2" 8) || fail "write $f2"
+	sync
+	written "$f2" 8 "$m2"
+	# The host starts the killed server again now (see pnfs-run.sh):
+	# without it, dropping the last layout that names it makes the client
+	# wait out its data-server timeout to clean up its session there.
+	step restart "the host starts the killed data server again"
+	echo "@@PNFS restart-killed"
+	for hp in $PNFS_DS_METRICS; do
+		i=0
+		until wget -q -O /dev/null "http://$hp/metrics" 2>/dev/null; do
+			i=$((i + 1))
+			[ $i -lt 120 ] || { fail "data server metrics at $hp not back after 60 s"; break; }
+			usleep 500000
+		done
+	done
+	dropcaches
+	verify "$f2" 8 "$m2"
+	;;
+trunk)
+	mkdir -p "$MNT/striped/$W" || die "mkdir $MNT/striped/$W"
+	step write-trunk "write $PNFS_TRUNK_MIB MiB under /striped"
+	f=$MNT/striped/$W/trunk
+	m=$(put "$f" "$PNFS_TRUNK_MIB") || fail "write $f"
+	written "$f" "$PNFS_TRUNK_MIB" "$m"
+	dropcaches
+	verify "$f" "$PNFS_TRUNK_MIB" "$m"
+	connections
+	;;
+*)
+	die "PNFS_CHECK=$PNFS_CHECK: want data, mirror or trunk"
+	;;
+esac
+
+mountstats
+cd /
+if umount "$MNT"; then ok "umount"; else fail "umount $MNT"; fi
+T done
+if [ $FAILS -ne 0 ]; then
+	echo "PNFS-FAILED: $FAILS check(s) failed"
+	exit 1
+fi
+echo PNFS-OK
+exit 0
