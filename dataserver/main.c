@@ -2,13 +2,12 @@
 /* braid-ds: the data server daemon; see braid-ds(8) and dataserver/ds.h. */
 #include "config.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dataserver/ds.h"
 #include "dataserver/store.h"
@@ -91,14 +90,8 @@ int main(int argc, char **argv)
 		return rc ? 2 : ss.bad_objects ? 1 : 0;
 	}
 
-	/* signals are taken by sigwait below, not by handlers */
 	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	nfsd_daemon_signals(&sigs);
 
 	struct braid_ds *ds;
 	char msg[512];
@@ -108,20 +101,13 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "braid-ds: serving store %s on %u address(es), port %d\n", set.store_dir,
 		braid_ds_nports(ds), braid_ds_port(ds, 0));
-	if (ready_fd >= 0) {
-		char line[256];
-		int n = snprintf(line, sizeof(line), "READY");
-		for (unsigned i = 0; i < braid_ds_nports(ds); i++)
-			n += snprintf(line + n, sizeof(line) - (size_t)n, " %d", braid_ds_port(ds, i));
-		line[n++] = '\n';
-		if (write(ready_fd, line, (size_t)n) != n)
-			fprintf(stderr, "braid-ds: --ready-fd: %s\n", strerror(errno));
-		close(ready_fd);
-	}
-	/* systemd's Type=notify (a service manager's socket, if any) */
-	if ((rc = nfsd_notifyf("READY=1\nSTATUS=serving store %s on port %d", set.store_dir,
-			       braid_ds_port(ds, 0))) < 0)
-		fprintf(stderr, "braid-ds: NOTIFY_SOCKET: %s\n", strerror(-rc));
+	int ports[64];
+	unsigned np = 0;
+	while (np < braid_ds_nports(ds) && np < 64)
+		ports[np] = braid_ds_port(ds, np), np++;
+	char status[PATH_MAX + 64];
+	snprintf(status, sizeof(status), "serving store %s on port %d", set.store_dir, ports[0]);
+	nfsd_daemon_ready("braid-ds", ready_fd, ports, np, status);
 	int sig = 0;
 	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
 		; /* nothing to reload yet: settings need a restart */

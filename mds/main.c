@@ -2,14 +2,12 @@
 /* braid-mds: the metadata server daemon; see braid-mds(8) and mds/mds.h. */
 #include "config.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "mds/mds.h"
 #include "nfsd/notify.h"
@@ -68,14 +66,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	/* signals are taken by sigwait below, not by handlers */
 	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	nfsd_daemon_signals(&sigs);
 
 	struct braid_mds *mds;
 	char msg[512];
@@ -85,21 +77,13 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "braid-mds: serving %s on %u address(es), port %d\n", set.store_dir,
 		braid_mds_nports(mds), braid_mds_port(mds, 0));
-	if (ready_fd >= 0) {
-		char line[256];
-		int n = snprintf(line, sizeof(line), "READY");
-		for (unsigned i = 0; i < braid_mds_nports(mds); i++)
-			n += snprintf(line + n, sizeof(line) - (size_t)n, " %d",
-				      braid_mds_port(mds, i));
-		line[n++] = '\n';
-		if (write(ready_fd, line, (size_t)n) != n)
-			fprintf(stderr, "braid-mds: --ready-fd: %s\n", strerror(errno));
-		close(ready_fd);
-	}
-	/* systemd's Type=notify (a service manager's socket, if any) */
-	if ((rc = nfsd_notifyf("READY=1\nSTATUS=serving %s on port %d", set.store_dir,
-			       braid_mds_port(mds, 0))) < 0)
-		fprintf(stderr, "braid-mds: NOTIFY_SOCKET: %s\n", strerror(-rc));
+	int ports[64];
+	unsigned np = 0;
+	while (np < braid_mds_nports(mds) && np < 64)
+		ports[np] = braid_mds_port(mds, np), np++;
+	char status[PATH_MAX + 64];
+	snprintf(status, sizeof(status), "serving %s on port %d", set.store_dir, ports[0]);
+	nfsd_daemon_ready("braid-mds", ready_fd, ports, np, status);
 	int sig = 0;
 	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
 		nfsd_notify("RELOADING=1");

@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -47,4 +49,32 @@ int nfsd_notifyf(const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	return nfsd_notify(buf);
+}
+
+void nfsd_daemon_signals(sigset_t *sigs)
+{
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGTERM);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void nfsd_daemon_ready(const char *prog, int ready_fd, const int *ports, unsigned nports,
+		       const char *status)
+{
+	if (ready_fd >= 0) {
+		char line[16 + 8 * 64];
+		size_t n = (size_t)snprintf(line, sizeof(line), "READY");
+		for (unsigned i = 0; i < nports && i < 64; i++)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, " %d", ports[i]);
+		line[n++] = '\n';
+		if (write(ready_fd, line, n) != (ssize_t)n)
+			fprintf(stderr, "%s: --ready-fd: %s\n", prog, strerror(errno));
+		close(ready_fd);
+	}
+	int rc = nfsd_notifyf("READY=1\nSTATUS=%s", status);
+	if (rc < 0)
+		fprintf(stderr, "%s: NOTIFY_SOCKET: %s\n", prog, strerror(-rc));
 }

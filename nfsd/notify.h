@@ -11,6 +11,8 @@
 #ifndef BRAID_NFSD_NOTIFY_H
 #define BRAID_NFSD_NOTIFY_H
 
+#include <signal.h>
+
 /*
  * 1 when sent, 0 when $NOTIFY_SOCKET is unset or empty (nothing to do),
  * -errno when it is set but the datagram could not be sent (-EINVAL for a
@@ -20,5 +22,22 @@ int nfsd_notify(const char *state);
 
 /* The same with printf-style formatting ("STATUS=serving %u exports"). */
 int nfsd_notifyf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * What braid-mds and braid-ds share around their serving life.
+ *
+ * nfsd_daemon_signals: block SIGTERM, SIGINT and SIGHUP in this thread and
+ * every thread started after it (they are taken by sigwait on *sigs, not
+ * by handlers) and ignore SIGPIPE.  Call before starting any thread.
+ *
+ * nfsd_daemon_ready: tell whoever waits that prog serves: the line
+ * "READY <port> <port>...\n" (up to 64 ports) on ready_fd, then closed (a test's or a
+ * launcher's --ready-fd; -1 for none), and "READY=1\nSTATUS=<status>" to
+ * the service manager (systemd's Type=notify).  Failures are reported on
+ * stderr under prog's name; the daemon goes on serving.
+ */
+void nfsd_daemon_signals(sigset_t *sigs);
+void nfsd_daemon_ready(const char *prog, int ready_fd, const int *ports, unsigned nports,
+		       const char *status);
 
 #endif
