@@ -108,6 +108,20 @@ void mds_log(const char *fmt, ...)
 	fprintf(stderr, "braid-mds: %s\n", buf);
 }
 
+nfsstat4 mds_reg_file(const struct mds_attr *a)
+{
+	switch (a->type) {
+	case MDS_REG:
+		return NFS4_OK;
+	case MDS_DIR:
+		return NFS4ERR_ISDIR;
+	case MDS_LNK:
+		return NFS4ERR_SYMLINK;
+	default:
+		return NFS4ERR_WRONG_TYPE;
+	}
+}
+
 /*
  * The one -errno -> nfsstat4 table (RFC 8881 §15.1).  Handlers narrow it
  * where §15.2 lists fewer errors for their op.

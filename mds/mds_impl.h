@@ -153,6 +153,28 @@ extern const struct mds_opdef mds_ops_attr[], mds_ops_dir[], mds_ops_state[], md
 nfsstat4 mds_nfs4_status(int err);
 
 /*
+ * OPEN, LOCK, the data operations and the layout operations act on regular
+ * files only (RFC 8881 §18.16.3, §18.10.3, §18.22.3, §18.32.3, §18.43.3):
+ * NFS4_OK for one, else NFS4ERR_ISDIR, _SYMLINK or _WRONG_TYPE.
+ */
+nfsstat4 mds_reg_file(const struct mds_attr *a);
+
+/* §8.2.3: every byte of the stateid's "other" is b. */
+static inline bool mds_sid_other_is(const stateid4 *id, uint8_t b)
+{
+	for (unsigned i = 0; i < NFS4_OTHER_SIZE; i++)
+		if (id->other[i] != b)
+			return false;
+	return true;
+}
+
+/* §8.2.3: the special stateids ("other" all zeros or all ones) name no state. */
+static inline bool mds_sid_special(const stateid4 *id)
+{
+	return mds_sid_other_is(id, 0) || mds_sid_other_is(id, 0xff);
+}
+
+/*
  * Filehandles (fh.c).  40 bytes:
  *
  *	0   1   version (1)

@@ -589,21 +589,6 @@ static int obj_size(struct braid_mds *mds, const struct obj *o, struct mds_ds_co
 
 /* --------------------------------------------------------------- checks */
 
-/* RFC 8881 §18.22.3, §18.32.3, §18.3.3: data ops need a regular file. */
-static nfsstat4 reg_file(const struct mds_attr *a)
-{
-	switch (a->type) {
-	case MDS_REG:
-		return NFS4_OK;
-	case MDS_DIR:
-		return NFS4ERR_ISDIR;
-	case MDS_LNK:
-		return NFS4ERR_SYMLINK;
-	default:
-		return NFS4ERR_WRONG_TYPE;
-	}
-}
-
 /* The anonymous (all zeros) and READ bypass (all ones) stateids, §8.2.3. */
 static bool stateid_special(const stateid4 *s)
 {
@@ -641,7 +626,7 @@ static nfsstat4 io_begin(struct nfs41_compound *c, const stateid4 *sid_in, bool 
 {
 	struct mds_cred cred;
 	nfsstat4 st = mds_cfh(c, NULL, a, &cred);
-	if (st || (st = reg_file(a)))
+	if (st || (st = mds_reg_file(a)))
 		return st;
 	if (write && (!cred.rw || cred.pseudo))
 		return NFS4ERR_ROFS;
@@ -755,7 +740,7 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 	COMMIT4args *a = &arg->u.opcommit;
 	struct mds_attr at;
 	nfsstat4 st = mds_cfh(c, NULL, &at, NULL);
-	if (st || (st = reg_file(&at)))
+	if (st || (st = mds_reg_file(&at)))
 		return st;
 	if (refused(c))
 		return NFS4ERR_PNFS_NO_LAYOUT;

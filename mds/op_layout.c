@@ -397,35 +397,6 @@ static uint32_t getdevicelist_bound(const nfs_argop4 *arg)
 
 /* -------------------------------------------------------------- LAYOUTGET */
 
-/* RFC 8881 §18.43.3 and friends: layouts are of regular files. */
-static nfsstat4 reg_file(const struct mds_attr *a)
-{
-	switch (a->type) {
-	case MDS_REG:
-		return NFS4_OK;
-	case MDS_DIR:
-		return NFS4ERR_ISDIR;
-	case MDS_LNK:
-		return NFS4ERR_SYMLINK;
-	default:
-		return NFS4ERR_WRONG_TYPE;
-	}
-}
-
-static bool other_is(const stateid4 *id, uint8_t b)
-{
-	for (unsigned i = 0; i < NFS4_OTHER_SIZE; i++)
-		if (id->other[i] != b)
-			return false;
-	return true;
-}
-
-/* §8.2.3: special stateids name no state: never a layout's basis. */
-static bool sid_special(const stateid4 *id)
-{
-	return other_is(id, 0) || other_is(id, 0xff);
-}
-
 /*
  * A layout stateid of this client for ino, seqid not ahead of the state
  * (§12.5.3: earlier ones are fine, LAYOUTGETs and returns cross).  With
@@ -572,7 +543,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	struct mds_fh fh;
 	struct mds_attr at;
 	nfsstat4 st = mds_cfh(c, &fh, &at, NULL);
-	if (st || (st = reg_file(&at)))
+	if (st || (st = mds_reg_file(&at)))
 		return st;
 	if (a->loga_layout_type != LAYOUT4_FLEX_FILES)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
@@ -590,7 +561,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	stateid4 sid = a->loga_stateid;
 	if ((st = nfs41_compound_stateid(c, &sid)))
 		return st;
-	if (sid_special(&sid))
+	if (mds_sid_special(&sid))
 		return NFS4ERR_BAD_STATEID;
 	pthread_mutex_lock(&lo->mu);
 	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
@@ -786,7 +757,7 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	struct mds_attr at;
 	struct mds_cred cred;
 	nfsstat4 st = mds_cfh(c, &fh, &at, &cred);
-	if (st || (st = reg_file(&at)))
+	if (st || (st = mds_reg_file(&at)))
 		return st;
 	if (a->loca_layoutupdate.lou_type != LAYOUT4_FLEX_FILES)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
@@ -921,7 +892,7 @@ static nfsstat4 op_layouterror(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 	struct mds_attr at;
 	(void)res;
 	nfsstat4 st = mds_cfh(c, NULL, &at, NULL);
-	if (st || (st = reg_file(&at)))
+	if (st || (st = mds_reg_file(&at)))
 		return st;
 	if (a->lea_length != NFS4_UINT64_MAX && a->lea_offset > UINT64_MAX - a->lea_length)
 		return NFS4ERR_INVAL;
@@ -950,7 +921,7 @@ static nfsstat4 op_layoutstats(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 	struct mds_attr at;
 	(void)res;
 	nfsstat4 st = mds_cfh(c, NULL, &at, NULL);
-	if (st || (st = reg_file(&at)))
+	if (st || (st = mds_reg_file(&at)))
 		return st;
 	if (a->lsa_layoutupdate.lou_type != LAYOUT4_FLEX_FILES)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
@@ -1048,7 +1019,7 @@ static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 		/* FILE and FSID name the current filehandle (§18.44.3) */
 		if ((st = mds_cfh(c, NULL, &at, NULL)))
 			return st;
-		if (lr->lr_returntype == LAYOUTRETURN4_FILE && (st = reg_file(&at)))
+		if (lr->lr_returntype == LAYOUTRETURN4_FILE && (st = mds_reg_file(&at)))
 			return st;
 	}
 	/* §18.44.3: a reclaim returns what the previous instance granted,

@@ -227,40 +227,26 @@ static void file_put_unused(struct mds_state *st, struct st_file *f)
 
 /* ------------------------------------------------------------ stateids */
 
-static bool other_is(const stateid4 *id, uint8_t byte)
-{
-	for (unsigned i = 0; i < NFS4_OTHER_SIZE; i++)
-		if (id->other[i] != byte)
-			return false;
-	return true;
-}
-
-/* §8.2.3: "other" all zeros or all ones. */
-static bool sid_special(const stateid4 *id)
-{
-	return other_is(id, 0) || other_is(id, 0xff);
-}
-
 static bool sid_anonymous(const stateid4 *id)
 {
-	return id->seqid == 0 && other_is(id, 0);
+	return id->seqid == 0 && mds_sid_other_is(id, 0);
 }
 
 static bool sid_bypass(const stateid4 *id)
 {
-	return id->seqid == UINT32_MAX && other_is(id, 0xff);
+	return id->seqid == UINT32_MAX && mds_sid_other_is(id, 0xff);
 }
 
 nfsstat4 st_sid_arg(struct nfs41_compound *c, const stateid4 *in, bool keep_seqid, stateid4 *out)
 {
 	*out = *in;
-	if (in->seqid != 1 || !other_is(in, 0))
+	if (in->seqid != 1 || !mds_sid_other_is(in, 0))
 		return NFS4_OK;
 	nfsstat4 s = nfs41_compound_stateid(c, out);
 	if (s)
 		return s;
 	/* §8.2.3: a current stateid that is itself special is no good here */
-	if (sid_special(out))
+	if (mds_sid_special(out))
 		return NFS4ERR_BAD_STATEID;
 	if (!keep_seqid)
 		out->seqid = 0;
@@ -292,7 +278,7 @@ nfsstat4 st_sid_find(struct mds_state *st, uint64_t clientid, const stateid4 *id
 		     uint64_t ino, struct st_sid **out)
 {
 	*out = NULL;
-	if (sid_special(id) || memcmp(id->other, st->tag, sizeof(st->tag)))
+	if (mds_sid_special(id) || memcmp(id->other, st->tag, sizeof(st->tag)))
 		return NFS4ERR_BAD_STATEID; /* special, or another server instance's */
 	struct st_sid *s = sid_lookup(st, id->other);
 	if (!s || (ino && s->file->ino != ino) || s->cl->id != clientid ||
@@ -690,20 +676,6 @@ bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino)
 bool mds_state_in_grace(struct braid_mds *mds)
 {
 	return st_grace_poll(mds->state);
-}
-
-nfsstat4 st_type_check(const struct mds_attr *a)
-{
-	switch (a->type) {
-	case MDS_REG:
-		return NFS4_OK;
-	case MDS_DIR:
-		return NFS4ERR_ISDIR;
-	case MDS_LNK:
-		return NFS4ERR_SYMLINK;
-	default:
-		return NFS4ERR_WRONG_TYPE;
-	}
 }
 
 /* ------------------------------------------------------------ I/O */
@@ -1129,7 +1101,7 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	} else {
 		t.attr = cur;
 	}
-	if ((s = st_type_check(&t.attr)))
+	if ((s = mds_reg_file(&t.attr)))
 		return s;
 	/* a file this OPEN made is the requester's to open as asked (POSIX
 	 * O_CREAT); an existing one must allow it (§18.16.4) */

@@ -161,9 +161,6 @@ bool st_grace_poll(struct mds_state *st);
 nfsstat4 st_reclaim_check(struct mds_state *st, const struct st_client *cl);
 /* Without mu: record the client in the store before it first holds state. */
 nfsstat4 st_client_record(struct mds_state *st, struct nfs41_compound *c);
-/* No lock needed: the file's type as an OPEN/LOCK error (ISDIR, SYMLINK,
- * WRONG_TYPE) or NFS4_OK for a regular file. */
-nfsstat4 st_type_check(const struct mds_attr *a);
 
 /* state_lock.c */
 nfsstat4 mds_op_lock(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);

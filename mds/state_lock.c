@@ -53,7 +53,7 @@ static nfsstat4 lock_file(struct nfs41_compound *c, struct mds_fh *fh)
 {
 	struct mds_attr a;
 	nfsstat4 s = mds_cfh(c, fh, &a, NULL);
-	return s ? s : st_type_check(&a);
+	return s ? s : mds_reg_file(&a);
 }
 
 /* The first lock of another owner that conflicts with type over [start, end]. */
