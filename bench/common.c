@@ -8,8 +8,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,4 +435,275 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 void bench_tree_remove(const char *dir)
 {
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ------------------------------------------------------------ braid daemons */
+
+int bench_daemon_spawn(struct bench_child *ch, const char *name, const char *exe, const char *conf,
+		       const char *log, int *ready_fd, char *why, size_t len)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC)) {
+		bench_strfmt(why, len, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	char fdarg[16];
+	bench_strfmt(fdarg, sizeof(fdarg), "%d", p[1]);
+	char *argv[] = {(char *)exe, "-c", (char *)conf, "--ready-fd", fdarg, NULL};
+	int rc = bench_child_spawn(ch, name, argv, log, p[1]);
+	close(p[1]);
+	if (rc) {
+		close(p[0]);
+		bench_strfmt(why, len, "cannot start %s: %s", exe, strerror(-rc));
+		return rc;
+	}
+	*ready_fd = p[0];
+	return 0;
+}
+
+int bench_daemon_ready(int ready_fd, double timeout, int *port, char *line, size_t line_len)
+{
+	size_t got = 0;
+	double end = bench_now_s() + timeout;
+	int rc = -ETIMEDOUT;
+	line[0] = 0;
+	while (bench_now_s() < end && got < line_len - 1) {
+		struct pollfd pfd = {.fd = ready_fd, .events = POLLIN};
+		int pr = poll(&pfd, 1, 200);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr <= 0)
+			continue;
+		ssize_t r = read(ready_fd, line + got, line_len - 1 - got);
+		if (r <= 0) {
+			rc = -ECHILD; /* closed without READY: it exited */
+			break;
+		}
+		got += (size_t)r;
+		line[got] = 0;
+		if (strchr(line, '\n')) {
+			rc = sscanf(line, "READY %d", port) == 1 && *port > 0 ? 0 : -EPROTO;
+			break;
+		}
+	}
+	close(ready_fd);
+	return rc;
+}
+
+/* ------------------------------------------------------------ servers */
+
+void bench_child_not_ready(struct bench_child *ch, int rc, int st, const char *const *marks,
+			   const char *what, const char *none_logged, char *why, size_t len)
+{
+	char last[400], sb[64];
+	bench_log_tail_errors(ch->log, marks, last, sizeof(last));
+	if (rc == -ECHILD)
+		bench_status_str(st, sb, sizeof(sb));
+	else
+		bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
+	bench_strfmt(why, len, "%s failed (%s): %s", what, sb, last[0] ? last : none_logged);
+	bench_child_stop(ch, 10);
+	bench_log_dump(ch->name, ch->log);
+}
+
+int bench_ganesha_find(char *exe, size_t exe_len, char *why, size_t len)
+{
+	if (!bench_exe_find("ganesha.nfsd", exe, exe_len)) {
+		bench_strfmt(
+		    why, len,
+		    "ganesha.nfsd not installed (nfs-ganesha nfs-ganesha-vfs: tools/install-deps)");
+		return -ENOENT;
+	}
+	if (geteuid() != 0) {
+		/* FSAL_VFS opens files by handle: CAP_DAC_READ_SEARCH */
+		bench_strfmt(why, len, "ganesha.nfsd (FSAL VFS) must run as root");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ loopback TCP */
+
+#define LB_IO (1u << 20) /* every write, as iperf3 -l 1M */
+
+/* Shared by the streams of one measurement. */
+struct lb_run {
+	atomic_int phase; /* 0 warm-up, 1 measuring, 2 stop */
+	atomic_ullong bytes;
+};
+
+struct lb_stream {
+	struct lb_run *run;
+	int sfd, rfd;
+	pthread_t st, rt;
+	double cpu0, cpu1; /* sender thread CPU at the window's start and end */
+};
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* 1 MiB writes, as fast as the socket takes them. */
+static void *lb_sender(void *arg)
+{
+	struct lb_stream *s = arg;
+	uint8_t *buf = calloc(1, LB_IO);
+	int seen = 0;
+	while (buf) {
+		int ph = atomic_load(&s->run->phase);
+		if (ph != seen) {
+			if (ph >= 1 && seen < 1)
+				s->cpu0 = thread_cpu_s();
+			if (ph == 2)
+				s->cpu1 = thread_cpu_s();
+			seen = ph;
+		}
+		if (ph == 2)
+			break;
+		for (size_t done = 0; done < LB_IO;) {
+			ssize_t w = write(s->sfd, buf + done, LB_IO - done);
+			if (w <= 0)
+				goto out;
+			done += (size_t)w;
+		}
+	}
+out:
+	shutdown(s->sfd, SHUT_WR);
+	free(buf);
+	return NULL;
+}
+
+static void *lb_receiver(void *arg)
+{
+	struct lb_stream *s = arg;
+	uint8_t *buf = malloc(LB_IO);
+	while (buf) {
+		ssize_t r = read(s->rfd, buf, LB_IO);
+		if (r <= 0)
+			break;
+		atomic_fetch_add_explicit(&s->run->bytes, (unsigned long long)r,
+					  memory_order_relaxed);
+	}
+	free(buf);
+	return NULL;
+}
+
+static int lb_fail(char *why, size_t len, const char *what)
+{
+	int e = errno;
+	bench_strfmt(why, len, "%s: %s", what, strerror(e));
+	return e ? -e : -EIO;
+}
+
+int bench_loopback_measure(unsigned nstreams, double secs, struct bench_loopback_res *res,
+			   char *why, size_t len)
+{
+	struct lb_run run;
+	struct lb_stream s[BENCH_LOOPBACK_STREAMS_MAX];
+	if (nstreams < 1 || nstreams > BENCH_LOOPBACK_STREAMS_MAX) {
+		bench_strfmt(why, len, "loopback: %u streams", nstreams);
+		return -EINVAL;
+	}
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = bench_sa_loopback(0);
+	socklen_t sl = sizeof(sa);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 16) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
+		int rc = lb_fail(why, len, "loopback listener");
+		if (lfd >= 0)
+			close(lfd);
+		return rc;
+	}
+	for (unsigned i = 0; i < nstreams; i++) {
+		s[i].run = &run;
+		s[i].rfd = -1;
+		s[i].sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s[i].sfd < 0 || connect(s[i].sfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    (s[i].rfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+			int rc = lb_fail(why, len, "loopback connect");
+			for (unsigned k = 0; k <= i; k++) {
+				if (s[k].sfd >= 0)
+					close(s[k].sfd);
+				if (s[k].rfd >= 0)
+					close(s[k].rfd);
+			}
+			close(lfd);
+			return rc;
+		}
+	}
+	close(lfd);
+	atomic_init(&run.phase, 0);
+	atomic_init(&run.bytes, 0);
+	for (unsigned i = 0; i < nstreams; i++) {
+		s[i].cpu0 = s[i].cpu1 = 0;
+		pthread_create(&s[i].rt, NULL, lb_receiver, &s[i]);
+		pthread_create(&s[i].st, NULL, lb_sender, &s[i]);
+	}
+	bench_sleep_s(0.3);
+	atomic_store(&run.phase, 1);
+	unsigned long long b0 = atomic_load(&run.bytes);
+	double t0 = bench_now_s();
+	bench_sleep_s(secs);
+	unsigned long long b1 = atomic_load(&run.bytes);
+	double t1 = bench_now_s();
+	atomic_store(&run.phase, 2);
+	double cpu = 0;
+	for (unsigned i = 0; i < nstreams; i++) {
+		pthread_join(s[i].st, NULL);
+		pthread_join(s[i].rt, NULL);
+		close(s[i].sfd);
+		close(s[i].rfd);
+		cpu += s[i].cpu1 - s[i].cpu0;
+	}
+	res->secs = t1 - t0;
+	res->mbps = (double)(b1 - b0) / 1e6 / (t1 - t0);
+	res->cpu_s = cpu;
+	return 0;
+}
+
+/* ------------------------------------------------------------ JSON line */
+
+/* One JSON line per process: the comma state lives here. */
+static bool json_first = true;
+
+void bench_json_key(const char *k)
+{
+	printf("%s\"%s\":", json_first ? "" : ",", k);
+	json_first = false;
+}
+
+void bench_json_val(bool ok, double v, int prec)
+{
+	if (ok)
+		printf("%.*f", prec, v);
+	else
+		printf("null");
+}
+
+void bench_json_num(const char *k, bool ok, double v, int prec)
+{
+	bench_json_key(k);
+	bench_json_val(ok, v, prec);
+}
+
+void bench_json_str(const char *k, const char *s)
+{
+	bench_json_key(k);
+	if (!s) {
+		printf("null");
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
 }

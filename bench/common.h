@@ -3,7 +3,8 @@
  * What the benchmarks share: time and CPU readings, clients of 127.0.0.1,
  * and the servers and tools they run as child processes (a server's CPU
  * seconds come from /proc/PID/stat, so each one runs as our child), with
- * their logs, ports and the files a braid daemon is started with.
+ * their logs, ports and the files a braid daemon is started with; the
+ * loopback TCP ceiling; the JSON line a bench ends with.
  *
  * Functions return 0 or -errno unless said otherwise; calls may also
  * return a positive NFSD_CALL_ERR_* (nfsd/rpc.h).
@@ -104,5 +105,68 @@ int bench_key_write(const char *path);
 void bench_fstype(const char *dir, char *out, size_t len);
 /* rm -rf dir. */
 void bench_tree_remove(const char *dir);
+
+/* ------------------------------------------------------------ braid daemons */
+
+/*
+ * Start a braid daemon, exe -c conf --ready-fd N, as ch (name and log as
+ * for bench_child_spawn); *ready_fd is the read end of the pipe it writes
+ * "READY <port>" to, for bench_daemon_ready().  -errno and why on failure.
+ */
+int bench_daemon_spawn(struct bench_child *ch, const char *name, const char *exe, const char *conf,
+		       const char *log, int *ready_fd, char *why, size_t len);
+/*
+ * Read "READY <port>\n" from ready_fd for up to timeout seconds, then close
+ * it.  0 and *port; -ECHILD when the pipe closed without one (the daemon
+ * exits, or has), -ETIMEDOUT, or -EPROTO; line[] holds what was read.
+ */
+int bench_daemon_ready(int ready_fd, double timeout, int *port, char *line, size_t line_len);
+
+/* ------------------------------------------------------------ servers */
+
+/*
+ * ch did not answer bench_wait_null(), which returned rc (and status st):
+ * why = "<what> failed (<its exit status, or no answer in time>): <the last
+ * log line holding one of marks, else none_logged>"; then stop ch and show
+ * the end of its log.
+ */
+void bench_child_not_ready(struct bench_child *ch, int rc, int st, const char *const *marks,
+			   const char *what, const char *none_logged, char *why, size_t len);
+/* Where ganesha.nfsd is (into exe), and that we may run it (FSAL VFS needs
+ * root); -ENOENT or -EPERM with why. */
+int bench_ganesha_find(char *exe, size_t exe_len, char *why, size_t len);
+
+/* ------------------------------------------------------------ loopback TCP */
+
+#define BENCH_LOOPBACK_STREAMS_MAX 4
+
+/* What bench_loopback_measure() saw in its measured window. */
+struct bench_loopback_res {
+	double mbps;  /* MB/s (decimal, as iperf3 prints them), all streams */
+	double secs;  /* the window's length */
+	double cpu_s; /* the sender threads' CPU seconds in the window */
+};
+
+/*
+ * The loopback TCP ceiling, as iperf3 -l 1M: nstreams (1 to
+ * BENCH_LOOPBACK_STREAMS_MAX) TCP connections over 127.0.0.1, each with a
+ * sender thread writing 1 MiB buffers as fast as the socket takes them and
+ * a receiver thread that reads and discards; after a 0.3 s warm-up, secs
+ * seconds are measured.  -errno and why on failure.
+ */
+int bench_loopback_measure(unsigned nstreams, double secs, struct bench_loopback_res *res,
+			   char *why, size_t len);
+
+/* ------------------------------------------------------------ JSON line */
+
+/*
+ * The JSON object a bench ends with, printed a member at a time after the
+ * caller's '{' (a comma before every key but the first).  A figure that
+ * was not measured (ok false) is null, and so is a NULL string.
+ */
+void bench_json_key(const char *k);
+void bench_json_val(bool ok, double v, int prec);
+void bench_json_num(const char *k, bool ok, double v, int prec);
+void bench_json_str(const char *k, const char *s);
 
 #endif /* BRAID_BENCH_COMMON_H */

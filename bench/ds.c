@@ -30,17 +30,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench/nfs3load.h"
@@ -50,18 +47,10 @@
 
 #include "dataserver/ctl.h"
 
-#define IOSIZE	     NFS3_LOAD_IO /* every READ and WRITE, fio's block, a loopback write */
-#define INFLIGHT     NFS3_LOAD_INFLIGHT
-#define NSTREAMS_MAX 4
-#define MB	     1e6 /* MB/s are decimal, as fio and iperf3 print them */
-#define GIB	     (1024.0 * 1024.0 * 1024.0)
-
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#define IOSIZE	 NFS3_LOAD_IO /* every READ and WRITE, fio's block */
+#define INFLIGHT NFS3_LOAD_INFLIGHT
+#define MB	 1e6 /* MB/s are decimal, as fio and iperf3 print them */
+#define GIB	 (1024.0 * 1024.0 * 1024.0)
 
 /* ---------------------------------------------------------------- options */
 
@@ -200,116 +189,17 @@ static bool ratio(int a, int b, double *v)
 
 /* ------------------------------------------------------------ loopback TCP */
 
-struct lb_stream {
-	int sfd, rfd;
-	pthread_t st, rt;
-	double cpu0, cpu1; /* sender thread CPU at the window's start and end */
-};
-
-static atomic_int lb_phase; /* 0 warm-up, 1 measuring, 2 stop */
-static atomic_ullong lb_bytes;
-
-/* iperf3 -l 1M: 1 MiB writes, as fast as the socket takes them. */
-static void *lb_sender(void *arg)
+static void loopback_run(unsigned nstreams, double secs, int r)
 {
-	struct lb_stream *s = arg;
-	uint8_t *buf = calloc(1, IOSIZE);
-	int seen = 0;
-	while (buf) {
-		int ph = atomic_load(&lb_phase);
-		if (ph != seen) {
-			if (ph >= 1 && seen < 1)
-				s->cpu0 = thread_cpu_s();
-			if (ph == 2)
-				s->cpu1 = thread_cpu_s();
-			seen = ph;
-		}
-		if (ph == 2)
-			break;
-		for (size_t done = 0; done < IOSIZE;) {
-			ssize_t w = write(s->sfd, buf + done, IOSIZE - done);
-			if (w <= 0)
-				goto out;
-			done += (size_t)w;
-		}
-	}
-out:
-	shutdown(s->sfd, SHUT_WR);
-	free(buf);
-	return NULL;
-}
-
-static void *lb_receiver(void *arg)
-{
-	struct lb_stream *s = arg;
-	uint8_t *buf = malloc(IOSIZE);
-	while (buf) {
-		ssize_t r = read(s->rfd, buf, IOSIZE);
-		if (r <= 0)
-			break;
-		atomic_fetch_add_explicit(&lb_bytes, (unsigned long long)r, memory_order_relaxed);
-	}
-	free(buf);
-	return NULL;
-}
-
-static void loopback_run(int nstreams, double secs, int r)
-{
-	struct lb_stream s[NSTREAMS_MAX];
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = bench_sa_loopback(0);
-	socklen_t sl = sizeof(sa);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 16) ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
-		row_missing(r, r, "loopback listener: %s", strerror(errno));
-		if (lfd >= 0)
-			close(lfd);
+	struct bench_loopback_res lr;
+	if (bench_loopback_measure(nstreams, secs, &lr, rows[r].why, sizeof(rows[r].why))) {
+		rows[r].ok = false;
 		return;
 	}
-	for (int i = 0; i < nstreams; i++) {
-		s[i].rfd = -1;
-		s[i].sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (s[i].sfd < 0 || connect(s[i].sfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-		    (s[i].rfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
-			row_missing(r, r, "loopback connect: %s", strerror(errno));
-			for (int k = 0; k <= i; k++) {
-				if (s[k].sfd >= 0)
-					close(s[k].sfd);
-				if (s[k].rfd >= 0)
-					close(s[k].rfd);
-			}
-			close(lfd);
-			return;
-		}
-	}
-	close(lfd);
-	atomic_store(&lb_phase, 0);
-	atomic_store(&lb_bytes, 0);
-	for (int i = 0; i < nstreams; i++) {
-		s[i].cpu0 = s[i].cpu1 = 0;
-		pthread_create(&s[i].rt, NULL, lb_receiver, &s[i]);
-		pthread_create(&s[i].st, NULL, lb_sender, &s[i]);
-	}
-	bench_sleep_s(0.3);
-	atomic_store(&lb_phase, 1);
-	unsigned long long b0 = atomic_load(&lb_bytes);
-	double t0 = bench_now_s();
-	bench_sleep_s(secs);
-	unsigned long long b1 = atomic_load(&lb_bytes);
-	double t1 = bench_now_s();
-	atomic_store(&lb_phase, 2);
-	double cpu = 0;
-	for (int i = 0; i < nstreams; i++) {
-		pthread_join(s[i].st, NULL);
-		pthread_join(s[i].rt, NULL);
-		close(s[i].sfd);
-		close(s[i].rfd);
-		cpu += s[i].cpu1 - s[i].cpu0;
-	}
 	rows[r].ok = true;
-	rows[r].secs = t1 - t0;
-	rows[r].mbps = (double)(b1 - b0) / MB / (t1 - t0);
-	rows[r].cpu_s = cpu; /* the senders': the side a READ server is on */
+	rows[r].secs = lr.secs;
+	rows[r].mbps = lr.mbps;
+	rows[r].cpu_s = lr.cpu_s; /* the senders': the side a READ server is on */
 	rows[r].have_cpu = true;
 }
 
@@ -634,23 +524,15 @@ out:
 static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_dir)
 {
 	char exe[PATH_MAX], conf[PATH_MAX + 16], pidf[PATH_MAX + 16];
-	if (!bench_exe_find("ganesha.nfsd", exe, sizeof(exe))) {
-		bench_strfmt(
-		    g->why, sizeof(g->why),
-		    "ganesha.nfsd not installed (nfs-ganesha nfs-ganesha-vfs: tools/install-deps)");
-		return -ENOENT;
-	}
-	if (geteuid() != 0) {
-		/* FSAL_VFS opens files by handle: CAP_DAC_READ_SEARCH */
-		bench_strfmt(g->why, sizeof(g->why), "ganesha.nfsd (FSAL VFS) must run as root");
-		return -EPERM;
-	}
+	int rc = bench_ganesha_find(exe, sizeof(exe), g->why, sizeof(g->why));
+	if (rc)
+		return rc;
 	bench_strfmt(g->dir, sizeof(g->dir), "%s/ganesha", b->work);
 	if (mkdir(g->dir, 0755) && errno != EEXIST) {
 		bench_strfmt(g->why, sizeof(g->why), "mkdir %s: %s", g->dir, strerror(errno));
 		return -errno;
 	}
-	int rc = rpcbind_ensure(b, g);
+	rc = rpcbind_ensure(b, g);
 	if (rc)
 		return rc;
 	g->nfs_port = bench_port_pick();
@@ -677,20 +559,10 @@ static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_
 	if (!rc)
 		rc = bench_wait_null(b->ctl_eng, &g->ch, g->mnt_port, MOUNT_PROGRAM, MOUNT_V3, 10,
 				     &st);
-	if (rc) {
-		char last[400], sb[64];
-		bench_log_tail_errors(g->log, bench_ganesha_err_marks, last, sizeof(last));
-		if (rc == -ECHILD)
-			bench_status_str(st, sb, sizeof(sb));
-		else
-			bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
-		bench_strfmt(g->why, sizeof(g->why), "ganesha.nfsd failed (%s): %s", sb,
-			     last[0] ? last : "no error logged");
-		bench_child_stop(&g->ch, 10);
-		bench_log_dump("ganesha.nfsd", g->log);
-		return rc;
-	}
-	return 0;
+	if (rc)
+		bench_child_not_ready(&g->ch, rc, st, bench_ganesha_err_marks, "ganesha.nfsd",
+				      "no error logged", g->why, sizeof(g->why));
+	return rc;
 }
 
 static void ganesha_stop(struct ganesha *g)
@@ -821,16 +693,12 @@ static int bds_start(struct bench *b, struct bds *d, bool direct)
 	int st = 0;
 	rc = bench_wait_null(b->ctl_eng, &d->ch, d->port, NFS_PROGRAM, NFS_V3, 30, &st);
 	if (rc) {
-		char last[400], sb[64];
-		bench_log_tail_errors(d->log, NULL, last, sizeof(last)); /* it logs only trouble */
-		if (rc == -ECHILD)
-			bench_status_str(st, sb, sizeof(sb));
-		else
-			bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
-		bench_strfmt(d->why, sizeof(d->why), "braid-ds (direct_io = %s) failed (%s): %s",
-			     direct ? "yes" : "no", sb, last[0] ? last : "nothing logged");
-		bench_child_stop(&d->ch, 10);
-		bench_log_dump("braid-ds", d->log);
+		char what[64];
+		bench_strfmt(what, sizeof(what), "braid-ds (direct_io = %s)",
+			     direct ? "yes" : "no");
+		/* it logs only trouble: its last line */
+		bench_child_not_ready(&d->ch, rc, st, NULL, what, "nothing logged", d->why,
+				      sizeof(d->why));
 	}
 	return rc;
 }
@@ -983,63 +851,31 @@ static void table_print(void)
 	}
 }
 
-/* JSON output: a figure that was not measured is null. */
-static bool json_first = true;
-static void jkey(const char *k)
-{
-	printf("%s\"%s\":", json_first ? "" : ",", k);
-	json_first = false;
-}
-static void jnum(const char *k, bool ok, double v, int prec)
-{
-	jkey(k);
-	if (ok)
-		printf("%.*f", prec, v);
-	else
-		printf("null");
-}
-static void jstr(const char *k, const char *s)
-{
-	jkey(k);
-	if (!s) {
-		printf("null");
-		return;
-	}
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
+/* JSON output (bench_json_*): a figure that was not measured is null. */
 static void jrow(const char *k, int r)
 {
-	jnum(k, rows[r].ok, rows[r].mbps, 1);
+	bench_json_num(k, rows[r].ok, rows[r].mbps, 1);
 }
 static void jratio(const char *k, int a, int b)
 {
 	double v = 0;
 	bool ok = ratio(a, b, &v);
-	jnum(k, ok, v, 3);
+	bench_json_num(k, ok, v, 3);
 }
 static void jcpu(const char *k_per_gib, const char *k_mb_per_cpu, int r)
 {
 	double v = 0;
 	bool ok = row_cpu_per_gib(r, &v);
-	jnum(k_per_gib, ok, v, 4);
+	bench_json_num(k_per_gib, ok, v, 4);
 	ok = row_mb_per_cpu(r, &v);
-	jnum(k_mb_per_cpu, ok, v, 1);
+	bench_json_num(k_mb_per_cpu, ok, v, 1);
 }
 /* (MB per server CPU-second of a) / (the same of b) */
 static void jcpu_ratio(const char *k, int a, int b)
 {
 	double va = 0, vb = 0;
 	bool ok = row_mb_per_cpu(a, &va) && row_mb_per_cpu(b, &vb) && vb > 0;
-	jnum(k, ok, ok ? va / vb : 0, 3);
+	bench_json_num(k, ok, ok ? va / vb : 0, 3);
 }
 
 /* The row of the two with more MB/s (a when neither was measured). */
@@ -1055,14 +891,14 @@ static int best_of(int a, int b)
 static void json_print(const struct bench *b)
 {
 	putchar('{');
-	jstr("bench", "ds");
-	jnum("seconds", true, b->o.secs, 1);
-	jnum("inflight", true, INFLIGHT, 0);
-	jnum("io_bytes", true, IOSIZE, 0);
-	jnum("cores", true, (double)b->ncpu, 0);
-	jnum("file_MiB", true, (double)(b->o.size >> 20), 0);
-	jstr("fs", b->fstype);
-	jstr("offsets", b->o.sequential ? "sequential" : "random");
+	bench_json_str("bench", "ds");
+	bench_json_num("seconds", true, b->o.secs, 1);
+	bench_json_num("inflight", true, INFLIGHT, 0);
+	bench_json_num("io_bytes", true, IOSIZE, 0);
+	bench_json_num("cores", true, (double)b->ncpu, 0);
+	bench_json_num("file_MiB", true, (double)(b->o.size >> 20), 0);
+	bench_json_str("fs", b->fstype);
+	bench_json_str("offsets", b->o.sequential ? "sequential" : "random");
 	/*
 	 * Headline: the ceiling is the issue's "plain TCP stream of 1 MiB
 	 * writes" (one stream, like iperf3 -l 1M); each braid-ds figure is its
@@ -1082,7 +918,7 @@ static void json_print(const struct bench *b)
 	jrow("write_MBps", best_of(R_BDS_WRITE1, R_BDS_WRITE4));
 	jrow("ganesha_read_MBps", best_of(R_GAN1, R_GAN4));
 	jcpu_ratio("read_per_cpu_vs_ganesha", rc_best, gan_same);
-	jnum("headline_conns", rows[rc_best].ok, rc_best == R_BDS_CACHED1 ? 1 : 4, 0);
+	bench_json_num("headline_conns", rows[rc_best].ok, rc_best == R_BDS_CACHED1 ? 1 : 4, 0);
 	/* details */
 	jrow("loopback_MBps_1stream", R_LOOP1);
 	jrow("loopback_MBps_4streams", R_LOOP4);
@@ -1110,9 +946,9 @@ static void json_print(const struct bench *b)
 	     R_LOOP1);
 	jcpu("loopback_sender_cpu_s_per_GiB_4streams", "loopback_sender_MB_per_cpu_s_4streams",
 	     R_LOOP4);
-	jstr("braid_ds_missing", rows[R_BDS_CACHED4].ok ? NULL : rows[R_BDS_CACHED4].why);
-	jstr("ganesha_missing", rows[R_GAN4].ok ? NULL : rows[R_GAN4].why);
-	jstr("disk_missing", rows[R_DISK_READ].ok ? NULL : rows[R_DISK_READ].why);
+	bench_json_str("braid_ds_missing", rows[R_BDS_CACHED4].ok ? NULL : rows[R_BDS_CACHED4].why);
+	bench_json_str("ganesha_missing", rows[R_GAN4].ok ? NULL : rows[R_GAN4].why);
+	bench_json_str("disk_missing", rows[R_DISK_READ].ok ? NULL : rows[R_DISK_READ].why);
 	printf("}\n");
 }
 

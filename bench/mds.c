@@ -37,8 +37,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1025,45 +1023,13 @@ static int braid_start(const struct mds_opts *o, const char *work, struct braid 
 		bench_strfmt(why, len, "write %s: %s", d->dir, strerror(-rc));
 		return rc;
 	}
-	int p[2];
-	if (pipe2(p, O_CLOEXEC)) {
-		bench_strfmt(why, len, "pipe: %s", strerror(errno));
-		return -errno;
-	}
-	char fdarg[16];
-	bench_strfmt(fdarg, sizeof(fdarg), "%d", p[1]);
-	char *argv[] = {(char *)o->mds_path, "-c", d->conf, "--ready-fd", fdarg, NULL};
-	rc = bench_child_spawn(&d->ch, "braid-mds", argv, d->log, p[1]);
-	close(p[1]);
-	if (rc) {
-		close(p[0]);
-		bench_strfmt(why, len, "cannot start %s: %s", o->mds_path, strerror(-rc));
+	int ready_fd;
+	rc = bench_daemon_spawn(&d->ch, "braid-mds", o->mds_path, d->conf, d->log, &ready_fd, why,
+				len);
+	if (rc)
 		return rc;
-	}
-	char line[128] = "";
-	size_t got = 0;
-	double end = bench_now_s() + 60;
-	rc = -ETIMEDOUT;
-	while (bench_now_s() < end && got < sizeof(line) - 1) {
-		struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-		int pr = poll(&pfd, 1, 200);
-		if (pr < 0 && errno != EINTR)
-			break;
-		if (pr <= 0)
-			continue;
-		ssize_t r = read(p[0], line + got, sizeof(line) - 1 - got);
-		if (r <= 0) {
-			rc = -ECHILD; /* closed without READY: it exited */
-			break;
-		}
-		got += (size_t)r;
-		line[got] = 0;
-		if (strchr(line, '\n')) {
-			rc = sscanf(line, "READY %d", &d->port) == 1 && d->port > 0 ? 0 : -EPROTO;
-			break;
-		}
-	}
-	close(p[0]);
+	char line[128];
+	rc = bench_daemon_ready(ready_fd, 60, &d->port, line, sizeof(line));
 	if (!rc)
 		return 0;
 	char last[400], sb[64] = "";
@@ -1153,17 +1119,9 @@ static int ganesha_start(struct nfsd_server *eng, const char *work, struct ganes
 			 size_t len)
 {
 	char exe[PATH_MAX];
-	if (!bench_exe_find("ganesha.nfsd", exe, sizeof(exe))) {
-		bench_strfmt(
-		    why, len,
-		    "ganesha.nfsd not installed (nfs-ganesha nfs-ganesha-vfs: tools/install-deps)");
-		return -ENOENT;
-	}
-	if (geteuid() != 0) {
-		/* FSAL_VFS opens files by handle: CAP_DAC_READ_SEARCH */
-		bench_strfmt(why, len, "ganesha.nfsd (FSAL VFS) must run as root");
-		return -EPERM;
-	}
+	int rc = bench_ganesha_find(exe, sizeof(exe), why, len);
+	if (rc)
+		return rc;
 	bench_strfmt(g->dir, sizeof(g->dir), "%s/ganesha", work);
 	bench_strfmt(g->export_dir, sizeof(g->export_dir), "%s/export", g->dir);
 	bench_strfmt(g->recov, sizeof(g->recov), "%s/recov", g->dir);
@@ -1177,7 +1135,7 @@ static int ganesha_start(struct nfsd_server *eng, const char *work, struct ganes
 			return -errno;
 		}
 	g->port = bench_port_pick();
-	int rc = ganesha_conf_write(g);
+	rc = ganesha_conf_write(g);
 	if (rc) {
 		bench_strfmt(why, len, "write %s: %s", g->conf, strerror(-rc));
 		return rc;
@@ -1191,20 +1149,10 @@ static int ganesha_start(struct nfsd_server *eng, const char *work, struct ganes
 	}
 	int st = 0;
 	rc = bench_wait_null(eng, &g->ch, g->port, NFS4_PROGRAM, 4, 30, &st);
-	if (rc) {
-		char last[400], sb[64];
-		bench_log_tail_errors(g->log, bench_ganesha_err_marks, last, sizeof(last));
-		if (rc == -ECHILD)
-			bench_status_str(st, sb, sizeof(sb));
-		else
-			bench_strfmt(sb, sizeof(sb), "no answer to NULL in time");
-		bench_strfmt(why, len, "ganesha.nfsd failed (%s): %s", sb,
-			     last[0] ? last : "no error logged");
-		bench_child_stop(&g->ch, 10);
-		bench_log_dump("ganesha.nfsd", g->log);
-		return rc;
-	}
-	return 0;
+	if (rc)
+		bench_child_not_ready(&g->ch, rc, st, bench_ganesha_err_marks, "ganesha.nfsd",
+				      "no error logged", why, len);
+	return rc;
 }
 
 /* ----------------------------------------------------------------- stages */
@@ -1352,43 +1300,7 @@ static void table_print(const struct mds_opts *o)
 	}
 }
 
-/* JSON output: a figure that was not measured is null. */
-static bool json_first = true;
-static void jkey(const char *k)
-{
-	printf("%s\"%s\":", json_first ? "" : ",", k);
-	json_first = false;
-}
-static void jval(bool ok, double v, int prec)
-{
-	if (ok)
-		printf("%.*f", prec, v);
-	else
-		printf("null");
-}
-static void jnum(const char *k, bool ok, double v, int prec)
-{
-	jkey(k);
-	jval(ok, v, prec);
-}
-static void jstr(const char *k, const char *s)
-{
-	jkey(k);
-	if (!s) {
-		printf("null");
-		return;
-	}
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
+/* JSON output (bench_json_*): a figure that was not measured is null. */
 
 enum what { W_CREATE, W_LOOKUP, W_READDIR };
 
@@ -1432,7 +1344,7 @@ static bool rate_at(const struct server_res *r, uint64_t n, enum what w, double 
 /* {"1e3":x,...} over the sizes of r (the ones not run are null). */
 static void jobj(const char *k, const struct server_res *r, enum what w, bool cpu)
 {
-	jkey(k);
+	bench_json_key(k);
 	putchar('{');
 	for (unsigned i = 0; i < NSIZES_MAX && r->at[i].n; i++) {
 		const struct at_size *a = &r->at[i];
@@ -1442,9 +1354,9 @@ static void jobj(const char *k, const struct server_res *r, enum what w, bool cp
 		printf("%s\"%s\":", i ? "," : "", key);
 		bool ok = r->ran && a->run && p->ok && p->ops > 0;
 		if (cpu)
-			jval(ok, ok ? p->srv_cpu * 1e6 / (double)p->ops : 0, 2);
+			bench_json_val(ok, ok ? p->srv_cpu * 1e6 / (double)p->ops : 0, 2);
 		else
-			jval(ok, phase_rate(p), 1);
+			bench_json_val(ok, phase_rate(p), 1);
 	}
 	putchar('}');
 }
@@ -1454,7 +1366,7 @@ static void jobj(const char *k, const struct server_res *r, enum what w, bool cp
 static void jwalks(const char *k_walks, const char *k_capped, const struct server_res *r)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		jkey(pass ? k_capped : k_walks);
+		bench_json_key(pass ? k_capped : k_walks);
 		putchar('{');
 		for (unsigned i = 0; i < NSIZES_MAX && r->at[i].n; i++) {
 			const struct at_size *a = &r->at[i];
@@ -1539,19 +1451,19 @@ static void ratios_print(void)
 static void json_print(const struct mds_opts *o, const char *fstype, long ncpu)
 {
 	putchar('{');
-	jstr("bench", "mds");
-	jkey("sizes");
+	bench_json_str("bench", "mds");
+	bench_json_key("sizes");
 	putchar('[');
 	for (unsigned i = 0; i < o->nsizes; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)o->sizes[i]);
 	putchar(']');
-	jnum("max_size", o->max != UINT64_MAX, (double)o->max, 0);
-	jnum("inflight", true, o->inflight, 0);
-	jnum("conns", true, o->conns, 0);
-	jnum("lookups_per_size", true, (double)o->lookups, 0);
-	jnum("readdir_walk_cap", o->walk_cap > 0, (double)o->walk_cap, 0);
-	jnum("cores", true, (double)ncpu, 0);
-	jstr("fs", fstype);
+	bench_json_num("max_size", o->max != UINT64_MAX, (double)o->max, 0);
+	bench_json_num("inflight", true, o->inflight, 0);
+	bench_json_num("conns", true, o->conns, 0);
+	bench_json_num("lookups_per_size", true, (double)o->lookups, 0);
+	bench_json_num("readdir_walk_cap", o->walk_cap > 0, (double)o->walk_cap, 0);
+	bench_json_num("cores", true, (double)ncpu, 0);
+	bench_json_str("fs", fstype);
 	/* braid-mds */
 	jobj("creates_per_s", &braid_res, W_CREATE, false);
 	jobj("lookups_per_s", &braid_res, W_LOOKUP, false);
@@ -1571,30 +1483,30 @@ static void json_print(const struct mds_opts *o, const char *fstype, long ncpu)
 	double v;
 	char why[400];
 	bool ok = rate_at(&ganesha_res, 1000000, W_CREATE, &v, why, sizeof(why));
-	jnum("ganesha_creates_per_s_1e6", ok, v, 1);
+	bench_json_num("ganesha_creates_per_s_1e6", ok, v, 1);
 	ok = rate_at(&ganesha_res, 1000000, W_LOOKUP, &v, why, sizeof(why));
-	jnum("ganesha_lookups_per_s_1e6", ok, v, 1);
+	bench_json_num("ganesha_lookups_per_s_1e6", ok, v, 1);
 	ok = rate_at(&ganesha_res, 1000000, W_READDIR, &v, why, sizeof(why));
-	jnum("ganesha_readdir_entries_per_s_1e6", ok, v, 1);
+	bench_json_num("ganesha_readdir_entries_per_s_1e6", ok, v, 1);
 	for (size_t i = 0; i < NRATIOS; i++) {
 		ok = ratio_eval(&ratios[i], &v, why, sizeof(why));
-		jnum(ratios[i].key, ok, v, 3);
+		bench_json_num(ratios[i].key, ok, v, 3);
 	}
 	const struct server_res *rs[2] = {&braid_res, &ganesha_res};
 	const char *pre[2] = {"braid", "ganesha"};
 	for (int s = 0; s < 2; s++) {
 		char k[64];
 		bench_strfmt(k, sizeof(k), "%s_slots", pre[s]);
-		jnum(k, rs[s]->ran, rs[s]->slots, 0);
+		bench_json_num(k, rs[s]->ran, rs[s]->slots, 0);
 		bench_strfmt(k, sizeof(k), "%s_create_compounds", pre[s]);
-		jnum(k, rs[s]->ran, rs[s]->two_compound ? 2 : 1, 0);
+		bench_json_num(k, rs[s]->ran, rs[s]->two_compound ? 2 : 1, 0);
 		bench_strfmt(k, sizeof(k), "%s_delegations", pre[s]);
-		jnum(k, rs[s]->ran, (double)rs[s]->delegs, 0);
+		bench_json_num(k, rs[s]->ran, (double)rs[s]->delegs, 0);
 		bench_strfmt(k, sizeof(k), "%s_delay_retries", pre[s]);
-		jnum(k, rs[s]->ran, (double)rs[s]->delays, 0);
+		bench_json_num(k, rs[s]->ran, (double)rs[s]->delays, 0);
 	}
-	jstr("braid_mds_missing", braid_res.ran ? NULL : braid_res.why);
-	jstr("ganesha_missing", ganesha_res.ran ? NULL : ganesha_res.why);
+	bench_json_str("braid_mds_missing", braid_res.ran ? NULL : braid_res.why);
+	bench_json_str("ganesha_missing", ganesha_res.ran ? NULL : ganesha_res.why);
 	printf("}\n");
 }
 

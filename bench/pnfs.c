@@ -31,16 +31,12 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -115,80 +111,17 @@ struct bench {
 
 /* ------------------------------------------------------------ loopback TCP */
 
-struct lb {
-	int sfd, rfd;
-	atomic_bool stop;
-	atomic_ullong bytes;
-};
-
-/* iperf3 -l 1M: 1 MiB writes as fast as the socket takes them. */
-static void *lb_send(void *arg)
-{
-	struct lb *l = arg;
-	uint8_t *buf = calloc(1, MiB);
-	while (buf && !atomic_load(&l->stop)) {
-		for (size_t done = 0; done < MiB;) {
-			ssize_t w = write(l->sfd, buf + done, MiB - done);
-			if (w <= 0)
-				goto out;
-			done += (size_t)w;
-		}
-	}
-out:
-	shutdown(l->sfd, SHUT_WR);
-	free(buf);
-	return NULL;
-}
-
-static void *lb_recv(void *arg)
-{
-	struct lb *l = arg;
-	uint8_t *buf = malloc(MiB);
-	while (buf) {
-		ssize_t r = read(l->rfd, buf, MiB);
-		if (r <= 0)
-			break;
-		atomic_fetch_add_explicit(&l->bytes, (unsigned long long)r, memory_order_relaxed);
-	}
-	free(buf);
-	return NULL;
-}
-
 /* The loopback ceiling: one TCP stream, after a 0.3 s warm-up. */
 static bool loopback_measure(double secs, double *mbps)
 {
-	struct lb l = {.sfd = -1, .rfd = -1};
-	struct sockaddr_in sa = bench_sa_loopback(0);
-	socklen_t sl = sizeof(sa);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool ok = lfd >= 0 && !bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(lfd, 4) &&
-		  !getsockname(lfd, (struct sockaddr *)&sa, &sl) &&
-		  (l.sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
-		  !connect(l.sfd, (struct sockaddr *)&sa, sizeof(sa)) &&
-		  (l.rfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0;
-	if (lfd >= 0)
-		close(lfd);
-	if (!ok) {
-		fprintf(stderr, "bench/pnfs: loopback: %s\n", strerror(errno));
-		if (l.sfd >= 0)
-			close(l.sfd);
+	struct bench_loopback_res lr;
+	char why[256];
+	int rc = bench_loopback_measure(1, secs, &lr, why, sizeof(why));
+	if (rc) {
+		fprintf(stderr, "bench/pnfs: loopback: %s\n", strerror(-rc));
 		return false;
 	}
-	pthread_t st, rt;
-	pthread_create(&rt, NULL, lb_recv, &l);
-	pthread_create(&st, NULL, lb_send, &l);
-	bench_sleep_s(0.3);
-	unsigned long long b0 = atomic_load(&l.bytes);
-	double t0 = bench_now_s();
-	bench_sleep_s(secs);
-	unsigned long long b1 = atomic_load(&l.bytes);
-	double t1 = bench_now_s();
-	atomic_store(&l.stop, true);
-	pthread_join(st, NULL);
-	pthread_join(rt, NULL);
-	close(l.sfd);
-	close(l.rfd);
-	*mbps = (double)(b1 - b0) / MB / (t1 - t0);
+	*mbps = lr.mbps;
 	return true;
 }
 
@@ -208,45 +141,12 @@ static int file_write(const char *path, const char *text)
 /* Start exe -c conf --ready-fd N and read its "READY port" line. */
 static int daemon_start(struct daemon *d, const char *exe, const char *name, char *why, size_t len)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC)) {
-		bench_strfmt(why, len, "pipe: %s", strerror(errno));
-		return -errno;
-	}
-	char fdarg[16];
-	bench_strfmt(fdarg, sizeof(fdarg), "%d", p[1]);
-	char *argv[] = {(char *)exe, "-c", d->conf, "--ready-fd", fdarg, NULL};
-	int rc = bench_child_spawn(&d->ch, name, argv, d->log, p[1]);
-	close(p[1]);
-	if (rc) {
-		close(p[0]);
-		bench_strfmt(why, len, "cannot start %s: %s", exe, strerror(-rc));
+	int ready_fd;
+	int rc = bench_daemon_spawn(&d->ch, name, exe, d->conf, d->log, &ready_fd, why, len);
+	if (rc)
 		return rc;
-	}
-	char line[128] = "";
-	size_t got = 0;
-	double end = bench_now_s() + 60;
-	rc = -ETIMEDOUT;
-	while (bench_now_s() < end && got < sizeof(line) - 1) {
-		struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-		int pr = poll(&pfd, 1, 200);
-		if (pr < 0 && errno != EINTR)
-			break;
-		if (pr <= 0)
-			continue;
-		ssize_t r = read(p[0], line + got, sizeof(line) - 1 - got);
-		if (r <= 0) {
-			rc = -ECHILD; /* closed without READY: it exited */
-			break;
-		}
-		got += (size_t)r;
-		line[got] = 0;
-		if (strchr(line, '\n')) {
-			rc = sscanf(line, "READY %d", &d->port) == 1 && d->port > 0 ? 0 : -EPROTO;
-			break;
-		}
-	}
-	close(p[0]);
+	char line[128];
+	rc = bench_daemon_ready(ready_fd, 60, &d->port, line, sizeof(line));
 	if (rc) {
 		char last[300];
 		bench_log_tail_errors(d->log, NULL, last, sizeof(last));

@@ -23,38 +23,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench/common.h"
 #include "nfsd/rpc.h"
 
 #define BPROG 0x20000100u
 #define INFLIGHT 16
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* CPU seconds used so far by process pid (all threads). */
-static double proc_cpu_s(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	unsigned long ut = 0, st = 0;
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* ------------------------------------------------------------ servers */
 
@@ -223,10 +198,10 @@ static struct result rpc_load(int port, pid_t spid, int nconn, double secs, int 
 			nfsd_clnt_call_async(ls[i].c, &ls[i].o, null_cb, &ls[i]);
 	usleep(300000);
 	unsigned long long d0 = atomic_load(&done);
-	double c0 = proc_cpu_s(spid), t0 = now_s();
+	double c0 = bench_proc_cpu_s(spid), t0 = bench_now_s();
 	usleep((useconds_t)(secs * 1e6));
 	unsigned long long d1 = atomic_load(&done);
-	double c1 = proc_cpu_s(spid), t1 = now_s();
+	double c1 = bench_proc_cpu_s(spid), t1 = bench_now_s();
 	atomic_store(&stop, true);
 	usleep(100000);
 	for (int i = 0; i < nconn; i++)
@@ -263,11 +238,11 @@ static double echo_load(int port, int nconn, double secs)
 		if (write(fds[i], msg, sizeof(msg)) != (ssize_t)sizeof(msg))
 			exit(99);
 	}
-	double t0 = now_s(), tw = t0 + 0.3, t1 = tw + secs;
+	double t0 = bench_now_s(), tw = t0 + 0.3, t1 = tw + secs;
 	unsigned long long d0 = 0;
 	bool measuring = false;
 	for (;;) {
-		double t = now_s();
+		double t = bench_now_s();
 		if (!measuring && t >= tw) {
 			measuring = true;
 			d0 = done;
@@ -289,7 +264,7 @@ static double echo_load(int port, int nconn, double secs)
 				exit(99);
 		}
 	}
-	double rate = (double)(done - d0) / (now_s() - tw);
+	double rate = (double)(done - d0) / (bench_now_s() - tw);
 	for (int i = 0; i < nconn; i++)
 		close(fds[i]);
 	close(ep);

@@ -63,10 +63,7 @@
 
 #include "mds/mds_impl.h"
 #include "nfsd/mac.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap);
+#include "tests/fuzz/compound.h"
 
 #define MAX_RECORDS 8
 #define REC_HDR	    4
@@ -205,10 +202,7 @@ static int run(const uint8_t *body, size_t len, unsigned cred, uint8_t *out, siz
 {
 	memset(&req, 0, sizeof(req));
 	set_cred(cred);
-	xdr_arena_init(&req.arena, req.arena_buf, sizeof(req.arena_buf), 4u << 20);
-	xdr_dec_init(&req.dec, body, len, &req.arena);
-	xdr_enc_init(&req.enc, req.iov, sizeof(req.iov) / sizeof(req.iov[0]), req.scratch,
-		     sizeof(req.scratch), &req.arena);
+	fuzz_req_init(&req, body, len);
 	int st = nfs41_server_compound(mds->v41, &req);
 	*outlen = 0;
 	if (st == NFSD_SUCCESS && !req.enc.err && req.enc.len <= cap) {
@@ -221,23 +215,6 @@ static int run(const uint8_t *body, size_t len, unsigned cred, uint8_t *out, siz
 	return st;
 }
 
-/* Encode a COMPOUND body into buf; its length, 0 if it does not fit. */
-static size_t encode(uint8_t *buf, size_t cap, const COMPOUND4args *args)
-{
-	static struct iovec iov[1024];
-	struct xdr_arena a;
-	struct xdr_enc e;
-	xdr_arena_init(&a, NULL, 0, 8u << 20);
-	xdr_enc_init(&e, iov, sizeof(iov) / sizeof(iov[0]), NULL, 0, &a);
-	size_t len = 0;
-	if (!xdr_enc_COMPOUND4args(&e, args) && !e.err && e.len <= cap) {
-		xdr_enc_flatten(&e, buf);
-		len = e.len;
-	}
-	xdr_arena_release(&a);
-	return len;
-}
-
 /*
  * Setup: the MDS, its client ID and session for each input.
  */
@@ -248,7 +225,7 @@ static const uint8_t *setup_call(nfs_argop4 *op, struct xdr_arena *a, COMPOUND4r
 	static uint8_t body[4096], out[1u << 16];
 	COMPOUND4args args = {
 	    .tag = xdr_string_of("setup"), .minorversion = 1, .argarray = {1, op}};
-	size_t len = encode(body, sizeof(body), &args), outlen = 0;
+	size_t len = fuzz_compound_encode(body, sizeof(body), &args), outlen = 0;
 	if (!len || run(body, len, 0, out, sizeof(out), &outlen) != NFSD_SUCCESS)
 		die("setup COMPOUND", 0);
 	struct xdr_dec d;
@@ -721,7 +698,7 @@ static size_t patch(const uint8_t *body, size_t len, uint8_t *out, size_t cap)
 	if (!xdr_dec_COMPOUND4args(&d, &args) && !xdr_dec_left(&d)) {
 		for (uint32_t i = 0; i < args.argarray.len; i++)
 			patch_op(&args.argarray.val[i]);
-		n = encode(out, cap, &args);
+		n = fuzz_compound_encode(out, cap, &args);
 	}
 	xdr_arena_release(&a);
 	return n;
@@ -732,22 +709,8 @@ static size_t patch(const uint8_t *body, size_t len, uint8_t *out, size_t cap)
 static void reply_check(const uint8_t *out, size_t len, uint32_t nops)
 {
 	struct xdr_arena a;
-	struct xdr_dec d;
 	COMPOUND4res res;
-	xdr_arena_init(&a, NULL, 0, 8u << 20);
-	xdr_dec_init(&d, out, len, &a);
-	if (xdr_dec_COMPOUND4res(&d, &res) || xdr_dec_left(&d))
-		abort();
-	if (res.resarray.len > nops)
-		abort();
-	if (res.resarray.len) {
-		nfsstat4 last;
-		memcpy(&last, &res.resarray.val[res.resarray.len - 1].u, sizeof(last));
-		if (last != res.status)
-			abort();
-	} else if (res.status != NFS4_OK && res.status != NFS4ERR_MINOR_VERS_MISMATCH) {
-		abort();
-	}
+	fuzz_compound_reply_check(&a, out, len, nops, &res);
 	for (uint32_t i = 0; i < res.resarray.len; i++) {
 		nfs_resop4 *r = &res.resarray.val[i];
 		nfsstat4 st;
@@ -808,14 +771,6 @@ static void reply_check(const uint8_t *out, size_t len, uint32_t nops)
 	xdr_arena_release(&a);
 }
 
-/* The operation count of a COMPOUND body (0 when it has none to read). */
-static uint32_t body_nops(const uint8_t *b, size_t n)
-{
-	size_t tl = n >= 4 ? xdr_get32(b) : 0;
-	size_t off = 4 + ((tl + 3) & ~(size_t)3) + 4;
-	return tl <= n && off + 4 <= n ? xdr_get32(b + off) : 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t rec[1u << 16], patched[1u << 17], out[2u << 20];
@@ -860,7 +815,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				st == NFSD_SUCCESS ? "" : "rpc error\n",
 				body == rec ? "(raw)" : "");
 		if (st == NFSD_SUCCESS)
-			reply_check(out, outlen, body_nops(body, len));
+			reply_check(out, outlen, fuzz_compound_nops(body, len));
 	}
 	return 0;
 }
@@ -1472,7 +1427,8 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 			xdr_arena_release(&a);
 			break;
 		}
-		size_t len = encode(buf + total + REC_HDR, cap - total - REC_HDR, &args);
+		size_t len =
+		    fuzz_compound_encode(buf + total + REC_HDR, cap - total - REC_HDR, &args);
 		xdr_arena_release(&a);
 		if (!len || len > 0xffff)
 			break;
@@ -1567,31 +1523,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	verbose = getenv("BRAID_FUZZ_VERBOSE") != NULL;
 	mds_start();
-	const char *dir = getenv("BRAID_FUZZ_SEED_DIR");
-	if (!dir || !*dir)
-		return 0;
-	DIR *dh = opendir(dir);
-	if (!dh)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(dh)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			break;
-	closedir(dh);
-	if (de)
-		return 0;
-	static uint8_t buf[1u << 16];
-	for (uint64_t i = 0; i < 4 * NTEMPLATES * 4; i++) {
-		size_t n = braid_fuzz_seed(i, buf, sizeof(buf));
-		char path[4096];
-		if (!n)
-			continue;
-		snprintf(path, sizeof(path), "%s/seed-mds-%05u", dir, (unsigned)i);
-		FILE *f = fopen(path, "wb");
-		if (!f)
-			break;
-		fwrite(buf, 1, n, f);
-		fclose(f);
-	}
+	fuzz_seed_dir_fill("mds", 4 * NTEMPLATES * 4);
 	return 0;
 }

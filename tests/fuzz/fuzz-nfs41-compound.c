@@ -13,16 +13,12 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nfsd/nfs41.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap);
+#include "tests/fuzz/compound.h"
 
 #define MAX_RECORDS 8
 
@@ -67,10 +63,7 @@ static int run(struct nfs41_server *s, const uint8_t *body, size_t len, uint8_t 
 	       size_t *outlen)
 {
 	memset(&req, 0, sizeof(req));
-	xdr_arena_init(&req.arena, req.arena_buf, sizeof(req.arena_buf), 4u << 20);
-	xdr_dec_init(&req.dec, body, len, &req.arena);
-	xdr_enc_init(&req.enc, req.iov, sizeof(req.iov) / sizeof(req.iov[0]), req.scratch,
-		     sizeof(req.scratch), &req.arena);
+	fuzz_req_init(&req, body, len);
 	int st = nfs41_server_compound(s, &req);
 	*outlen = 0;
 	if (st == NFSD_SUCCESS && req.enc.len <= (1u << 20)) {
@@ -84,42 +77,17 @@ static int run(struct nfs41_server *s, const uint8_t *body, size_t len, uint8_t 
 static void check_reply(const uint8_t *out, size_t len, uint32_t nops)
 {
 	struct xdr_arena a;
-	struct xdr_dec d;
 	COMPOUND4res res;
-	xdr_arena_init(&a, NULL, 0, 8u << 20);
-	xdr_dec_init(&d, out, len, &a);
-	if (xdr_dec_COMPOUND4res(&d, &res) || xdr_dec_left(&d))
-		abort();
-	if (res.resarray.len > nops)
-		abort();
-	if (res.resarray.len) {
-		nfsstat4 last;
-		memcpy(&last, &res.resarray.val[res.resarray.len - 1].u, sizeof(last));
-		if (last != res.status)
-			abort();
-	} else if (res.status != NFS4_OK && res.status != NFS4ERR_MINOR_VERS_MISMATCH) {
-		abort();
-	}
+	fuzz_compound_reply_check(&a, out, len, nops, &res);
 	xdr_arena_release(&a);
 }
 
 /* Encode ops as a COMPOUND body into buf; returns its length. */
 static size_t encode(uint8_t *buf, size_t cap, uint32_t minor, const nfs_argop4 *ops, unsigned n)
 {
-	struct iovec iov[64];
-	struct xdr_arena a;
-	struct xdr_enc e;
-	xdr_arena_init(&a, NULL, 0, 1u << 20);
-	xdr_enc_init(&e, iov, 64, NULL, 0, &a);
 	COMPOUND4args args = {
 	    .tag = xdr_string_of("fz"), .minorversion = minor, .argarray = {n, (nfs_argop4 *)ops}};
-	size_t len = 0;
-	if (!xdr_enc_COMPOUND4args(&e, &args) && e.len <= cap) {
-		xdr_enc_flatten(&e, buf);
-		len = e.len;
-	}
-	xdr_arena_release(&a);
-	return len;
+	return fuzz_compound_encode(buf, cap, &args);
 }
 
 static callback_sec_parms4 sec_none = {.cb_secflavor = 0};
@@ -231,14 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int st = run(s, rec, n, out, &outlen);
 		if (st != NFSD_SUCCESS && st != NFSD_GARBAGE_ARGS && st != NFSD_SYSTEM_ERR)
 			abort();
-		if (st == NFSD_SUCCESS && outlen) {
-			uint32_t nops = 0;
-			size_t tl = n >= 4 ? xdr_get32(rec) : 0;
-			size_t off = 4 + ((tl + 3) & ~(size_t)3) + 4;
-			if (tl <= n && off + 4 <= n)
-				nops = xdr_get32(rec + off);
-			check_reply(out, outlen, nops);
-		}
+		if (st == NFSD_SUCCESS && outlen)
+			check_reply(out, outlen, fuzz_compound_nops(rec, n));
 	}
 	nfs41_server_free(s);
 	return 0;
@@ -301,31 +263,6 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 /* Fill an empty $BRAID_FUZZ_SEED_DIR with seeds. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *dir = getenv("BRAID_FUZZ_SEED_DIR");
-	if (!dir || !*dir)
-		return 0;
-	DIR *dh = opendir(dir);
-	if (!dh)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(dh)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			break;
-	closedir(dh);
-	if (de)
-		return 0;
-	static uint8_t buf[1u << 16];
-	for (uint64_t i = 0; i < 200; i++) {
-		size_t n = braid_fuzz_seed(i, buf, sizeof(buf));
-		char path[4096];
-		if (!n)
-			continue;
-		snprintf(path, sizeof(path), "%s/seed-nfs41-%05u", dir, (unsigned)i);
-		FILE *f = fopen(path, "wb");
-		if (!f)
-			break;
-		fwrite(buf, 1, n, f);
-		fclose(f);
-	}
+	fuzz_seed_dir_fill("nfs41", 200);
 	return 0;
 }
