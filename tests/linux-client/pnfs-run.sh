@@ -117,6 +117,12 @@ BRAID_MDS_CONF="data_io = refuse"
 BRAID_DS_CONF=
 [[ $DS_VERS = 3 ]] && BRAID_DS_CONF="nfs41 = no"
 NICS=1 MOPTS="vers=$VERS"
+# The guest's memory: 1 GiB, or 2 GiB when it writes a 1 GiB file.  With
+# 1 GiB, a UML guest was once seen to spin in its kernel part way through
+# writing the 1 GiB file (no RPC sent for minutes, its lease let go) while
+# the same run had passed before: the file must not fill the guest.
+MEM=1024
+((MAX_MIB >= 1024)) && MEM=2048
 GUEST_ENV=(--env "PNFS_CHECK=$CHECK" --env "EXPECT_VERS=$VERS")
 case $CHECK in
 data)
@@ -265,7 +271,7 @@ DSM=
 for ((i = 1; i <= BRAID_NDS; i++)); do DSM+=" 10.0.2.2:${DS_METRICS[$i]##*:}"; done
 t0=$(date +%s)
 : > "$T/vm.log"
-"$here/clientvm" --backend "$BACKEND" --nics "$NICS" --no-mount --mount-opts "$MOPTS" \
+"$here/clientvm" --backend "$BACKEND" --mem "$MEM" --nics "$NICS" --no-mount --mount-opts "$MOPTS" \
 	--files "$T/files" "${GUEST_ENV[@]}" --env "PNFS_DS_METRICS=${DSM# }" --timeout "$TIMEOUT" \
 	"127.0.0.1:$PORT" "$here/pnfs.sh" 7>&- > "$T/vm.log" 2>&1 &
 CPID=$!
