@@ -17,6 +17,7 @@
 #define NFSD_OUT_IOV 512           /* iovecs in one send */
 #define NFSD_OUT_SCRATCH (64 << 10) /* inline-encoded reply bytes per send */
 #define NFSD_RBUF_MIN (256 << 10)  /* receive buffer, grows up to a record */
+#define NFSD_RECV_CLIP (64 << 10)  /* a fragment this large is received to its end only */
 #define NFSD_OUT_MAX_BYTES (1 << 20) /* queued reply bytes before we stop reading */
 #define NFSD_CALL_BUCKETS 64
 

@@ -346,6 +346,22 @@ static void epoll_set(struct nfsd_conn *c)
 	epoll_ctl(c->loop->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/*
+ * How much the next receive may take.  Inside a large fragment, only its
+ * rest: the next record then starts in the space left after it, not part
+ * way into a buffer that must be compacted (or copied, while requests
+ * still hold it) under the next large record.
+ */
+static size_t conn_recv_len(const struct nfsd_conn *c)
+{
+	size_t room = c->rb->cap - c->rb_end;
+	const struct nfsd_rec *r = &c->rec;
+	if (r->nfrags && r->in_frag && r->scan == c->rb_end && r->frag_left >= NFSD_RECV_CLIP &&
+	    r->frag_left < room)
+		return r->frag_left;
+	return room;
+}
+
 static void conn_arm_recv(struct nfsd_conn *c)
 {
 	if (c->recv_armed || c->dead || c->eof || c->connecting)
@@ -393,7 +409,7 @@ static void conn_start_send(struct nfsd_conn *c)
 static void uring_arm_recv(struct nfsd_conn *c)
 {
 	struct io_uring_sqe *sqe = uring_sqe(c->loop);
-	io_uring_prep_recv(sqe, c->fd, c->rb->data + c->rb_end, c->rb->cap - c->rb_end, 0);
+	io_uring_prep_recv(sqe, c->fd, c->rb->data + c->rb_end, conn_recv_len(c), 0);
 	io_uring_sqe_set_data(sqe, &c->recv_op);
 	c->ops_pending++;
 }
@@ -842,8 +858,7 @@ static void epoll_handle_conn(struct nfsd_conn *c, uint32_t events)
 	if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && c->sending && !c->dead)
 		conn_start_send(c);
 	if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && c->recv_armed && !c->dead) {
-		ssize_t n = recv(c->fd, c->rb->data + c->rb_end, c->rb->cap - c->rb_end,
-				 MSG_DONTWAIT);
+		ssize_t n = recv(c->fd, c->rb->data + c->rb_end, conn_recv_len(c), MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			goto out;
 		conn_recv_done(c, n < 0 ? -errno : n);
