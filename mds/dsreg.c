@@ -1310,6 +1310,58 @@ void mds_data_release(struct braid_mds *mds, uint64_t ino)
 	pthread_mutex_unlock(mu);
 }
 
+int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino)
+{
+	for (unsigned tries = 0; tries < 8; tries++) {
+		struct mds_attr at;
+		int rc = mds_inode_getattr(mds->store, ino, &at);
+		if (rc == -ENOENT || (!rc && at.type != MDS_REG))
+			return 0; /* gone: nothing to count */
+		if (rc)
+			return rc;
+		struct ds_set s;
+		if ((rc = ds_set_of(mds, ino, &s)))
+			return rc;
+		struct ds_objid id;
+		mds_data_objid(&at, &id);
+		uint64_t end = 0;
+		for (unsigned k = 0; k < s.n; k++) {
+			int err;
+			struct ds_ctl_stat st;
+			struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+			if (!dc)
+				return err ? err : -EAGAIN; /* that data server is not up yet */
+			err = ds_ctl_stat(dc->clnt, &mds->key, &id, &st);
+			mds_ds_conn_put(dc);
+			/* NOENT: no object there, nothing written; STALE: not ours */
+			if (err == -ENOENT || err == -ESTALE)
+				continue;
+			if (err)
+				return err;
+			if (st.size > end)
+				end = st.size;
+		}
+		if (end <= at.size)
+			return 0;
+		/* guarded: a truncation meanwhile may have cut the objects */
+		struct mds_setattr_args sa = {.ino = ino,
+					      .mask = MDS_SET_SIZE_MAX | MDS_SET_MTIME_NOW |
+						      MDS_SET_CHANGE_GUARD,
+					      .size = end,
+					      .guard = at.change};
+		struct mds_setattr_res sr;
+		rc = mds_inode_setattr(mds->store, &sa, &sr);
+		if (rc == -EAGAIN)
+			continue;
+		if (!rc)
+			mds_log("inode %llu: size %llu -> %llu, from its data servers' objects",
+				(unsigned long long)ino, (unsigned long long)sr.old_size,
+				(unsigned long long)sr.attr.size);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	return -EAGAIN;
+}
+
 int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size)
 {
 	if (attr->type != MDS_REG)

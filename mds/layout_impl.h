@@ -75,6 +75,17 @@ struct lo_file {
 	bool release; /* mds_data_release waits for its layouts to go */
 	uint64_t gen; /* moves at every recall and fence: grants check it */
 	uint64_t refence_ns;
+	/*
+	 * The store's mark (mds_wlayout_mark) that an RW layout of the file
+	 * may be out: made durable before the first RW layout is granted,
+	 * cleared by the thread once the file has no layout state and no
+	 * grant in progress.  A file stays in lo->files while marked.
+	 * wpending: marked when the MDS started, its size not yet reconciled
+	 * from its data servers; an RW LAYOUTGET does it first (or answers
+	 * LAYOUTTRYLATER while a data server of the file is down).
+	 */
+	enum { LO_WM_NONE, LO_WM_MARKING, LO_WM_MARKED, LO_WM_CLEARING } wmark;
+	bool wpending;
 };
 
 /* The layout state of one client for one file (RFC 8881 §12.5.3). */
@@ -154,7 +165,11 @@ struct mds_layout {
 	unsigned cb_inflight;	  /* recall threads running */
 	struct lo_fence *fences;
 	struct lo_release *releases;
-	uint64_t next_scan_ns; /* the thread's own */
+	struct lo_release *wclears;    /* marks to clear (the thread) */
+	struct lo_release *reconciles; /* marked at start, sizes to reconcile */
+	pthread_cond_t wcv;	       /* a file's wmark left MARKING or CLEARING */
+	uint64_t next_scan_ns;	       /* the thread's own */
+	uint64_t next_reconcile_ns;    /* the thread's own */
 };
 
 static inline uint64_t now_ns(void)
@@ -197,6 +212,9 @@ bool lo_state_holds(const struct lo_state *s);
 void lo_state_free(struct mds_layout *lo, struct lo_state *s);
 /* After a state of f went: a recall ends, a waiting release runs. */
 void lo_file_settle(struct mds_layout *lo, struct lo_file *f);
+/* Without lo->mu, f pinned, before an RW grant: the store's mark that f
+ * may hold uncounted data is durable (0), or -errno. */
+int lo_wmark_ensure(struct mds_layout *lo, struct lo_file *f);
 bool lo_state_names_ds(const struct lo_state *s, uint32_t id);
 void lo_state_note_ds(struct lo_state *s, uint32_t id);
 

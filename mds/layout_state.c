@@ -193,10 +193,43 @@ struct lo_file *lo_file_get(struct mds_layout *lo, uint64_t ino)
 
 void lo_file_put_unused(struct mds_layout *lo, struct lo_file *f)
 {
-	if (!f->states && !f->pins && !f->fencing && !f->release) {
+	if (f->states || f->pins || f->fencing || f->release)
+		return;
+	if (f->wmark == LO_WM_MARKED && !f->wpending) {
+		/* no layout out and none being granted: the mark can go */
+		struct lo_release *r = malloc(sizeof(*r));
+		if (r) {
+			r->ino = f->h.key;
+			r->next = lo->wclears;
+			lo->wclears = r;
+			f->wmark = LO_WM_CLEARING;
+			lo_kick(lo);
+		}
+		return;
+	}
+	if (f->wmark == LO_WM_NONE) {
 		htab_del(&lo->files, &f->h);
 		free(f);
 	}
+}
+
+int lo_wmark_ensure(struct mds_layout *lo, struct lo_file *f)
+{
+	pthread_mutex_lock(&lo->mu);
+	while (f->wmark == LO_WM_MARKING || f->wmark == LO_WM_CLEARING)
+		pthread_cond_wait(&lo->wcv, &lo->mu);
+	bool mark = f->wmark == LO_WM_NONE;
+	if (mark)
+		f->wmark = LO_WM_MARKING;
+	pthread_mutex_unlock(&lo->mu);
+	if (!mark)
+		return 0;
+	int rc = mds_wlayout_mark(lo->mds->store, f->h.key);
+	pthread_mutex_lock(&lo->mu);
+	f->wmark = rc ? LO_WM_NONE : LO_WM_MARKED;
+	pthread_cond_broadcast(&lo->wcv);
+	pthread_mutex_unlock(&lo->mu);
+	return rc;
 }
 
 struct lo_state *lo_sid_lookup(struct mds_layout *lo, const uint8_t *other)
@@ -930,6 +963,95 @@ static void releases_run(struct mds_layout *lo)
 	}
 }
 
+/* Marks of files left with no layout: cleared in the store, one by one. */
+static void wclears_run(struct mds_layout *lo)
+{
+	pthread_mutex_lock(&lo->mu);
+	struct lo_release *r = lo->wclears;
+	lo->wclears = NULL;
+	pthread_mutex_unlock(&lo->mu);
+	while (r) {
+		struct lo_release *next = r->next;
+		int rc = mds_wlayout_clear(lo->mds->store, r->ino);
+		if (rc)
+			mds_log("inode %llu: clearing its RW-layout mark: %s",
+				(unsigned long long)r->ino, strerror(-rc));
+		pthread_mutex_lock(&lo->mu);
+		struct lo_file *f = lo_file_find(lo, r->ino);
+		if (f) {
+			/* kept marked on failure: tried again when a layout of it goes */
+			f->wmark = rc ? LO_WM_MARKED : LO_WM_NONE;
+			pthread_cond_broadcast(&lo->wcv);
+			if (!rc)
+				lo_file_put_unused(lo, f);
+		}
+		pthread_mutex_unlock(&lo->mu);
+		free(r);
+		r = next;
+	}
+}
+
+/*
+ * Files marked when the MDS started: their size from their data servers'
+ * objects (RFC 8435 §4 with the MDS's crash: what clients wrote through RW
+ * layouts and never LAYOUTCOMMITted).  One whose data servers cannot all
+ * be asked yet is tried again a second later.
+ */
+static void reconciles_run(struct mds_layout *lo, uint64_t now)
+{
+	if (now < lo->next_reconcile_ns)
+		return;
+	lo->next_reconcile_ns = now + 1000000000ull;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_release *r = lo->reconciles, *left = NULL;
+	lo->reconciles = NULL;
+	pthread_mutex_unlock(&lo->mu);
+	while (r) {
+		struct lo_release *next = r->next;
+		int rc = mds_data_size_reconcile(lo->mds, r->ino);
+		pthread_mutex_lock(&lo->mu);
+		if (rc) {
+			r->next = left;
+			left = r;
+		} else {
+			struct lo_file *f = lo_file_find(lo, r->ino);
+			if (f) {
+				f->wpending = false;
+				lo_file_put_unused(lo, f);
+			}
+			free(r);
+		}
+		pthread_mutex_unlock(&lo->mu);
+		r = next;
+	}
+	pthread_mutex_lock(&lo->mu);
+	while (left) {
+		struct lo_release *next = left->next;
+		left->next = lo->reconciles;
+		lo->reconciles = left;
+		left = next;
+	}
+	pthread_mutex_unlock(&lo->mu);
+}
+
+/* At start: every marked file waits for its size to be reconciled. */
+static int wmark_load(void *arg, uint64_t ino)
+{
+	struct mds_layout *lo = arg;
+	struct lo_file *f = lo_file_get(lo, ino);
+	struct lo_release *r = malloc(sizeof(*r));
+	if (!f || !r) {
+		free(r);
+		return -ENOMEM;
+	}
+	f->wmark = LO_WM_MARKED;
+	f->wpending = true;
+	r->ino = ino;
+	r->next = lo->reconciles;
+	lo->reconciles = r;
+	return 0;
+}
+
 struct dev_job {
 	uint64_t clientid;
 	uint8_t id[NFS4_DEVICEID4_SIZE];
@@ -1019,8 +1141,10 @@ static uint64_t next_event(struct mds_layout *lo, uint64_t now)
 	for (struct lo_fence *x = lo->fences; x; x = x->next)
 		if (x->next_ns < t)
 			t = x->next_ns;
-	if (lo->releases)
+	if (lo->releases || lo->wclears)
 		t = now;
+	if (lo->reconciles && lo->next_reconcile_ns < t)
+		t = lo->next_reconcile_ns;
 	return t > now ? t : now;
 }
 
@@ -1045,6 +1169,8 @@ static void *layout_main(void *arg)
 		recalls_run(lo, now);
 		fences_run(lo, now);
 		releases_run(lo);
+		wclears_run(lo);
+		reconciles_run(lo, now);
 		if (now >= lo->next_scan_ns) {
 			devices_run(lo);
 			lo->next_scan_ns = now + LO_SCAN_MS * 1000000ull;
@@ -1070,6 +1196,7 @@ int mds_layout_init(struct braid_mds *mds, char *msg, size_t msglen)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&lo->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&lo->wcv, NULL);
 	int rc = lo_settings_policy(&mds->set, &lo->dflt, msg, msglen);
 	if (rc)
 		return rc;
@@ -1091,6 +1218,13 @@ int mds_layout_init(struct braid_mds *mds, char *msg, size_t msglen)
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
+	if ((rc = mds_wlayout_list(mds->store, wmark_load, lo))) {
+		snprintf(msg, msglen, "files with RW layouts at the last stop: %s", strerror(-rc));
+		return rc;
+	}
+	if (lo->reconciles)
+		mds_log("sizes of files written through layouts before the last stop:"
+			" reconciling from the data servers");
 	if ((rc = -pthread_create(&lo->thread, NULL, layout_main, lo))) {
 		snprintf(msg, msglen, "layout thread: %s", strerror(-rc));
 		return rc;
@@ -1153,16 +1287,19 @@ void mds_layout_release(struct braid_mds *mds)
 		lo->fences = x->next;
 		free(x);
 	}
-	while (lo->releases) {
-		struct lo_release *r = lo->releases;
-		lo->releases = r->next;
-		free(r);
-	}
+	struct lo_release **lists[] = {&lo->releases, &lo->wclears, &lo->reconciles};
+	for (unsigned i = 0; i < 3; i++)
+		while (*lists[i]) {
+			struct lo_release *r = *lists[i];
+			*lists[i] = r->next;
+			free(r);
+		}
 	free(lo->marks);
 	free(lo->sids.b);
 	free(lo->files.b);
 	free(lo->clients.b);
 	pthread_cond_destroy(&lo->cond);
+	pthread_cond_destroy(&lo->wcv);
 	pthread_mutex_destroy(&lo->mu);
 	free(lo);
 	mds->layout = NULL;

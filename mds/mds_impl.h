@@ -312,6 +312,13 @@ void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail);
 void mds_data_release(struct braid_mds *mds, uint64_t ino);
 /* SETATTR changed the size of ino from old to new: truncate its objects. */
 int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size);
+/*
+ * A file written through RW layouts before the MDS stopped: its size moves
+ * up to the end of its data servers' objects if that is past it (mtime and
+ * change move with it).  0 when done (or the file is gone); -errno, e.g.
+ * a data server not up yet, to try again later.
+ */
+int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino);
 
 /* Largest READ and WRITE through the MDS (maxread, maxwrite) and largest file
  * (maxfilesize: the data servers' DS_STORE_MAX_SIZE). */

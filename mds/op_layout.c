@@ -589,14 +589,35 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	}
 	f->pins++;
 	uint64_t gen0 = f->gen;
+	bool pending = rw && f->wpending;
 	pthread_mutex_unlock(&lo->mu);
 
+	/*
+	 * Durably marked before an RW layout leaves: after a crash, the size
+	 * is reconciled from the data servers (mds_data_size_reconcile).  A
+	 * file marked when the MDS started is reconciled before it is laid
+	 * out for writing again, here if the thread has not yet.
+	 */
+	int rc = 0;
+	if (pending) {
+		if (mds_data_size_reconcile(mds, at.ino)) {
+			unpin(lo, f);
+			return NFS4ERR_LAYOUTTRYLATER; /* a data server of it is not up */
+		}
+		pthread_mutex_lock(&lo->mu);
+		f->wpending = false;
+		pthread_mutex_unlock(&lo->mu);
+	}
+	if (rw && (rc = lo_wmark_ensure(lo, f))) {
+		unpin(lo, f);
+		return layout_errno(rc);
+	}
 	/* the segment holding loga_offset, laid out if need be */
 	struct mds_file_map map;
 	struct mds_layout_seg seg;
 	uint32_t avoid[64];
 	unsigned navoid = avoided_list(lo, avoid, 64);
-	int rc = mds_data_map(mds, at.ino, &map);
+	rc = mds_data_map(mds, at.ino, &map);
 	if (rc) {
 		unpin(lo, f);
 		return layout_errno(rc);

@@ -403,6 +403,7 @@ static int store_open_env(struct mds_store *s, const struct mds_store_opts *o)
 	    {"xattrs", offsetof(struct mds_store, db_xattrs)},
 	    {"clients", offsetof(struct mds_store, db_clients)},
 	    {"orphans", offsetof(struct mds_store, db_orphans)},
+	    {"wlayouts", offsetof(struct mds_store, db_wlayouts)},
 	};
 	char lock[4096];
 	MDB_txn *txn;
@@ -419,7 +420,7 @@ static int store_open_env(struct mds_store *s, const struct mds_store_opts *o)
 		return errno == EWOULDBLOCK ? -EBUSY : -errno;
 	if ((rc = mdb_env_create(&s->env)))
 		return mds_lmdb_err(rc);
-	if ((rc = mdb_env_set_maxdbs(s->env, 8)) || (rc = mdb_env_set_maxreaders(s->env, 1024)) ||
+	if ((rc = mdb_env_set_maxdbs(s->env, 12)) || (rc = mdb_env_set_maxreaders(s->env, 1024)) ||
 	    (rc = mdb_env_set_mapsize(s->env, o->map_size ? o->map_size : (64ULL << 30))) ||
 	    (rc = mdb_env_open(s->env, o->path, MDB_NOMETASYNC | MDB_NORDAHEAD, 0600)))
 		return mds_lmdb_err(rc);
@@ -831,6 +832,18 @@ int mds_layout_remove(struct mds_store *s, const struct mds_layout_args *a)
 	return mds_store_run(s, &op);
 }
 
+int mds_wlayout_mark(struct mds_store *s, uint64_t ino)
+{
+	struct mds_op op = {.type = MDS_OP_WLAYOUT_MARK, .args.ino = ino};
+	return mds_store_run(s, &op);
+}
+
+int mds_wlayout_clear(struct mds_store *s, uint64_t ino)
+{
+	struct mds_op op = {.type = MDS_OP_WLAYOUT_CLEAR, .args.ino = ino};
+	return mds_store_run(s, &op);
+}
+
 int mds_client_put(struct mds_store *s, const struct mds_client_args *a)
 {
 	struct mds_op op = {.type = MDS_OP_CLIENT_PUT, .args.client = *a};
@@ -1226,6 +1239,34 @@ int mds_client_list(struct mds_store *s,
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
 	free(rec);
+	if (r)
+		return r;
+	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);
+}
+
+int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg)
+{
+	MDB_cursor *c;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc, r = 0;
+	if ((rc = rtxn_begin(s, &txn)))
+		return rc;
+	if ((rc = mdb_cursor_open(txn, s->db_wlayouts, &c))) {
+		mdb_txn_abort(txn);
+		return mds_lmdb_err(rc);
+	}
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 8) {
+			r = -EIO;
+			break;
+		}
+		if ((r = fn(arg, get_be64(k.mv_data))))
+			break;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
 	if (r)
 		return r;
 	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);

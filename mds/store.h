@@ -244,6 +244,8 @@ enum mds_op_type {
 	MDS_OP_LAYOUT_REMOVE,
 	MDS_OP_CLIENT_PUT,
 	MDS_OP_CLIENT_REMOVE,
+	MDS_OP_WLAYOUT_MARK,
+	MDS_OP_WLAYOUT_CLEAR,
 };
 
 /* RFC 8881 §18.16.3 createmode4. */
@@ -395,6 +397,7 @@ struct mds_op {
 		struct mds_xattr_args xattr;   /* XATTR_SET, XATTR_REMOVE */
 		struct mds_layout_args layout; /* LAYOUT_SET, LAYOUT_REMOVE */
 		struct mds_client_args client; /* CLIENT_PUT, CLIENT_REMOVE */
+		uint64_t ino;		       /* WLAYOUT_MARK, WLAYOUT_CLEAR */
 	} args;
 	int status;
 	union {
@@ -448,6 +451,15 @@ int mds_xattr_remove(struct mds_store *s, const struct mds_xattr_args *a);
 /* -ESTALE for an inode that does not exist; -EINVAL for nds out of range. */
 int mds_layout_set(struct mds_store *s, const struct mds_layout_args *a);
 int mds_layout_remove(struct mds_store *s, const struct mds_layout_args *a);
+/*
+ * Files that may hold data the MDS has not counted: an RW layout was
+ * granted and not all returned since (RFC 8435 §4, after a crash the size
+ * is reconciled from the data servers).  MARK is durable before it
+ * returns; a file's removal (mds_inode_reap) drops its mark.
+ */
+int mds_wlayout_mark(struct mds_store *s, uint64_t ino);
+int mds_wlayout_clear(struct mds_store *s, uint64_t ino);
+int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg);
 int mds_client_put(struct mds_store *s, const struct mds_client_args *a);
 int mds_client_remove(struct mds_store *s, const struct mds_client_args *a);
 

@@ -95,6 +95,9 @@ static int inode_purge(struct mds_wtx *w, uint64_t ino)
 	    (rc = range_del(w, s->db_xattrs, ino)) || (rc = range_del(w, s->db_layouts, ino)))
 		return rc;
 	rc = wtx_del(w, s->db_orphans, kb, sizeof(kb));
+	if (rc && rc != -ENOENT)
+		return rc;
+	rc = wtx_del(w, s->db_wlayouts, kb, sizeof(kb));
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -608,6 +611,21 @@ static int op_client(struct mds_wtx *w, struct mds_op *op)
 		       CLIENT_VAL_HDR + a->owner_len + r->data_len);
 }
 
+static int op_wlayout(struct mds_wtx *w, struct mds_op *op)
+{
+	uint8_t kb[8];
+	put_be64(kb, op->args.ino);
+	if (op->type == MDS_OP_WLAYOUT_CLEAR) {
+		int rc = wtx_del(w, w->s->db_wlayouts, kb, sizeof(kb));
+		return rc == -ENOENT ? 0 : rc;
+	}
+	struct mds_attr a;
+	int rc = mds_inode_read(w->s, w->txn, op->args.ino, &a);
+	if (rc)
+		return rc;
+	return wtx_put(w, w->s->db_wlayouts, kb, sizeof(kb), "", 0);
+}
+
 int mds_op_apply(struct mds_wtx *w, struct mds_op *op)
 {
 	switch (op->type) {
@@ -632,6 +650,9 @@ int mds_op_apply(struct mds_wtx *w, struct mds_op *op)
 	case MDS_OP_CLIENT_PUT:
 	case MDS_OP_CLIENT_REMOVE:
 		return op_client(w, op);
+	case MDS_OP_WLAYOUT_MARK:
+	case MDS_OP_WLAYOUT_CLEAR:
+		return op_wlayout(w, op);
 	}
 	return -EINVAL;
 }
