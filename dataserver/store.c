@@ -70,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -1540,6 +1541,98 @@ ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t u
 		ctr_add(&st->ctr.bytes_read, n);
 	}
 	return rc ? rc : (ssize_t)n;
+}
+
+/*
+ * obj_read's blocks mapped instead of read: [a, z) of the data file, the
+ * whole blocks under [off, off + n), verified in place.  Caller holds
+ * o->lock shared (no truncation meanwhile); n > 0, the range below size.
+ */
+static int obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uint64_t off,
+		   size_t n, struct ds_store_map *m, const void **data)
+{
+	uint64_t end = off + n, b0 = off >> st->bs_shift, b1 = (end - 1) >> st->bs_shift;
+	uint64_t nb = b1 - b0 + 1, a = b0 << st->bs_shift, z = (b1 + 1) << st->bs_shift;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct stat sb;
+	if (fstat(o->dfd, &sb))
+		return -errno;
+	/* a page wholly past the data file's end would fault: copy instead */
+	if (z > (((uint64_t)sb.st_size + pg - 1) & ~(pg - 1)))
+		return -EOPNOTSUPP;
+	void *p = mmap(NULL, z - a, PROT_READ, MAP_SHARED | MAP_POPULATE, o->dfd, (off_t)a);
+	if (p == MAP_FAILED)
+		return -EOPNOTSUPP;
+	struct crc_ent *ents = malloc(nb * sizeof(*ents));
+	if (!ents) {
+		munmap(p, z - a);
+		return -ENOMEM;
+	}
+	struct iovec v = { p, z - a }, ev = { ents, nb * sizeof(*ents) };
+	struct iop op;
+	iop_rw(&op, IOP_READ, o->mfd, &ev, 1, OBJ_TABLE_OFF + b0 * 8);
+	struct rl_held held;
+	rl_lock(st, o, a, z, false, &held);
+	int rc = io_run(st, r, &op, 1);
+	if (!rc) {
+		memset((uint8_t *)ents + op.done, 0, nb * sizeof(*ents) - op.done);
+		if (verify_blocks(st, o, &v, ents, b0, nb, true, NULL))
+			rc = -EIO;
+	}
+	rl_unlock(st, &held);
+	free(ents);
+	if (rc) {
+		munmap(p, z - a);
+		return rc;
+	}
+	m->base = p;
+	m->len = z - a;
+	*data = (const uint8_t *)p + (off - a);
+	return 0;
+}
+
+ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
+			     uint32_t gid, uint64_t off, size_t len, struct ds_store_map *m,
+			     const void **data, bool *eof)
+{
+	m->base = NULL;
+	m->len = 0;
+	*data = NULL;
+	if (!id || len > DS_STORE_MAX_IO)
+		return -EINVAL;
+	if (st->direct || st->bs < (unsigned)sysconf(_SC_PAGESIZE))
+		return -EOPNOTSUPP;
+	struct ds_ring *r;
+	struct ds_obj *o;
+	size_t n = 0;
+	int rc = obj_begin(st, id, false, &r, &o);
+	if (rc)
+		return rc;
+	rc = obj_access(o, uid, gid, 4);
+	pthread_mutex_lock(&o->mu);
+	uint64_t size = o->size;
+	pthread_mutex_unlock(&o->mu);
+	if (!rc && off < size) {
+		n = size - off < len ? (size_t)(size - off) : len;
+		if (n)
+			rc = obj_map(st, r, o, off, n, m, data);
+	}
+	if (!rc && eof)
+		*eof = off + n >= size;
+	obj_end(st, r, o);
+	if (!rc) {
+		ctr_add(&st->ctr.reads, 1);
+		ctr_add(&st->ctr.bytes_read, n);
+	}
+	return rc ? rc : (ssize_t)n;
+}
+
+void ds_store_unmap(struct ds_store_map *m)
+{
+	if (m->base)
+		munmap(m->base, m->len);
+	m->base = NULL;
+	m->len = 0;
 }
 
 /* ------------------------------------------------- create, remove, ... */

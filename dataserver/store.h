@@ -207,6 +207,27 @@ ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t u
 		      uint64_t off, size_t len, void *buf, bool *eof);
 
 /*
+ * ds_store_read without the copy, for a store on the page cache: the blocks
+ * under the range are mapped read-only (MAP_SHARED) and verified in place,
+ * and *data points at byte off in the mapping, valid until
+ * ds_store_unmap(m) (a READ reply sends straight from the page cache).
+ * Returns as ds_store_read; -EOPNOTSUPP where a mapping cannot serve (an
+ * O_DIRECT store, blocks smaller than a page, blocks past the end of the
+ * object's data file, mmap failing): the caller copies with ds_store_read.
+ * A truncation after the return may leave the mapping short: a later
+ * access by the kernel fails (EFAULT for a send), never a signal, but this
+ * process must not touch *data after it returns.
+ */
+struct ds_store_map {
+	void *base;
+	size_t len;
+};
+ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
+			     uint32_t gid, uint64_t off, size_t len, struct ds_store_map *m,
+			     const void **data, bool *eof);
+void ds_store_unmap(struct ds_store_map *m);
+
+/*
  * Walk the objects (braid_ctl LIST): start with cookie 0 and pass *next back
  * until *eof.  Fills at most max entries (max >= 1), *n of them.  Every
  * object that exists for the whole walk is returned at least once; cookies

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ds_store_read_mapped: a READ served from a verified mapping of the
+ * object, no copy (what braid-ds's READ replies send on a page-cache
+ * store).  It must give exactly what ds_store_read gives:
+ *  - the bytes at any offset and length, short at the end with eof, zeros
+ *    in holes, nothing past the end;
+ *  - the same permission check (EACCES) and -ENOENT for no object;
+ *  - a block whose CRC does not match is -EIO, never data, even when the
+ *    bad byte sits in a block the range only partly covers;
+ *  - -EOPNOTSUPP where a mapping cannot serve (an O_DIRECT store), so the
+ *    caller copies instead.
+ */
+#include "config.h"
+
+#include "tests/dataserver/store-test.h"
+
+#define U  7
+#define BS 4096u
+
+/* The mapped read of [off, off + len) against ds_store_read's. */
+static void same(struct ds_store *st, const struct ds_objid *id, uint64_t off, size_t len)
+{
+	uint8_t *want = malloc(len ? len : 1);
+	CHECK(want);
+	bool eof1 = false, eof2 = false;
+	ssize_t n1 = ds_store_read(st, id, U, U, off, len, want, &eof1);
+	struct ds_store_map m;
+	const void *p;
+	ssize_t n2 = ds_store_read_mapped(st, id, U, U, off, len, &m, &p, &eof2);
+	CHECK_EQ(n2, n1);
+	CHECK_EQ(eof2, eof1);
+	if (n1 > 0)
+		CHECK(!memcmp(p, want, (size_t)n1));
+	ds_store_unmap(&m);
+	CHECK(!m.base);
+	free(want);
+}
+
+int main(void)
+{
+	const char *tmp = st_tmp_make();
+	const char *dir = st_subdir("page");
+	struct ds_store *st = st_open(dir, false, DS_STORE_IO_URING);
+	struct ds_objid a = st_id(1, 1);
+	CHECK_EQ(ds_store_create(st, &a, U, U, 0600), 0);
+	/* 3 blocks and a part, then a hole, then a block and a part */
+	uint64_t size = 3 * BS + 700;
+	uint8_t *data = malloc(8 * BS);
+	CHECK(data);
+	st_fill(data, 0, size, 1);
+	CHECK_EQ(st_write(st, &a, U, U, 0, data, size, DS_UNSTABLE), (ssize_t)size);
+	st_fill(data, 6 * BS + 5, BS + 300, 1);
+	CHECK_EQ(st_write(st, &a, U, U, 6 * BS + 5, data, BS + 300, DS_UNSTABLE), BS + 300);
+	uint64_t end = 6 * BS + 5 + BS + 300;
+
+	const uint64_t offs[] = { 0, 1, BS - 1, BS, 2 * BS + 17, 3 * BS + 699, 4 * BS + 3,
+				  6 * BS, end - 1, end, end + 5 };
+	const size_t lens[] = { 0, 1, 100, BS, BS + 1, 3 * BS, 8 * BS };
+	for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		for (unsigned j = 0; j < sizeof(lens) / sizeof(lens[0]); j++)
+			same(st, &a, offs[i], lens[j]);
+
+	/* whole file, and the data is really there */
+	struct ds_store_map m;
+	const void *p;
+	bool eof = false;
+	CHECK_EQ(ds_store_read_mapped(st, &a, U, U, 0, 8 * BS, &m, &p, &eof), (ssize_t)end);
+	CHECK(eof);
+	const uint8_t *q = p;
+	for (uint64_t i = 0; i < end; i++)
+		CHECK(q[i] == ((i < size || i >= 6 * BS + 5) ? st_pat(i, 1) : 0));
+	ds_store_unmap(&m);
+
+	/* permission and existence, as ds_store_read */
+	CHECK_EQ(ds_store_read_mapped(st, &a, U + 1, U + 1, 0, BS, &m, &p, &eof), -EACCES);
+	struct ds_objid none = st_id(99, 1);
+	CHECK_EQ(ds_store_read_mapped(st, &none, U, U, 0, BS, &m, &p, &eof), -ENOENT);
+	CHECK(!m.base);
+
+	/* a bad byte in block 1: any range touching block 1 is -EIO */
+	char path[4400];
+	st_obj_path(dir, &a, "", path, sizeof(path));
+	uint8_t one = (uint8_t)~st_pat(BS + 10, 1);
+	st_poke(path, BS + 10, &one, 1);
+	CHECK_EQ(ds_store_read_mapped(st, &a, U, U, BS + 4000, 10, &m, &p, &eof), -EIO);
+	CHECK(!m.base);
+	CHECK_EQ(ds_store_read_mapped(st, &a, U, U, 0, 3 * BS, &m, &p, &eof), -EIO);
+	/* the blocks around it still read */
+	same(st, &a, 0, BS);
+	same(st, &a, 2 * BS, BS);
+	CHECK_EQ(ds_store_close(st), 0);
+
+	/* an O_DIRECT store: the caller copies */
+	if (st_direct_possible(tmp)) {
+		const char *ddir = st_subdir("direct");
+		st = st_open(ddir, true, DS_STORE_IO_URING);
+		CHECK_EQ(ds_store_create(st, &a, U, U, 0600), 0);
+		CHECK_EQ(st_write(st, &a, U, U, 0, data, BS, DS_FILE_SYNC), BS);
+		CHECK_EQ(ds_store_read_mapped(st, &a, U, U, 0, BS, &m, &p, &eof), -EOPNOTSUPP);
+		CHECK(!m.base);
+		CHECK_EQ(ds_store_close(st), 0);
+	}
+	free(data);
+	return 0;
+}
