@@ -1513,35 +1513,6 @@ out:
 	return rc;
 }
 
-ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
-		      uint64_t off, size_t len, void *buf, bool *eof)
-{
-	if (!id || (len && !buf) || len > DS_STORE_MAX_IO)
-		return -EINVAL;
-	struct ds_ring *r;
-	struct ds_obj *o;
-	size_t n = 0;
-	int rc = obj_begin(st, id, false, &r, &o);
-	if (rc)
-		return rc;
-	rc = obj_access(o, uid, gid, 4);
-	pthread_mutex_lock(&o->mu);
-	uint64_t size = o->size;
-	pthread_mutex_unlock(&o->mu);
-	if (!rc && off < size) {
-		n = size - off < len ? (size_t)(size - off) : len;
-		if (n)
-			rc = obj_read(st, r, o, off, n, buf);
-	}
-	if (!rc && eof)
-		*eof = off + n >= size;
-	obj_end(st, r, o);
-	if (!rc) {
-		ctr_add(&st->ctr.reads, 1);
-		ctr_add(&st->ctr.bytes_read, n);
-	}
-	return rc ? rc : (ssize_t)n;
-}
 
 /*
  * obj_read's blocks mapped instead of read: [a, z) of the data file, the
@@ -1591,17 +1562,15 @@ static int obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 	return 0;
 }
 
-ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
-			     uint32_t gid, uint64_t off, size_t len, struct ds_store_map *m,
-			     const void **data, bool *eof)
+/*
+ * What ds_store_read and ds_store_read_mapped share: the object, the
+ * permission, the bytes below size, eof and the counters; the blocks are
+ * read into buf, or mapped into m when m is given.
+ */
+static ssize_t store_read(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
+			  uint32_t gid, uint64_t off, size_t len, void *buf, struct ds_store_map *m,
+			  const void **data, bool *eof)
 {
-	m->base = NULL;
-	m->len = 0;
-	*data = NULL;
-	if (!id || len > DS_STORE_MAX_IO)
-		return -EINVAL;
-	if (st->direct || st->bs < (unsigned)sysconf(_SC_PAGESIZE))
-		return -EOPNOTSUPP;
 	struct ds_ring *r;
 	struct ds_obj *o;
 	size_t n = 0;
@@ -1615,7 +1584,7 @@ ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uin
 	if (!rc && off < size) {
 		n = size - off < len ? (size_t)(size - off) : len;
 		if (n)
-			rc = obj_map(st, r, o, off, n, m, data);
+			rc = m ? obj_map(st, r, o, off, n, m, data) : obj_read(st, r, o, off, n, buf);
 	}
 	if (!rc && eof)
 		*eof = off + n >= size;
@@ -1625,6 +1594,28 @@ ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uin
 		ctr_add(&st->ctr.bytes_read, n);
 	}
 	return rc ? rc : (ssize_t)n;
+}
+
+ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+		      uint64_t off, size_t len, void *buf, bool *eof)
+{
+	if (!id || (len && !buf) || len > DS_STORE_MAX_IO)
+		return -EINVAL;
+	return store_read(st, id, uid, gid, off, len, buf, NULL, NULL, eof);
+}
+
+ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
+			     uint32_t gid, uint64_t off, size_t len, struct ds_store_map *m,
+			     const void **data, bool *eof)
+{
+	m->base = NULL;
+	m->len = 0;
+	*data = NULL;
+	if (!id || len > DS_STORE_MAX_IO)
+		return -EINVAL;
+	if (st->direct || st->bs < (unsigned)sysconf(_SC_PAGESIZE))
+		return -EOPNOTSUPP;
+	return store_read(st, id, uid, gid, off, len, NULL, m, data, eof);
 }
 
 void ds_store_unmap(struct ds_store_map *m)

@@ -1244,7 +1244,10 @@ int mds_client_list(struct mds_store *s,
 	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);
 }
 
-int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg)
+/* Each inode number keyed in db (a set: 8-byte keys), in a read txn. */
+static int ino_set_walk(struct mds_store *s, MDB_dbi db,
+			int (*fn)(struct mds_store *s, MDB_txn *txn, uint64_t ino, void *arg),
+			void *arg)
 {
 	MDB_cursor *c;
 	MDB_txn *txn;
@@ -1252,7 +1255,7 @@ int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), vo
 	int rc, r = 0;
 	if ((rc = rtxn_begin(s, &txn)))
 		return rc;
-	if ((rc = mdb_cursor_open(txn, s->db_wlayouts, &c))) {
+	if ((rc = mdb_cursor_open(txn, db, &c))) {
 		mdb_txn_abort(txn);
 		return mds_lmdb_err(rc);
 	}
@@ -1262,7 +1265,7 @@ int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), vo
 			r = -EIO;
 			break;
 		}
-		if ((r = fn(arg, get_be64(k.mv_data))))
+		if ((r = fn(s, txn, get_be64(k.mv_data), arg)))
 			break;
 	}
 	mdb_cursor_close(c);
@@ -1272,32 +1275,36 @@ int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), vo
 	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);
 }
 
+struct ino_cb {
+	int (*ino)(void *arg, uint64_t ino);
+	int (*attr)(void *arg, const struct mds_attr *attr);
+	void *arg;
+};
+
+static int wlayout_one(struct mds_store *s, MDB_txn *txn, uint64_t ino, void *arg)
+{
+	(void)s, (void)txn;
+	const struct ino_cb *cb = arg;
+	return cb->ino(cb->arg, ino);
+}
+
+int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg)
+{
+	struct ino_cb cb = {.ino = fn, .arg = arg};
+	return ino_set_walk(s, s->db_wlayouts, wlayout_one, &cb);
+}
+
+static int orphan_one(struct mds_store *s, MDB_txn *txn, uint64_t ino, void *arg)
+{
+	const struct ino_cb *cb = arg;
+	struct mds_attr a;
+	int r = mds_inode_read(s, txn, ino, &a);
+	return r ? r : cb->attr(cb->arg, &a);
+}
+
 int mds_orphan_list(struct mds_store *s, int (*fn)(void *arg, const struct mds_attr *attr),
 		    void *arg)
 {
-	struct mds_attr a;
-	MDB_cursor *c;
-	MDB_txn *txn;
-	MDB_val k, v;
-	int rc, r = 0;
-	if ((rc = rtxn_begin(s, &txn)))
-		return rc;
-	if ((rc = mdb_cursor_open(txn, s->db_orphans, &c))) {
-		mdb_txn_abort(txn);
-		return mds_lmdb_err(rc);
-	}
-	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (k.mv_size != 8) {
-			r = -EIO;
-			break;
-		}
-		if ((r = mds_inode_read(s, txn, get_be64(k.mv_data), &a)) || (r = fn(arg, &a)))
-			break;
-	}
-	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
-	if (r)
-		return r;
-	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);
+	struct ino_cb cb = {.attr = fn, .arg = arg};
+	return ino_set_walk(s, s->db_orphans, orphan_one, &cb);
 }
