@@ -422,9 +422,20 @@ else:
 # gets NFS4ERR_OP_ILLEGAL, counted as ILLEGAL (knfsd does the same).
 # (A refused LAYOUTCOMMIT is no detail: the client's fsync, close or
 # stat(2) behind it can fail with the error.)
+# With a mirror killed (--check mirror), an RW layout needing it is refused
+# (LAYOUTTRYLATER: RW layouts must write every mirror) until the data
+# server is back and no longer reported failing; the client asks for one
+# inside OPEN, where a refusal only means no layout yet.  Those are
+# tolerated there as long as none of the client's own LAYOUTGETs failed
+# (mountstats' error column).
+ms_lg_err = [int(l.split()[-1]) for l in ms if l.split() and l.split()[0] == "LAYOUTGET:"]
 for op in ("LAYOUTGET", "LAYOUTCOMMIT", "LAYOUTRETURN", "GETDEVICEINFO", "LAYOUTERROR"):
     n = sum(v for k, v in mdsm.items()
             if k.startswith("braid_nfs4_op_errors_total{") and 'op="%s"' % op in k)
+    if n and op == "LAYOUTGET" and check == "mirror" and ms_lg_err and not any(ms_lg_err):
+        print("pnfs-run.sh: NOTE: braid-mds refused %d LAYOUTGET(s) sent inside OPEN during"
+              " the outage; none of the client's own LAYOUTGETs failed" % n)
+        continue
     if n:
         bad("braid-mds answered %d of %d %s operations with an error (its"
             " braid_nfs4_op_errors_total)" % (n, sum(v for k, v in mdsm.items()
