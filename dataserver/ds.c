@@ -209,9 +209,11 @@ int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 	if (m) {
 		const void *p;
 		ssize_t n = ds_store_read_mapped(ds->store, id, uid, gid, off, len, m, &p, eof);
+		if (n >= 0 && nfsd_req_on_free(req, map_release, m)) {
+			ds_store_unmap(m);
+			n = -ENOMEM;
+		}
 		if (n >= 0) {
-			req->on_free = map_release;
-			req->on_free_arg = m;
 			*data = xdr_opaque_of(p, (size_t)n);
 			return 0;
 		}
@@ -222,8 +224,10 @@ int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 	void *buf = buf_get(ds);
 	if (!buf)
 		return -EAGAIN;
-	req->on_free = buf_release;
-	req->on_free_arg = buf;
+	if (nfsd_req_on_free(req, buf_release, buf)) {
+		buf_release(buf);
+		return -ENOMEM;
+	}
 	ssize_t n = ds_store_read(ds->store, id, uid, gid, off, len, buf, eof);
 	if (n < 0)
 		return (int)n;

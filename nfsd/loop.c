@@ -88,6 +88,35 @@ struct nfsd_req *nfsd_req_alloc(struct nfsd_loop *l)
 	return r;
 }
 
+struct on_free_link {
+	void (*fn)(void *arg), (*prev_fn)(void *arg);
+	void *arg, *prev_arg;
+};
+
+static void on_free_chain(void *arg)
+{
+	struct on_free_link *k = arg;
+	k->prev_fn(k->prev_arg);
+	k->fn(k->arg);
+	free(k);
+}
+
+int nfsd_req_on_free(struct nfsd_req *req, void (*fn)(void *arg), void *arg)
+{
+	if (!req->on_free) {
+		req->on_free = fn;
+		req->on_free_arg = arg;
+		return 0;
+	}
+	struct on_free_link *k = malloc(sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct on_free_link){ fn, req->on_free, arg, req->on_free_arg };
+	req->on_free = on_free_chain;
+	req->on_free_arg = k;
+	return 0;
+}
+
 void nfsd_req_free(struct nfsd_loop *l, struct nfsd_req *r)
 {
 	if (r->on_free) {

@@ -218,6 +218,13 @@ struct nfsd_req {
 	uint8_t arena_buf[4096];
 };
 
+/*
+ * Add fn(arg) to what runs when the request is freed (after on_free's
+ * earlier hooks): a compound with several READs holds several buffers.
+ * -ENOMEM leaves the request as it was.
+ */
+int nfsd_req_on_free(struct nfsd_req *req, void (*fn)(void *arg), void *arg);
+
 /* Finish a request a handler kept with NFSD_ASYNC (any thread). */
 void nfsd_req_done(struct nfsd_req *req, int status);
 /* The peer's address, for export matching. */
