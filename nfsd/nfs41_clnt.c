@@ -4,8 +4,10 @@
  *
  * A call is encoded when it is posted (nfsd_clnt_call_async() encodes at
  * once), so the argument array lives only on the caller's stack or heap
- * for that long.  Its reply is copied into an arena in the callback, before
- * the connection's receive buffer is reused, and decoded from there.
+ * for that long.  A reply whose results must outlive the callback (a
+ * caller's arena) is copied into that arena before the connection's
+ * receive buffer is reused, and decoded from there; an asynchronous call's
+ * reply, valid only during its callback, is decoded in place.
  */
 #include "config.h"
 
@@ -110,7 +112,14 @@ static void call_done(void *ctx, int err, struct xdr_dec *d)
 {
 	struct c41_call *k = ctx;
 	int rc = err;
-	if (!rc) {
+	if (!rc && k->arena == &k->own) {
+		/* results live only during the callback, like the receive
+		 * buffer: decode in place (a READ's data is not copied twice) */
+		struct xdr_dec dc = *d;
+		dc.arena = k->arena;
+		if (xdr_dec_COMPOUND4res(&dc, &k->res) < 0)
+			rc = -EBADMSG;
+	} else if (!rc) {
 		size_t n = xdr_dec_left(d);
 		uint8_t *copy = xdr_arena_alloc(k->arena, n ? n : 1);
 		if (!copy) {
