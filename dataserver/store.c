@@ -66,6 +66,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,7 @@ struct ds_obj {
 	uint64_t gen;
 	uint32_t uid, gid, mode;
 	int dfd, mfd; /* data (O_DIRECT when st->direct), .meta */
+	struct obj_vmap *vmap; /* mu: dfd mapped for READs, while dfd is open */
 	unsigned closes; /* counts closings of dfd/mfd (remove, failed create) */
 
 	/* Serializes header writes, so an older header never lands last. */
@@ -785,6 +787,36 @@ static int store_init(int dirfd, const struct ds_store_opts *o, struct store_met
 
 /* ---------------------------------------------------------- object table */
 
+/*
+ * A data file mapped once for the READs of the object, not per READ: a
+ * mapping and unmapping per READ cost page-table work and TLB shootdowns
+ * across the daemon's threads.  One reference is the object's (while dfd
+ * is open and the file fits); each READ's reply holds one until sent.
+ */
+struct obj_vmap {
+	atomic_uint refs;
+	void *base;
+	size_t len;
+};
+
+static void vmap_put(struct obj_vmap *v)
+{
+	if (v && atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1) {
+		munmap(v->base, v->len);
+		free(v);
+	}
+}
+
+/* The object's files close (or it shrinks): later READs map afresh. */
+static void obj_vmap_drop(struct ds_obj *o)
+{
+	pthread_mutex_lock(&o->mu);
+	struct obj_vmap *v = o->vmap;
+	o->vmap = NULL;
+	pthread_mutex_unlock(&o->mu);
+	vmap_put(v);
+}
+
 static void obj_free(struct ds_obj *o)
 {
 	pthread_rwlock_destroy(&o->lock);
@@ -875,6 +907,7 @@ static int obj_release(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 		rc = obj_hdr_write(st, r, o);
 	if (rc)
 		store_log("object %s: header write-back: %s", o->name, strerror(-rc));
+	obj_vmap_drop(o);
 	if (o->dfd >= 0)
 		close(o->dfd);
 	if (o->mfd >= 0)
@@ -1529,14 +1562,41 @@ static int obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 	if (fstat(o->dfd, &sb))
 		return -errno;
 	/* a page wholly past the data file's end would fault: copy instead */
-	if (z > (((uint64_t)sb.st_size + pg - 1) & ~(pg - 1)))
+	uint64_t flen = ((uint64_t)sb.st_size + pg - 1) & ~(pg - 1);
+	if (z > flen)
 		return -EOPNOTSUPP;
-	void *p = mmap(NULL, z - a, PROT_READ, MAP_SHARED | MAP_POPULATE, o->dfd, (off_t)a);
-	if (p == MAP_FAILED)
-		return -EOPNOTSUPP;
+	pthread_mutex_lock(&o->mu);
+	struct obj_vmap *vm = o->vmap;
+	if (vm && vm->len >= z)
+		atomic_fetch_add_explicit(&vm->refs, 1, memory_order_relaxed);
+	else
+		vm = NULL;
+	pthread_mutex_unlock(&o->mu);
+	if (!vm) {
+		/* the whole file as it is now; a larger one is mapped anew */
+		struct obj_vmap *nv = malloc(sizeof(*nv));
+		void *p = nv ? mmap(NULL, flen, PROT_READ, MAP_SHARED, o->dfd, 0) : MAP_FAILED;
+		if (p == MAP_FAILED) {
+			free(nv);
+			return -EOPNOTSUPP;
+		}
+		nv->base = p;
+		nv->len = flen;
+		atomic_init(&nv->refs, 2); /* the object's and ours */
+		pthread_mutex_lock(&o->mu);
+		struct obj_vmap *old = o->vmap;
+		o->vmap = nv;
+		pthread_mutex_unlock(&o->mu);
+		vmap_put(old);
+		vm = nv;
+	}
+	uint8_t *p = (uint8_t *)vm->base + a;
+#ifdef MADV_POPULATE_READ
+	madvise(p, z - a, MADV_POPULATE_READ); /* one walk, not a fault per 64 KiB */
+#endif
 	struct crc_ent *ents = malloc(nb * sizeof(*ents));
 	if (!ents) {
-		munmap(p, z - a);
+		vmap_put(vm);
 		return -ENOMEM;
 	}
 	struct iovec v = { p, z - a }, ev = { ents, nb * sizeof(*ents) };
@@ -1553,12 +1613,13 @@ static int obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 	rl_unlock(st, &held);
 	free(ents);
 	if (rc) {
-		munmap(p, z - a);
+		vmap_put(vm);
 		return rc;
 	}
+	m->vmap = vm;
 	m->base = p;
 	m->len = z - a;
-	*data = (const uint8_t *)p + (off - a);
+	*data = p + (off - a);
 	return 0;
 }
 
@@ -1608,6 +1669,7 @@ ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uin
 			     uint32_t gid, uint64_t off, size_t len, struct ds_store_map *m,
 			     const void **data, bool *eof)
 {
+	m->vmap = NULL;
 	m->base = NULL;
 	m->len = 0;
 	*data = NULL;
@@ -1620,8 +1682,8 @@ ssize_t ds_store_read_mapped(struct ds_store *st, const struct ds_objid *id, uin
 
 void ds_store_unmap(struct ds_store_map *m)
 {
-	if (m->base)
-		munmap(m->base, m->len);
+	vmap_put(m->vmap);
+	m->vmap = NULL;
 	m->base = NULL;
 	m->len = 0;
 }
@@ -1727,6 +1789,7 @@ static int obj_unlink(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 		store_log("object %s: unlink data: %s (left as an orphan)", o->name,
 			  strerror(errno));
 	unlinkat(sub, tname, 0);
+	obj_vmap_drop(o);
 	if (o->dfd >= 0)
 		close(o->dfd);
 	if (o->mfd >= 0)

@@ -218,7 +218,9 @@ ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t u
  * access by the kernel fails (EFAULT for a send), never a signal, but this
  * process must not touch *data after it returns.
  */
+struct obj_vmap;
 struct ds_store_map {
+	struct obj_vmap *vmap; /* the object's mapping, held */
 	void *base;
 	size_t len;
 };

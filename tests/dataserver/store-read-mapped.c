@@ -78,6 +78,46 @@ int main(void)
 	CHECK_EQ(ds_store_read_mapped(st, &none, U, U, 0, BS, &m, &p, &eof), -ENOENT);
 	CHECK(!m.base);
 
+	/* one mapping of the object serves its READs, not one per READ */
+	struct ds_store_map m1, m2;
+	const void *p1, *p2;
+	CHECK_EQ(ds_store_read_mapped(st, &a, U, U, 100, BS, &m1, &p1, &eof), (ssize_t)BS);
+	CHECK_EQ(ds_store_read_mapped(st, &a, U, U, 2 * BS + 5, 10, &m2, &p2, &eof), 10);
+	CHECK((const uint8_t *)p2 - (const uint8_t *)p1 == 2 * BS + 5 - 100);
+	ds_store_unmap(&m2);
+	/* growth past the mapping: mapped anew, the held reply's bytes intact */
+	st_fill(data, 40 * BS + 9, 2 * BS, 1);
+	CHECK_EQ(st_write(st, &a, U, U, 40 * BS + 9, data, 2 * BS, DS_UNSTABLE), 2 * BS);
+	same(st, &a, 40 * BS, 3 * BS);
+	same(st, &a, 39 * BS, BS);
+	for (uint64_t i = 0; i < BS; i++)
+		CHECK(((const uint8_t *)p1)[i] == st_pat(100 + i, 1));
+	/* truncation, then growth again: what the store holds now, never more */
+	CHECK_EQ(ds_store_truncate(st, &a, 2 * BS + 100), 0);
+	same(st, &a, 0, 8 * BS);
+	same(st, &a, 2 * BS, BS);
+	same(st, &a, 3 * BS, BS);
+	st_fill(data, 2 * BS + 100, 3 * BS, 1);
+	CHECK_EQ(st_write(st, &a, U, U, 2 * BS + 100, data, 3 * BS, DS_UNSTABLE), 3 * BS);
+	same(st, &a, 0, 8 * BS);
+	same(st, &a, 4 * BS + 1, BS);
+	ds_store_unmap(&m1);
+	/* a reply held across the object's removal keeps its bytes */
+	struct ds_objid b = st_id(2, 1);
+	CHECK_EQ(ds_store_create(st, &b, U, U, 0600), 0);
+	st_fill(data, 0, 2 * BS, 1);
+	CHECK_EQ(st_write(st, &b, U, U, 0, data, 2 * BS, DS_UNSTABLE), 2 * BS);
+	CHECK_EQ(ds_store_read_mapped(st, &b, U, U, 0, 2 * BS, &m1, &p1, &eof), 2 * BS);
+	CHECK_EQ(ds_store_remove(st, &b), 0);
+	for (uint64_t i = 0; i < 2 * BS; i++)
+		CHECK(((const uint8_t *)p1)[i] == st_pat(i, 1));
+	ds_store_unmap(&m1);
+	CHECK_EQ(ds_store_read_mapped(st, &b, U, U, 0, BS, &m1, &p1, &eof), -ENOENT);
+	/* back to the file the corruption checks below expect */
+	CHECK_EQ(ds_store_truncate(st, &a, 0), 0);
+	st_fill(data, 0, size, 1);
+	CHECK_EQ(st_write(st, &a, U, U, 0, data, size, DS_UNSTABLE), (ssize_t)size);
+
 	/* a bad byte in block 1: any range touching block 1 is -EIO */
 	char path[4400];
 	st_obj_path(dir, &a, "", path, sizeof(path));
