@@ -124,6 +124,8 @@ NICS=1 MOPTS="vers=$VERS"
 MEM=1024
 ((MAX_MIB >= 1024)) && MEM=2048
 GUEST_ENV=(--env "PNFS_CHECK=$CHECK" --env "EXPECT_VERS=$VERS")
+# PNFS_TRACE=1: the guest records its layout and write paths (pnfs.sh)
+[[ ${PNFS_TRACE:-0} == 1 ]] && GUEST_ENV+=(--env PNFS_TRACE=1)
 case $CHECK in
 data)
 	SIZES=

@@ -158,10 +158,61 @@ connections() {
 	dmesg | grep -i -e sunrpc -e trunk | tail -20
 }
 
+# PNFS_TRACE=1 (a diagnosis, not a check): the client's layout, write and
+# commit tracepoints, and kprobes on the paths by which it writes data
+# again, are recorded; trace_report prints, between "@@PNFS trace-begin"
+# and "@@PNFS trace-end", each event's count and the rarer events' lines.
+TR=/sys/kernel/tracing
+trace_start() {
+	[ "$PNFS_TRACE" = 1 ] || return 0
+	mount -t tracefs nodev $TR 2>/dev/null
+	[ -e $TR/trace ] || { echo "trace: no tracefs"; return 0; }
+	modprobe nfs_layout_flexfiles 2>/dev/null
+	echo 65536 > $TR/buffer_size_kb
+	for e in nfs4/nfs4_layoutget nfs4/pnfs_update_layout nfs4/nfs4_layoutreturn \
+		nfs4/nfs4_layoutreturn_on_close nfs4/nfs4_layoutstats nfs4/nfs4_layouterror \
+		nfs4/nfs4_layoutcommit nfs4/nfs4_cb_layoutrecall_file nfs4/nfs4_pnfs_write \
+		nfs4/nfs4_pnfs_commit_ds nfs4/ff_layout_write_error nfs4/ff_layout_commit_error \
+		nfs4/pnfs_mds_fallback_pg_init_write nfs4/pnfs_mds_fallback_write_done \
+		nfs/nfs_initiate_write nfs/nfs_initiate_commit nfs/nfs_commit_done \
+		nfs/nfs_write_error nfs/nfs_comp_error sunrpc/xprt_disconnect_force \
+		sunrpc/xprt_retransmit; do
+		[ -e $TR/events/$e/enable ] && echo 1 > $TR/events/$e/enable
+	done
+	for k in pnfs_generic_prepare_to_resend_writes nfs_commit_resched_write \
+		pnfs_mark_layout_stateid_invalid pnfs_error_mark_layout_for_return \
+		ff_layout_cancel_io pnfs_mark_matching_lsegs_return mark_lseg_invalid \
+		nfs_retry_commit nfs_mark_request_dirty nfs_async_write_reschedule_io \
+		pnfs_write_done_resend_to_mds; do
+		echo "p:braid/$k $k" >> $TR/kprobe_events 2>/dev/null
+	done
+	echo "r:braid/ff_lseg_merge_ret ff_lseg_merge ret=\$retval" >> $TR/kprobe_events 2>/dev/null
+	[ -d $TR/events/braid ] && echo 1 > $TR/events/braid/enable
+	echo "trace: $(ls $TR/events/braid 2>/dev/null | tr '\n' ' ')"
+	echo 1 > $TR/tracing_on
+}
+trace_report() {
+	[ "$PNFS_TRACE" = 1 ] && [ -e $TR/trace ] || return 0
+	echo 0 > $TR/tracing_on
+	echo "@@PNFS trace-begin"
+	grep -v '^#' $TR/trace > /tmp/trace.txt
+	awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_0-9]+:$/ && i > 3) {print $i; break}}' \
+		/tmp/trace.txt | sort | uniq -c
+	echo "-- merges: $(grep -c 'ff_lseg_merge_ret.*ret=0x1' /tmp/trace.txt)"
+	grep -v -e nfs_initiate_write -e nfs4_pnfs_write -e nfs_initiate_commit \
+		-e nfs_commit_done -e 'found cached' -e '(exit)' -e 'ret=0x0' \
+		-e nfs4_layoutcommit -e nfs_mark_request_dirty /tmp/trace.txt | head -3000
+	echo "-- writes of the same offset more than once"
+	grep nfs_initiate_write /tmp/trace.txt | sed -n "s/.*fileid=\([^ ]*\) .*offset=\([0-9]*\) count=\([0-9]*\).*/\1 \2 \3/p" |
+		sort | uniq -c | awk '$1 > 1' | head -40
+	echo "@@PNFS trace-end"
+}
+
 echo "pnfs.sh: $PNFS_CHECK: server $SERVER:$PORT on $MNT, options $MOUNT_OPTS"
 [ "$CLIENTVM_MOUNT" = 0 ] || die "run with clientvm --no-mount"
 nfs-mount "$SERVER:$PORT" / "$MNT" "$MOUNT_OPTS" || die "mount $SERVER:$PORT/ on $MNT ($MOUNT_OPTS)"
 T mounted-by-workload
+trace_start
 mline=$(grep " $MNT nfs4 " /proc/mounts)
 [ -n "$mline" ] || die "$MNT is not an nfs4 mount"
 echo "mount: $mline"
@@ -269,6 +320,7 @@ trunk)
 	;;
 esac
 
+trace_report
 mountstats
 cd /
 if umount "$MNT"; then ok "umount"; else fail "umount $MNT"; fi
