@@ -1101,6 +1101,8 @@ static const struct fam client_fams[] = {
      "Bytes the client read from data servers, as it reported."},
     {"braid_mds_client_layoutstats_write_bytes_total", "counter",
      "Bytes the client wrote to data servers, as it reported."},
+    {"braid_mds_client_layoutgets_delayed_total", "counter",
+     "LAYOUTGETs for a range just granted to the client, answered NFS4ERR_DELAY."},
 };
 #define CLIENT_FAMS (sizeof(client_fams) / sizeof(client_fams[0]))
 
@@ -1206,6 +1208,7 @@ static void collect_clients(struct braid_mds *mds, struct nfsd_metrics_out *o)
 		x[9] = (int64_t)c.ioerrors;
 		x[10] = (int64_t)c.read_bytes;
 		x[11] = (int64_t)c.write_bytes;
+		x[12] = (int64_t)c.dup_delayed;
 	}
 	nfsd_metrics_family(o, "braid_mds_clients", "gauge", "NFSv4.1 client IDs alive.");
 	nfsd_metrics_sample(o, "braid_mds_clients", NULL, n);
@@ -1216,6 +1219,11 @@ static void collect_clients(struct braid_mds *mds, struct nfsd_metrics_out *o)
 			    "Layout stateids alive: (client, file) pairs holding layouts.");
 	nfsd_metrics_sample(o, "braid_mds_layouts_outstanding", NULL,
 			    (int64_t)mds_layout_outstanding(mds));
+	nfsd_metrics_family(o, "braid_mds_layoutgets_delayed_total", "counter",
+			    "LAYOUTGETs for a range just granted to the same client, sent with the"
+			    " stateid from before that grant, answered NFS4ERR_DELAY.");
+	nfsd_metrics_sample(o, "braid_mds_layoutgets_delayed_total", NULL,
+			    (int64_t)mds_layout_dup_delayed(mds));
 	emit_table(o, client_fams, CLIENT_FAMS, labels, vals, n);
 	free(vals);
 	free(labels);

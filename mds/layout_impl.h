@@ -100,6 +100,7 @@ struct lo_state {
 	uint32_t export_id;	/* the handle it was reached through (recalls) */
 	uint64_t igen;
 	struct lo_ranges held[2]; /* LAYOUTIOMODE4_READ - 1, LAYOUTIOMODE4_RW - 1 */
+	uint64_t granted_ns;	  /* the last LAYOUTGET granted */
 	bool had_rw;		  /* an RW layout was granted: [rw_lo, rw_hi) hulls them */
 	uint64_t rw_lo, rw_hi;
 	uint32_t ds[LO_DS_MAX]; /* data servers its layouts named */
@@ -157,6 +158,7 @@ struct mds_layout {
 	bool stop, kick, running;
 	pthread_t thread;
 	uint64_t next_sid;
+	uint64_t dup_delayed; /* LAYOUTGETs answered DELAY as duplicates */
 	struct lo_htab sids, files, clients;
 	struct lo_dev *devs;
 	struct lo_dsmark *marks;
@@ -192,6 +194,7 @@ static inline uint64_t get64(const uint8_t *p)
  * widens) or take it away.  0 or -ENOMEM.  No lock needed. */
 int lo_ranges_add(struct lo_ranges *r, uint64_t s, uint64_t e);
 int lo_ranges_sub(struct lo_ranges *r, uint64_t s, uint64_t e);
+bool lo_ranges_cover(const struct lo_ranges *r, uint64_t s, uint64_t e);
 
 /* Clients and files by id; _get makes one (NULL only out of memory). */
 struct lo_client *lo_client_find(struct mds_layout *lo, uint64_t id);

@@ -134,6 +134,15 @@ int lo_ranges_add(struct lo_ranges *r, uint64_t s, uint64_t e)
 	return 0;
 }
 
+/* Whether one range holds all of [s, e). */
+bool lo_ranges_cover(const struct lo_ranges *r, uint64_t s, uint64_t e)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		if (r->v[i].start <= s && r->v[i].end >= e)
+			return true;
+	return false;
+}
+
 /* Removes [s, e) (splitting a range that holds it in its middle). */
 int lo_ranges_sub(struct lo_ranges *r, uint64_t s, uint64_t e)
 {
@@ -609,6 +618,17 @@ void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid)
 			if (d->clients[k] == clientid)
 				d->clients[k--] = d->clients[--d->nclients];
 	pthread_mutex_unlock(&lo->mu);
+}
+
+uint64_t mds_layout_dup_delayed(struct braid_mds *mds)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return 0;
+	pthread_mutex_lock(&lo->mu);
+	uint64_t n = lo->dup_delayed;
+	pthread_mutex_unlock(&lo->mu);
+	return n;
 }
 
 uint64_t mds_layout_outstanding(struct braid_mds *mds)

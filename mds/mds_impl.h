@@ -498,6 +498,8 @@ void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid);
 /* Does the client hold layouts (DESTROY_CLIENTID: CLIENTID_BUSY)? */
 /* Layout stateids alive: (client, file) pairs holding layouts (metrics). */
 uint64_t mds_layout_outstanding(struct braid_mds *mds);
+/* LAYOUTGETs answered NFS4ERR_DELAY as a duplicate of a grant just made */
+uint64_t mds_layout_dup_delayed(struct braid_mds *mds);
 bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
 /*
  * mds_data_release: true while clients hold layouts of ino; they are
@@ -524,6 +526,7 @@ nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const sta
 /* Counters from LAYOUTRETURN (ff_layoutreturn4), LAYOUTERROR and LAYOUTSTATS. */
 struct mds_layout_counters {
 	uint64_t layoutgets, layoutreturns, recalls, revoked;
+	uint64_t dup_delayed; /* LAYOUTGETs of a range just granted: DELAY */
 	uint64_t ioerrors;    /* device errors reported */
 	uint64_t ioerr_access; /* of which NFS4ERR_ACCESS (fenced) */
 	uint64_t read_ops, read_bytes, write_ops, write_bytes;

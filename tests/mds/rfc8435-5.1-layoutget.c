@@ -25,6 +25,8 @@
  */
 #include "config.h"
 
+#include <unistd.h>
+
 #include "tests/mds/layout-test.h"
 
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
@@ -131,7 +133,12 @@ static void t_whole(struct nfs41c_session *s)
 	CHECK(r.iomode == LAYOUTIOMODE4_READ && r.offset == 0);
 	CHECK(!memcmp(r.ds[0].dev, l.ds[0].dev, sizeof(deviceid4)));
 	CHECK(!memcmp(r.ds[0].fh, l.ds[0].fh, DS_FH_SIZE));
-	/* an older seqid is fine (LAYOUTGETs cross), a later one is not */
+	/* an older seqid is fine (LAYOUTGETs cross), a later one is not; the
+	 * range just granted, asked with the stateid from before the grant,
+	 * is a second thread's duplicate: DELAY for a second (see
+	 * rfc8881-12.5.3-layoutget-dup), then granted */
+	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_READ, 0, &l.sid, &r), NFS4ERR_DELAY);
+	usleep(1100 * 1000);
 	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_READ, 0, &l.sid, &r), NFS4_OK);
 	CHECK_EQ(r.sid.seqid, 3);
 	stateid4 ahead = r.sid;
