@@ -21,6 +21,7 @@
 #include "mds/mds_impl.h"
 
 #define LO_RANGES_MAX  1024	  /* held ranges per (state, iomode): more are merged */
+#define LO_RECENT      16	  /* grants remembered per state (duplicate LAYOUTGETs) */
 #define LO_DS_MAX      32	  /* data servers one state's layouts name, tracked */
 #define LO_IO_MAX      (1u << 20) /* ffdv_rsize / ffdv_wsize: the Linux client's maximum */
 #define LO_CB_PAR      32	  /* CB_LAYOUTRECALLs in flight at once */
@@ -100,7 +101,11 @@ struct lo_state {
 	uint32_t export_id;	/* the handle it was reached through (recalls) */
 	uint64_t igen;
 	struct lo_ranges held[2]; /* LAYOUTIOMODE4_READ - 1, LAYOUTIOMODE4_RW - 1 */
-	uint64_t granted_ns;	  /* the last LAYOUTGET granted */
+	struct lo_grant {	  /* the last LO_RECENT grants, oldest overwritten */
+		uint64_t s, e, ns;
+		layoutiomode4 iomode;
+	} recent[LO_RECENT];
+	unsigned recent_next;
 	bool had_rw;		  /* an RW layout was granted: [rw_lo, rw_hi) hulls them */
 	uint64_t rw_lo, rw_hi;
 	uint32_t ds[LO_DS_MAX]; /* data servers its layouts named */

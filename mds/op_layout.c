@@ -535,25 +535,29 @@ static void unpin(struct mds_layout *lo, struct lo_file *f)
 
 /* RFC 8881 §18.43, RFC 8435 §5: one segment per reply. */
 /*
- * A LAYOUTGET for a range this client was granted a moment ago, sent with
- * the layout stateid as it was before that grant: two of its threads asked
- * for one segment at once (Linux 6.1 serialises only a file's first
- * LAYOUTGET).  Granting it again hands the client an identical segment,
- * which it merges with the one it holds; the merge invalidates the older
- * segment, and every write on it not yet committed is sent to the data
- * servers again (ff_lseg_merge, pnfs_generic_layout_insert_lseg).  DELAY
- * instead: the client retries by looking in its layout cache first, where
- * the segment now is.  Only within LO_DUP_WINDOW_NS of the grant, so a
- * client that lost the reply is granted again after that.
+ * A LAYOUTGET for exactly a range this client was granted a moment ago, and
+ * still holds: two of its threads asked for one segment at once (Linux 6.1
+ * serialises only a file's first LAYOUTGET, and with several LAYOUTGETs out
+ * it may process their replies out of order, so the stateid it sends tells
+ * nothing).  Granting it again hands the client an identical segment, which
+ * it merges with the one it holds; the merge invalidates the older segment,
+ * and every write on it not yet committed is sent to the data servers again
+ * (ff_lseg_merge, pnfs_generic_layout_insert_lseg).  DELAY instead: the
+ * client retries by looking in its layout cache first, where the segment
+ * now is.  Only within LO_DUP_WINDOW_NS of that grant: a client that lost
+ * the reply, or dropped the segment, gets it again after that.
  */
 #define LO_DUP_WINDOW_NS (1000ull * 1000 * 1000)
-static bool dup_layoutget(const struct lo_state *mine, const stateid4 *sid, layoutiomode4 iomode,
-			  uint64_t s0, uint64_t end, uint64_t now)
+static bool dup_layoutget(const struct lo_state *mine, layoutiomode4 iomode, uint64_t s0,
+			  uint64_t end, uint64_t now)
 {
-	if (!sid->seqid || memcmp(sid->other, mine->other, NFS4_OTHER_SIZE) ||
-	    (int32_t)(mine->seqid - sid->seqid) <= 0 || now - mine->granted_ns > LO_DUP_WINDOW_NS)
-		return false;
-	return lo_ranges_cover(&mine->held[iomode - 1], s0, end);
+	for (unsigned i = 0; i < LO_RECENT; i++) {
+		const struct lo_grant *g = &mine->recent[i];
+		if (g->ns && g->iomode == iomode && g->s == s0 && g->e == end &&
+		    now - g->ns < LO_DUP_WINDOW_NS)
+			return lo_ranges_cover(&mine->held[iomode - 1], s0, end);
+	}
+	return false;
 }
 
 static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
@@ -723,7 +727,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		return st;
 	}
 	uint64_t end = len == LAYOUT_ALL ? UINT64_MAX : s0 + len;
-	if (mine && dup_layoutget(mine, &sid, a->loga_iomode, s0, end, now)) {
+	if (mine && dup_layoutget(mine, a->loga_iomode, s0, end, now)) {
 		mine->cl->ctr.dup_delayed++;
 		lo->dup_delayed++;
 		lo_file_put_unused(lo, f);
@@ -743,7 +747,8 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	}
 	if (!fresh)
 		lo_state_bump(mine);
-	mine->granted_ns = now;
+	mine->recent[mine->recent_next++ % LO_RECENT] =
+	    (struct lo_grant){ .s = s0, .e = end, .ns = now, .iomode = a->loga_iomode };
 	mine->export_id = fh.export_id;
 	mine->igen = at.generation;
 	if (rw) {

@@ -430,9 +430,9 @@ else:
 # inside OPEN, where a refusal only means no layout yet.  Those are
 # tolerated there as long as none of the client's own LAYOUTGETs failed
 # (mountstats' error column).
-# A LAYOUTGET for a segment just granted to the client, sent by a second of
-# its threads with the stateid from before the grant, is answered
-# NFS4ERR_DELAY (braid_mds_layoutgets_delayed_total): granted again, the
+# A LAYOUTGET for a segment just granted to the client (a second of its
+# threads asking for it at once) is answered NFS4ERR_DELAY
+# (braid_mds_layoutgets_delayed_total): granted again, the
 # client would merge the two and write the older one's uncommitted data
 # again.  The client retries from its layout cache; those are no failure.
 delayed = int(mdsm.get("braid_mds_layoutgets_delayed_total", 0))

@@ -7,17 +7,21 @@
  * invalidates the older one, and every write on it not yet committed goes
  * to the data servers again (seen in tests/linux-client/pnfs-*.sh).
  * braid-mds answers the second NFS4ERR_DELAY: the client retries from its
- * layout cache, where the segment now is.  Here, with 1 MiB segments:
- *  - segment 1 granted with the stateid of seqid 1; asked again with that
- *    same stateid (the grant's seqid 2 not yet seen): NFS4ERR_DELAY, and
- *    the client's delayed counter moves;
- *  - a segment not held, with that old stateid: granted (concurrent
+ * layout cache, where the segment now is.  The stateid it sends cannot
+ * tell (Linux may process several LAYOUTGET replies out of order), so the
+ * rule is the range: the same range and mode granted to the same client
+ * less than a second ago, and still held.  Here, with 1 MiB segments:
+ *  - segment 1 granted; asked again with the stateid from before the
+ *    grant: NFS4ERR_DELAY, and the delayed counters (the client's and the
+ *    server's) move;
+ *  - asked again with the current stateid: NFS4ERR_DELAY too;
+ *  - a segment not held, with the old stateid: granted (concurrent
  *    LAYOUTGETs of distinct segments are normal);
- *  - segment 1 with the current stateid: granted (a client that dropped
- *    its copy asks again having seen every grant);
- *  - segment 1 with the old stateid a second after the last grant: granted
- *    (a client that lost a reply is not delayed for ever);
- *  - another client is never delayed by this one's grants.
+ *  - segment 1 for READ: granted (another mode);
+ *  - a segment returned is granted again at once;
+ *  - another client is never delayed by this one's grants;
+ *  - a second after the grant, segment 1 is granted again (a client that
+ *    lost the reply, or dropped the segment).
  */
 #include "config.h"
 
@@ -52,18 +56,28 @@ int main(void)
 	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, MiB, &old, &b), NFS4_OK);
 	CHECK(b.offset == MiB && b.length == MiB && b.sid.seqid == 2);
 
-	/* the same segment, the stateid from before its grant */
+	/* the same segment, the stateid from before its grant, or the current */
 	CHECK_EQ(delayed(s), 0);
+	CHECK_EQ(mds_layout_dup_delayed(L.m.mds), 0);
 	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, MiB + 4096, &old, &c), NFS4ERR_DELAY);
 	CHECK_EQ(delayed(s), 1);
+	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, MiB, &b.sid, &c), NFS4ERR_DELAY);
+	CHECK_EQ(delayed(s), 2);
+	CHECK_EQ(mds_layout_dup_delayed(L.m.mds), 2);
 	/* a segment not held, the same old stateid */
 	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, 2 * MiB, &old, &c), NFS4_OK);
 	CHECK(c.offset == 2 * MiB && c.sid.seqid == 3);
-	/* the held segment with the current stateid */
+	/* another mode */
+	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_READ, MiB, &c.sid, &c), NFS4_OK);
+	CHECK(c.offset == MiB && c.iomode == LAYOUTIOMODE4_READ && c.sid.seqid == 4);
+	/* returned, then asked again at once */
 	stateid4 cur = c.sid;
-	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, MiB, &cur, &c), NFS4_OK);
-	CHECK(c.offset == MiB && c.sid.seqid == 4);
-	CHECK_EQ(delayed(s), 1);
+	CHECK_EQ(lt_layoutreturn(s, &o.fh, LAYOUTIOMODE4_RW, 2 * MiB, MiB, &cur,
+				 xdr_opaque_of(NULL, 0), NULL, &cur),
+		 NFS4_OK);
+	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, 2 * MiB, &cur, &c), NFS4_OK);
+	CHECK(c.offset == 2 * MiB && c.length == MiB);
+	CHECK_EQ(delayed(s), 2);
 
 	/* another client, the same segment: its own layout, no delay */
 	struct nfs41c_session *s2 = mt_session(&L.m, "dup-client-2", 0, 0);
@@ -76,11 +90,11 @@ int main(void)
 	CHECK_EQ(lt_get_page(s2, &o2.fh, LAYOUTIOMODE4_RW, 3 * MiB, &d.sid, &d), NFS4_OK);
 	CHECK_EQ(delayed(s2), 0);
 
-	/* past the window, the old stateid is granted again */
+	/* past the window, segment 1 is granted again */
 	usleep(1100 * 1000);
 	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, MiB, &old, &c), NFS4_OK);
-	CHECK_EQ(c.sid.seqid, 5);
-	CHECK_EQ(delayed(s), 1);
+	CHECK(c.offset == MiB && c.length == MiB);
+	CHECK_EQ(delayed(s), 2);
 
 	nfs41c_session_destroy(s2);
 	nfs41c_session_destroy(s);
