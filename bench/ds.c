@@ -12,10 +12,11 @@
  *  - NFS-Ganesha (FSAL VFS, NFSv3) serving the same READ load from the page
  *    cache, with its CPU time, for the READ-per-CPU-second comparison.
  *
- * The 1-stream loopback and the fio read ceilings are measured twice, first
- * and again after the servers' runs, and judged by the mean of the two: on
- * a shared box (a virtual disk above all) a ceiling drifts by tens of
- * percent within minutes, and one sample taken before would bias every
+ * The 1-stream loopback ceiling is measured twice, first and again after
+ * the servers' runs, and the fio read ceiling right before and right after
+ * braid-ds's O_DIRECT reads; each is judged by the mean of its two samples:
+ * on a shared box (a virtual disk above all) a ceiling drifts by tens of
+ * percent within minutes, and one sample taken apart would bias every
  * ratio with that drift.  Both samples are printed.
  *
  * Every NFS load runs over our own engine's client (nfsd/rpc.h) with the
@@ -78,6 +79,8 @@ struct bench {
 	char fstype[32];
 	long ncpu;
 	struct nfsd_server *ctl_eng; /* client engine for setup calls */
+	char fio[PATH_MAX];
+	bool have_fio;
 };
 
 /* Read the whole file once so a page-cache server serves it from memory. */
@@ -140,8 +143,8 @@ static struct row rows[R_COUNT] = {
     [R_LOOP1_A] = {.name = "  after the servers", .vs = -1, .sample = true},
     [R_LOOP4] = {.name = "loopback TCP, 4 streams", .vs = -1},
     [R_DISK_READ] = {.name = "disk O_DIRECT read (fio)", .vs = -1},
-    [R_DISK_READ_B] = {.name = "  first sample", .vs = -1, .sample = true},
-    [R_DISK_READ_A] = {.name = "  after the servers", .vs = -1, .sample = true},
+    [R_DISK_READ_B] = {.name = "  before braid-ds O_DIRECT", .vs = -1, .sample = true},
+    [R_DISK_READ_A] = {.name = "  after braid-ds O_DIRECT", .vs = -1, .sample = true},
     [R_DISK_WRITE] = {.name = "disk O_DIRECT write (fio)", .vs = -1},
     [R_BDS_CACHED1] = {.name = "braid-ds READ cached, 1 conn", .vs = R_LOOP1},
     [R_BDS_CACHED4] = {.name = "braid-ds READ cached, 4 conns", .vs = R_LOOP1},
@@ -844,12 +847,17 @@ static void bds_stage(struct bench *b)
 	bds_load(b, &d, NFS3_LOAD_WRITE, R_BDS_WRITE1, R_BDS_WRITE4);
 	bds_stop(&d);
 
+	/* the disk's rate right before and right after, as it is now */
+	if (b->have_fio)
+		fio_run(b, b->fio, false, b->o.secs, R_DISK_READ_B);
 	if (bds_start(b, &d, true)) {
 		row_missing(R_BDS_DIRECT1, R_BDS_DIRECT4, "%s", d.why);
 		return;
 	}
 	bds_load(b, &d, NFS3_LOAD_READ, R_BDS_DIRECT1, R_BDS_DIRECT4);
 	bds_stop(&d);
+	if (b->have_fio)
+		fio_run(b, b->fio, false, b->o.secs, R_DISK_READ_A);
 }
 
 /* ------------------------------------------------------------------ output */
@@ -1159,23 +1167,23 @@ int main(int argc, char **argv)
 	/* Ceilings first, while nothing else of ours runs. */
 	loopback_run(1, b.o.secs, R_LOOP1_B);
 	loopback_run(4, b.o.secs, R_LOOP4);
-	char fio[PATH_MAX];
-	bool have_fio = bench_exe_find("fio", fio, sizeof(fio));
-	if (have_fio) {
-		fio_run(&b, fio, false, b.o.secs, R_DISK_READ_B);
-		fio_run(&b, fio, true, b.o.secs, R_DISK_WRITE);
-	} else {
+	b.have_fio = bench_exe_find("fio", b.fio, sizeof(b.fio));
+	if (b.have_fio)
+		fio_run(&b, b.fio, true, b.o.secs, R_DISK_WRITE);
+	else
 		row_missing(R_DISK_READ, R_DISK_WRITE, "fio not installed (tools/install-deps)");
-	}
 	ganesha_stage(&b);
-	bds_stage(&b);
-	/* and the drifting ones again, once the servers are gone */
+	bds_stage(&b); /* the fio read samples bracket its O_DIRECT reads */
+	if (b.have_fio && !rows[R_DISK_READ_A].ok) {
+		/* braid-ds could not run: the disk's rate still */
+		fio_run(&b, b.fio, false, b.o.secs, R_DISK_READ_B);
+		fio_run(&b, b.fio, false, b.o.secs, R_DISK_READ_A);
+	}
+	/* and the loopback again, once the servers are gone */
 	loopback_run(1, b.o.secs, R_LOOP1_A);
 	row_mean(R_LOOP1, R_LOOP1_B, R_LOOP1_A);
-	if (have_fio) {
-		fio_run(&b, fio, false, b.o.secs, R_DISK_READ_A);
+	if (b.have_fio)
 		row_mean(R_DISK_READ, R_DISK_READ_B, R_DISK_READ_A);
-	}
 
 	printf("bench/ds: 1 MiB %s I/O, %d in flight per connection, %.1f s each, %ld cores, "
 	       "%llu MiB file on %s (%s), AUTH_SYS %u/%u\n",
