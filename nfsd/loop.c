@@ -305,6 +305,9 @@ void nfsd_conn_mark_dirty(struct nfsd_conn *c)
 	if (c->dirty || c->dead)
 		return;
 	c->dirty = true;
+	/* the list holds a reference: the connection may close before the
+	 * flush (a hangup in the same event), and must not be freed on it */
+	nfsd_conn_get(c);
 	c->dnext = c->loop->dirty;
 	c->loop->dirty = c;
 }
@@ -792,6 +795,17 @@ static void loop_drain_posts(struct nfsd_loop *l)
 	}
 }
 
+/* The dirty list's references, unflushed (the loop is going away). */
+static void loop_drop_dirty(struct nfsd_loop *l)
+{
+	while (l->dirty) {
+		struct nfsd_conn *c = l->dirty;
+		l->dirty = c->dnext;
+		c->dirty = false;
+		nfsd_conn_put(c);
+	}
+}
+
 static void loop_flush_dirty(struct nfsd_loop *l)
 {
 	while (l->dirty) {
@@ -799,6 +813,7 @@ static void loop_flush_dirty(struct nfsd_loop *l)
 		l->dirty = c->dnext;
 		c->dirty = false;
 		conn_flush(c);
+		nfsd_conn_put(c);
 	}
 }
 
@@ -959,6 +974,7 @@ static void *loop_main(void *arg)
 	else
 		epoll_run(l);
 	/* Shut down: close every connection and answer nothing more. */
+	loop_drop_dirty(l);
 	while (l->conns) {
 		struct nfsd_conn *c = l->conns;
 		c->dead = true;
@@ -1202,6 +1218,7 @@ void nfsd_server_free(struct nfsd_server *s)
 		struct nfsd_loop *l = &s->loops[i];
 		/* Requests workers finished after the loop stopped. */
 		loop_drain_posts(l);
+		loop_drop_dirty(l);
 		while (l->conns) {
 			struct nfsd_conn *c = l->conns;
 			c->dead = true;
