@@ -86,7 +86,16 @@ static bool call_send(struct nfsd_conn *c, struct nfsd_call *call)
 	call->hnext = c->calls[b];
 	c->calls[b] = call;
 	c->ncalls++;
+	c->nsinks += call->sink.buf != NULL;
 	return true;
+}
+
+struct nfsd_call *nfsd_conn_call_find(struct nfsd_conn *c, uint32_t xid)
+{
+	for (struct nfsd_call *call = c->calls[xid_bucket(xid)]; call; call = call->hnext)
+		if (call->xid == xid)
+			return call;
+	return NULL;
 }
 
 static struct nfsd_call *call_unhash(struct nfsd_conn *c, uint32_t xid)
@@ -98,6 +107,7 @@ static struct nfsd_call *call_unhash(struct nfsd_conn *c, uint32_t xid)
 			*pp = call->hnext;
 			call->hnext = NULL;
 			c->ncalls--;
+			c->nsinks -= call->sink.buf != NULL;
 			return call;
 		}
 	}
@@ -186,6 +196,7 @@ void nfsd_conn_fail_calls(struct nfsd_conn *c, int err)
 			struct nfsd_call *call = c->calls[b];
 			c->calls[b] = call->hnext;
 			c->ncalls--;
+			c->nsinks -= call->sink.buf != NULL;
 			if (call->clnt && call->clnt->opts.reconnect && !call->clnt->closed)
 				clnt_queue_unsent(call->clnt, call); /* resend, same xid */
 			else
@@ -206,6 +217,8 @@ static void clnt_connect(struct nfsd_clnt *cl);
 void nfsd_loop_tick_calls(struct nfsd_loop *l)
 {
 	uint64_t now = l->now_ns ? l->now_ns : nfsd_now_ns();
+	struct nfsd_conn *stuck[16];
+	unsigned nstuck = 0;
 	for (struct nfsd_conn *c = l->conns; c; c = c->next) {
 		if (!c->ncalls)
 			continue;
@@ -217,8 +230,21 @@ void nfsd_loop_tick_calls(struct nfsd_loop *l)
 					pp = &call->hnext;
 					continue;
 				}
+				if (c->div.on && c->div.call == call) {
+					/* its reply is arriving in the caller's buffer
+					 * (an io_uring receive may be writing there):
+					 * end the connection, and the call with it
+					 * once nothing is in flight */
+					if (!c->dead && nstuck < 16) {
+						nfsd_conn_get(c);
+						stuck[nstuck++] = c;
+					}
+					pp = &call->hnext;
+					continue;
+				}
 				*pp = call->hnext;
 				c->ncalls--;
+				c->nsinks -= call->sink.buf != NULL;
 				if (call->len > CALL_COPY_MAX) {
 					/* Its bytes may still be queued by reference:
 					 * answer now, free with the connection. */
@@ -234,6 +260,10 @@ void nfsd_loop_tick_calls(struct nfsd_loop *l)
 				}
 			}
 		}
+	}
+	for (unsigned i = 0; i < nstuck; i++) {
+		nfsd_conn_kill(stuck[i]);
+		nfsd_conn_put(stuck[i]);
 	}
 	for (struct nfsd_clnt *cl = l->clnts; cl; cl = cl->next) {
 		struct nfsd_call **pp = &cl->unsent;
@@ -568,6 +598,11 @@ int nfsd_clnt_call_async(struct nfsd_clnt *cl, const struct nfsd_call_opts *o, n
 	call->clnt = cl;
 	call->cb = cb;
 	call->ctx = ctx;
+	if (o->sink && o->sink->buf && o->sink->len && o->sink->locate) {
+		call->sink = *o->sink;
+		if (call->sink.got)
+			*call->sink.got = 0;
+	}
 	if (nfsd_loop_is_current(cl->loop))
 		nfsd_call_submit_local(cl->loop, call);
 	else

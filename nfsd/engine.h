@@ -20,6 +20,8 @@
 #define NFSD_RECV_CLIP (64 << 10)  /* a fragment this large is received to its end only */
 #define NFSD_OUT_MAX_BYTES (1 << 20) /* queued reply bytes before we stop reading */
 #define NFSD_CALL_BUCKETS 64
+#define NFSD_SINK_PEEK 512       /* a reply's first bytes, read to place its data */
+#define NFSD_SINK_MIN (64 << 10) /* smaller replies are received whole */
 
 enum nfsd_backend { NFSD_BACKEND_URING = 1, NFSD_BACKEND_EPOLL = 2 };
 
@@ -87,6 +89,7 @@ struct nfsd_call {
 	size_t len;   /* encoded bytes, record mark included */
 	size_t cap;
 	uint8_t *msg; /* the encoded call: malloc'd, kept for resending */
+	struct nfsd_sink sink; /* buf NULL: none */
 };
 
 /* A function to run on a loop's thread (posted from any thread). */
@@ -131,6 +134,15 @@ struct nfsd_conn {
 	/* outgoing calls on this connection */
 	struct nfsd_call *calls[NFSD_CALL_BUCKETS];
 	unsigned ncalls;
+	unsigned nsinks; /* of them with a sink: replies are peeked at */
+	/* a reply's data being received into its call's sink */
+	struct nfsd_divert {
+		bool on;
+		struct nfsd_call *call; /* held in calls[] until the reply is parsed */
+		uint8_t *dst;
+		size_t left, pad, total;
+		uint8_t padbuf[4];
+	} div;
 	struct nfsd_call *orphans; /* timed-out calls whose bytes may be queued */
 	struct nfsd_clnt *clnt; /* set when a client owns this connection */
 	const struct nfsd_program *bc_prog; /* calls we serve on a client conn */
@@ -250,6 +262,8 @@ int nfsd_auth_resolve_groups(struct nfsd_req *req);
 void nfsd_clnt_conn_dead(struct nfsd_conn *c);
 void nfsd_clnt_conn_ready(struct nfsd_conn *c);
 void nfsd_conn_handle_reply(struct nfsd_conn *c, uint32_t xid, uint8_t *rec, size_t len);
+/* The call awaiting xid on c, left in place (NULL: none). */
+struct nfsd_call *nfsd_conn_call_find(struct nfsd_conn *c, uint32_t xid);
 void nfsd_call_submit_local(struct nfsd_loop *l, struct nfsd_call *call);
 void nfsd_clnt_conn_drained(struct nfsd_conn *c);
 void nfsd_loop_tick_calls(struct nfsd_loop *l);

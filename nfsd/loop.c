@@ -391,7 +391,74 @@ static size_t conn_recv_len(const struct nfsd_conn *c)
 	if (r->nfrags && r->in_frag && r->scan == c->rb_end && r->frag_left >= NFSD_RECV_CLIP &&
 	    r->frag_left < room)
 		return r->frag_left;
+	/* while a call may want its data in a sink: a reply's head only, and
+	 * a record to its end, so that the next one's head is seen first */
+	if (c->nsinks && !r->nfrags && !r->in_frag && c->rb_end - r->scan < NFSD_SINK_PEEK &&
+	    NFSD_SINK_PEEK - (c->rb_end - r->scan) < room)
+		return NFSD_SINK_PEEK - (c->rb_end - r->scan);
+	if (c->nsinks && r->in_frag && r->last && r->scan == c->rb_end && r->frag_left &&
+	    r->frag_left < room)
+		return r->frag_left;
 	return room;
+}
+
+/* Where the next receive goes: the receive buffer, or a call's sink. */
+static void conn_recv_target(struct nfsd_conn *c, void **p, size_t *len)
+{
+	struct nfsd_divert *dv = &c->div;
+	if (dv->on && dv->left) {
+		*p = dv->dst;
+		*len = dv->left;
+	} else if (dv->on) {
+		*p = dv->padbuf;
+		*len = dv->pad;
+	} else {
+		*p = c->rb->data + c->rb_end;
+		*len = conn_recv_len(c);
+	}
+}
+
+/*
+ * At a record's start on a connection with sink calls: if it is a large
+ * reply to one of them and its locate() finds the data, the data goes to
+ * the call's buffer.  The record is cut to what precedes the data, the
+ * data opaque's length set to 0, and parsing waits until the data (and
+ * its padding) have arrived.  0: stop parsing for now (more bytes needed,
+ * or the data is arriving); 1: parse as usual.
+ */
+static int conn_divert(struct nfsd_conn *c)
+{
+	const struct nfsd_rec *r = &c->rec;
+	if (r->nfrags || r->in_frag)
+		return 1;
+	size_t have = c->rb_end - r->scan;
+	if (have < 8)
+		return c->eof ? 1 : 0;
+	uint8_t *p = c->rb->data + r->scan;
+	uint32_t mark = xdr_get32(p), flen = mark & ~NFSD_REC_LAST;
+	if (!(mark & NFSD_REC_LAST) || flen < NFSD_SINK_MIN || have - 4 >= flen)
+		return 1;
+	struct nfsd_call *call = nfsd_conn_call_find(c, xdr_get32(p + 4));
+	if (!call || !call->sink.buf)
+		return 1;
+	size_t avail = have - 4, off = 0, len = 0;
+	int k = call->sink.locate(p + 4, avail, flen, &off, &len);
+	if (k == 0)
+		return avail >= NFSD_SINK_PEEK || c->eof ? 1 : 0;
+	size_t pad = (4 - (len & 3)) & 3;
+	if (k < 0 || off < 4 || off > avail || len > call->sink.len ||
+	    (uint64_t)off + len + pad != flen || xdr_get32(p + 4 + off - 4) != len)
+		return 1;
+	struct nfsd_divert *dv = &c->div;
+	size_t here = avail - off; /* of the data and padding, already received */
+	size_t cp = here < len ? here : len;
+	memcpy(call->sink.buf, p + 4 + off, cp);
+	*dv = (struct nfsd_divert){ .on = true, .call = call, .dst = (uint8_t *)call->sink.buf + cp,
+				    .left = len - cp, .pad = pad - (here - cp), .total = len };
+	xdr_put32(p, NFSD_REC_LAST | (uint32_t)off);
+	xdr_put32(p + 4 + off - 4, 0);
+	c->rb_end = r->scan + 4 + off;
+	return 0;
 }
 
 static void conn_arm_recv(struct nfsd_conn *c)
@@ -441,7 +508,10 @@ static void conn_start_send(struct nfsd_conn *c)
 static void uring_arm_recv(struct nfsd_conn *c)
 {
 	struct io_uring_sqe *sqe = uring_sqe(c->loop);
-	io_uring_prep_recv(sqe, c->fd, c->rb->data + c->rb_end, conn_recv_len(c), 0);
+	void *p;
+	size_t len;
+	conn_recv_target(c, &p, &len);
+	io_uring_prep_recv(sqe, c->fd, p, len, 0);
 	io_uring_sqe_set_data(sqe, &c->recv_op);
 	c->ops_pending++;
 }
@@ -591,6 +661,8 @@ static void conn_process(struct nfsd_conn *c)
 	while (!c->dead && !conn_paused(c)) {
 		size_t off, len;
 		int rc;
+		if (c->div.on || (c->nsinks && !conn_divert(c)))
+			break;
 		rc = nfsd_rec_next(&c->rec, c->rb->data, c->rb_end, &off, &len);
 		if (rc == NFSD_REC_MORE)
 			break;
@@ -640,6 +712,25 @@ static void conn_recv_done(struct nfsd_conn *c, ssize_t n)
 	if (n == 0) {
 		/* Half-closed: answer what arrived, then close. */
 		c->eof = true;
+		if (c->div.on) {
+			/* the reply's data never came: the call fails with the
+			 * connection, not with half its data */
+			nfsd_conn_kill(c);
+			return;
+		}
+	} else if (c->div.on) {
+		struct nfsd_divert *dv = &c->div;
+		if (dv->left) {
+			dv->dst += n;
+			dv->left -= (size_t)n;
+		} else {
+			dv->pad -= (size_t)n;
+		}
+		if (!dv->left && !dv->pad) {
+			dv->on = false;
+			if (dv->call->sink.got)
+				*dv->call->sink.got = dv->total;
+		}
 	} else {
 		c->rb_end += (size_t)n;
 	}
@@ -902,7 +993,10 @@ static void epoll_handle_conn(struct nfsd_conn *c, uint32_t events)
 	if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && c->sending && !c->dead)
 		conn_start_send(c);
 	if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && c->recv_armed && !c->dead) {
-		ssize_t n = recv(c->fd, c->rb->data + c->rb_end, conn_recv_len(c), MSG_DONTWAIT);
+		void *p;
+		size_t len;
+		conn_recv_target(c, &p, &len);
+		ssize_t n = recv(c->fd, p, len, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			goto out;
 		conn_recv_done(c, n < 0 ? -errno : n);

@@ -142,7 +142,8 @@ static void call_done(void *ctx, int err, struct xdr_dec *d)
 
 /* Send args on clnt; with sess, SEQUENCE is args[0] and slot is held. */
 static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
-		      const COMPOUND4args *args, struct xdr_arena *arena, nfs41c_cb cb, void *ctx)
+		      const COMPOUND4args *args, struct xdr_arena *arena,
+		      const struct nfsd_sink *sink, nfs41c_cb cb, void *ctx)
 {
 	struct c41_call *k = calloc(1, sizeof(*k));
 	if (!k)
@@ -163,6 +164,7 @@ static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsig
 	    .proc = NFSPROC4_COMPOUND,
 	    .enc_args = enc_compound,
 	    .args = args,
+	    .sink = sink,
 	};
 	if (sess && sess->auth_sys) {
 		o.flavor = NFSD_AUTH_SYS;
@@ -231,12 +233,12 @@ int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorv
 	};
 	struct c41_sync w;
 	sync_init(&w, res);
-	return sync_wait(&w, call_start(clnt, NULL, 0, &args, arena, sync_done, &w));
+	return sync_wait(&w, call_start(clnt, NULL, 0, &args, arena, NULL, sync_done, &w));
 }
 
 static int seq_start(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
-		     const nfs_argop4 *ops, unsigned nops, struct xdr_arena *arena, nfs41c_cb cb,
-		     void *ctx)
+		     const nfs_argop4 *ops, unsigned nops, struct xdr_arena *arena,
+		     const struct nfsd_sink *sink, nfs41c_cb cb, void *ctx)
 {
 	nfs_argop4 *all = calloc(nops + 1u, sizeof(*all));
 	if (!all)
@@ -262,7 +264,7 @@ static int seq_start(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned 
 	    .minorversion = (flags & NFS41C_MINOR2) ? 2 : 1,
 	    .argarray = {nops + 1u, all},
 	};
-	rc = call_start(clnt ? clnt : s->clnt, s, slot, &args, arena, cb, ctx);
+	rc = call_start(clnt ? clnt : s->clnt, s, slot, &args, arena, sink, cb, ctx);
 	free(all);
 	if (rc)
 		slot_give(s, slot, 1, NULL); /* never sent: the seqid is unused */
@@ -272,7 +274,14 @@ static int seq_start(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned 
 int nfs41c_compound_async(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
 			  const nfs_argop4 *ops, unsigned nops, nfs41c_cb cb, void *ctx)
 {
-	return seq_start(s, clnt, flags, ops, nops, NULL, cb, ctx);
+	return seq_start(s, clnt, flags, ops, nops, NULL, NULL, cb, ctx);
+}
+
+int nfs41c_compound_async_sink(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
+			       const nfs_argop4 *ops, unsigned nops, const struct nfsd_sink *sink,
+			       nfs41c_cb cb, void *ctx)
+{
+	return seq_start(s, clnt, flags, ops, nops, NULL, sink, cb, ctx);
 }
 
 int nfs41c_compound_ex(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
@@ -281,7 +290,7 @@ int nfs41c_compound_ex(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigne
 {
 	struct c41_sync w;
 	sync_init(&w, res);
-	return sync_wait(&w, seq_start(s, clnt, flags, ops, nops, arena, sync_done, &w));
+	return sync_wait(&w, seq_start(s, clnt, flags, ops, nops, arena, NULL, sync_done, &w));
 }
 
 int nfs41c_compound(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned nops,

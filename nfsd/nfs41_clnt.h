@@ -89,6 +89,10 @@ int nfs41c_compound_ex(struct nfs41c_session *sess, struct nfsd_clnt *clnt, unsi
 typedef void (*nfs41c_cb)(void *ctx, int rc, COMPOUND4res *res);
 int nfs41c_compound_async(struct nfs41c_session *sess, struct nfsd_clnt *clnt, unsigned flags,
 			  const nfs_argop4 *ops, unsigned nops, nfs41c_cb cb, void *ctx);
+/* The same, a READ's data received into sink (nfsd/rpc.h, struct nfsd_sink). */
+int nfs41c_compound_async_sink(struct nfs41c_session *sess, struct nfsd_clnt *clnt,
+			       unsigned flags, const nfs_argop4 *ops, unsigned nops,
+			       const struct nfsd_sink *sink, nfs41c_cb cb, void *ctx);
 
 /* BIND_CONN_TO_SESSION on clnt (RFC 8881 §18.34); *got is bctsr_dir. */
 int nfs41c_session_bind(struct nfs41c_session *sess, struct nfsd_clnt *clnt,

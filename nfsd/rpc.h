@@ -242,6 +242,25 @@ const struct sockaddr_storage *nfsd_conn_peer(const struct nfsd_conn *conn);
  */
 typedef void (*nfsd_call_cb)(void *ctx, int err, struct xdr_dec *res);
 
+/*
+ * Where a reply's bulk data (a READ's) goes straight from the socket, not
+ * through the receive buffer: locate() is given the reply's first bytes
+ * (the record from the xid on: have of rec_len) and returns 1 with *off
+ * and *len of the data (an XDR opaque: its length word sits at *off - 4
+ * and the data, with its padding, must end the record), 0 when it needs
+ * more bytes, -1 when the reply is of another shape (an error, a
+ * wrapped body).  The engine then receives those bytes into buf (at most
+ * len of them), sets *got to their count, and hands the callback the reply
+ * with that opaque's length rewritten to 0.  Otherwise *got stays 0 and
+ * the reply comes whole as usual.  buf must stay valid until the callback.
+ */
+struct nfsd_sink {
+	void *buf;
+	size_t len;
+	int (*locate)(const uint8_t *rec, size_t have, size_t rec_len, size_t *off, size_t *len);
+	size_t *got;
+};
+
 struct nfsd_call_opts {
 	uint32_t prog, vers, proc;
 	xdr_enc_fn enc_args; /* NULL for void */
@@ -263,6 +282,7 @@ struct nfsd_call_opts {
 	void (*sign)(void *ctx, uint8_t *msg, size_t len, size_t verf_off, size_t verf_len);
 	uint32_t verf_len;
 	void *sign_ctx;
+	const struct nfsd_sink *sink; /* optional: see struct nfsd_sink */
 };
 
 /* A reconnecting client bound to one loop of an engine. */

@@ -300,15 +300,108 @@ static void rpc_done(struct rpc *r)
 	pthread_mutex_unlock(&io->mu);
 }
 
-/* The READ data of a reply into r->rbuf: never more than asked for. */
+/* The READ data of a reply into r->rbuf: never more than asked for.  Data
+ * the engine placed there itself (r->sunk) is not copied. */
 static void rpc_take_data(struct rpc *r, xdr_opaque data, uint32_t count, bool eof)
 {
-	uint32_t n = data.len < count ? data.len : count;
+	size_t have = r->sunk ? r->sunk : data.len;
+	uint32_t n = have < count ? (uint32_t)have : count;
 	if (n > r->len)
 		n = r->len;
-	memcpy(r->rbuf, data.val, n);
+	if (!r->sunk)
+		memcpy(r->rbuf, data.val, n);
 	r->count = n;
 	r->eof = eof;
+}
+
+/*
+ * Where a READ reply's data starts (struct nfsd_sink's locate): a cursor
+ * over the reply's first bytes.  Only the shapes we sent are accepted,
+ * all succeeding: anything else is received whole and decoded as usual.
+ */
+struct peek {
+	const uint8_t *p;
+	size_t have, at;
+	bool short_;
+};
+
+static uint32_t peek32(struct peek *k)
+{
+	if (k->at + 4 > k->have) {
+		k->short_ = true;
+		return 0xffffffffu;
+	}
+	uint32_t v = (uint32_t)k->p[k->at] << 24 | (uint32_t)k->p[k->at + 1] << 16 |
+		     (uint32_t)k->p[k->at + 2] << 8 | k->p[k->at + 3];
+	k->at += 4;
+	return v;
+}
+
+static void peek_skip(struct peek *k, size_t n)
+{
+	if (k->at + n > k->have)
+		k->short_ = true;
+	k->at += n;
+}
+
+/* xid, REPLY, MSG_ACCEPTED, a verifier, SUCCESS: false if not that. */
+static bool peek_reply_ok(struct peek *k)
+{
+	peek32(k); /* xid */
+	if (peek32(k) != 1 || peek32(k) != 0)
+		return false;
+	peek32(k); /* verifier flavor */
+	uint32_t vl = peek32(k);
+	if (vl > 400)
+		return false;
+	peek_skip(k, (vl + 3) & ~3u);
+	return peek32(k) == 0;
+}
+
+static int peek_result(struct peek *k, bool ok, size_t *off, size_t *len)
+{
+	if (k->short_)
+		return 0;
+	if (!ok)
+		return -1;
+	*len = peek32(k);
+	if (k->short_)
+		return 0;
+	*off = k->at;
+	return 1;
+}
+
+/* READ3res: status OK, post_op_attr, count, eof, then the data. */
+static int locate_read3(const uint8_t *rec, size_t have, size_t rec_len, size_t *off, size_t *len)
+{
+	(void)rec_len;
+	struct peek k = { rec, have, 0, false };
+	bool ok = peek_reply_ok(&k) && peek32(&k) == 0;
+	uint32_t attrs = peek32(&k);
+	ok = ok && attrs <= 1;
+	if (attrs == 1)
+		peek_skip(&k, 84); /* fattr3 */
+	peek32(&k); /* count */
+	ok = ok && peek32(&k) <= 1;
+	return peek_result(&k, ok, off, len);
+}
+
+/* COMPOUND4res of SEQUENCE, PUTFH, READ, all OK: READ4resok's data. */
+static int locate_read4(const uint8_t *rec, size_t have, size_t rec_len, size_t *off, size_t *len)
+{
+	(void)rec_len;
+	struct peek k = { rec, have, 0, false };
+	bool ok = peek_reply_ok(&k) && peek32(&k) == NFS4_OK;
+	uint32_t tl = peek32(&k);
+	ok = ok && tl <= NFS4_OPAQUE_LIMIT;
+	peek_skip(&k, ok ? (tl + 3) & ~3u : 0);
+	ok = ok && peek32(&k) == 3;
+	ok = ok && peek32(&k) == OP_SEQUENCE && peek32(&k) == NFS4_OK;
+	peek_skip(&k, NFS4_SESSIONID_SIZE + 5 * 4);
+	ok = ok && peek32(&k) == OP_PUTFH && peek32(&k) == NFS4_OK;
+	ok = ok && peek32(&k) == OP_READ && peek32(&k) == NFS4_OK;
+	ok = ok && peek32(&k) <= 1; /* eof */
+	return peek_result(&k, ok, off, len);
 }
 
 static void ds3_done(void *ctx, int err, struct xdr_dec *d)
@@ -359,7 +452,7 @@ static void v4_done(void *ctx, int rc, COMPOUND4res *res)
 			memcpy(r->verf, w->writeverf, 8);
 		} else if (!r->status) {
 			const READ4resok *rd = &o->u.opread.u.resok4;
-			rpc_take_data(r, rd->data, rd->data.len, rd->eof);
+			rpc_take_data(r, rd->data, UINT32_MAX, rd->eof); /* v4: the data's length */
 		}
 	}
 	rpc_done(r);
@@ -395,6 +488,12 @@ static void rpc_issue(struct rpc *r)
 	r->status = 0;
 	r->count = 0;
 	r->eof = false;
+	r->sunk = 0;
+	/* a READ's data straight into the caller's buffer */
+	r->sink = (struct nfsd_sink){ .buf = r->rbuf,
+				      .len = r->len,
+				      .locate = r->kind == RK_DS3 ? locate_read3 : locate_read4,
+				      .got = &r->sunk };
 	pthread_mutex_lock(&r->io->mu);
 	r->io->inflight++;
 	pthread_mutex_unlock(&r->io->mu);
@@ -423,6 +522,7 @@ static void rpc_issue(struct rpc *r)
 			ra = (READ3args){.file = fh, .offset = r->off, .count = r->len};
 			o.proc = NFSPROC3_READ;
 			o.args = &ra;
+			o.sink = &r->sink;
 		}
 		o.enc_args = xdr_desc_NFS_PROGRAM_NFS_V3.procs[o.proc].enc_arg;
 		unsigned n = r->dev->nclnt;
@@ -460,7 +560,8 @@ static void rpc_issue(struct rpc *r)
 		}
 		/* a 4.2 device is spoken to in 4.2 (RFC 7862 §1) */
 		unsigned fl = r->kind == RK_DS4 && r->dev->minor == 2 ? NFS41C_MINOR2 : 0;
-		rc = nfs41c_compound_async(s, NULL, fl, ops, 2, v4_done, r);
+		rc = nfs41c_compound_async_sink(s, NULL, fl, ops, 2, r->write ? NULL : &r->sink,
+						v4_done, r);
 	}
 	if (rc) {
 		r->rc = rc > 0 ? ffc_call_errno(rc) : rc;

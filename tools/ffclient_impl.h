@@ -266,6 +266,10 @@ struct rpc {
 	int32_t committed;
 	uint8_t verf[8];
 	bool eof;
+	/* READ: the data placed straight into rbuf by the engine (struct
+	 * nfsd_sink), or 0 when the reply brought it */
+	size_t sunk;
+	struct nfsd_sink sink;
 };
 
 /* ------------------------------------------------------- ffclient.c */
