@@ -886,24 +886,16 @@ static void loop_drain_posts(struct nfsd_loop *l)
 	}
 }
 
-/* The dirty list's references, unflushed (the loop is going away). */
-static void loop_drop_dirty(struct nfsd_loop *l)
+/* Empty the dirty list: flush each connection, or (the loop is going
+ * away) only drop the list's reference. */
+static void loop_dirty_empty(struct nfsd_loop *l, bool flush)
 {
 	while (l->dirty) {
 		struct nfsd_conn *c = l->dirty;
 		l->dirty = c->dnext;
 		c->dirty = false;
-		nfsd_conn_put(c);
-	}
-}
-
-static void loop_flush_dirty(struct nfsd_loop *l)
-{
-	while (l->dirty) {
-		struct nfsd_conn *c = l->dirty;
-		l->dirty = c->dnext;
-		c->dirty = false;
-		conn_flush(c);
+		if (flush)
+			conn_flush(c);
 		nfsd_conn_put(c);
 	}
 }
@@ -964,7 +956,7 @@ static void uring_run(struct nfsd_loop *l)
 	uring_arm_wake(l);
 	uring_arm_tick(l);
 	while (!atomic_load(&l->stop)) {
-		loop_flush_dirty(l);
+		loop_dirty_empty(l, true);
 		int rc = io_uring_submit_and_wait(&l->ring, 1);
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
 			fprintf(stderr, "braid: io_uring_submit_and_wait: %s\n", strerror(-rc));
@@ -1014,7 +1006,7 @@ static void epoll_run(struct nfsd_loop *l)
 	struct epoll_event evs[128];
 	uint64_t next_tick = nfsd_now_ns() + TICK_MS * 1000000ull;
 	while (!atomic_load(&l->stop)) {
-		loop_flush_dirty(l);
+		loop_dirty_empty(l, true);
 		uint64_t now = nfsd_now_ns();
 		int timeout = now >= next_tick ? 0 : (int)((next_tick - now) / 1000000ull) + 1;
 		int n = epoll_wait(l->epfd, evs, 128, timeout);
@@ -1068,7 +1060,7 @@ static void *loop_main(void *arg)
 	else
 		epoll_run(l);
 	/* Shut down: close every connection and answer nothing more. */
-	loop_drop_dirty(l);
+	loop_dirty_empty(l, false);
 	while (l->conns) {
 		struct nfsd_conn *c = l->conns;
 		c->dead = true;
@@ -1312,7 +1304,7 @@ void nfsd_server_free(struct nfsd_server *s)
 		struct nfsd_loop *l = &s->loops[i];
 		/* Requests workers finished after the loop stopped. */
 		loop_drain_posts(l);
-		loop_drop_dirty(l);
+		loop_dirty_empty(l, false);
 		while (l->conns) {
 			struct nfsd_conn *c = l->conns;
 			c->dead = true;
