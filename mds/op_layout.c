@@ -533,7 +533,6 @@ static void unpin(struct mds_layout *lo, struct lo_file *f)
 	pthread_mutex_unlock(&lo->mu);
 }
 
-/* RFC 8881 §18.43, RFC 8435 §5: one segment per reply. */
 /*
  * A LAYOUTGET for exactly a range this client was granted a moment ago, and
  * still holds: two of its threads asked for one segment at once (Linux 6.1
@@ -560,6 +559,7 @@ static bool dup_layoutget(const struct lo_state *mine, layoutiomode4 iomode, uin
 	return false;
 }
 
+/* RFC 8881 §18.43, RFC 8435 §5: one segment per reply. */
 static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
 	LAYOUTGET4args *a = &arg->u.oplayoutget;

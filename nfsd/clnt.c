@@ -77,6 +77,13 @@ static void call_complete(struct nfsd_loop *l, struct nfsd_call *call, int err,
 		cb(ctx, err, res);
 }
 
+/* A call left c's xid table. */
+static void calls_dropped(struct nfsd_conn *c, const struct nfsd_call *call)
+{
+	c->ncalls--;
+	c->nsinks -= call->sink.buf != NULL;
+}
+
 /* Put an encoded call on the wire of c and in its xid table. */
 static bool call_send(struct nfsd_conn *c, struct nfsd_call *call)
 {
@@ -106,8 +113,7 @@ static struct nfsd_call *call_unhash(struct nfsd_conn *c, uint32_t xid)
 		if (call->xid == xid) {
 			*pp = call->hnext;
 			call->hnext = NULL;
-			c->ncalls--;
-			c->nsinks -= call->sink.buf != NULL;
+			calls_dropped(c, call);
 			return call;
 		}
 	}
@@ -195,8 +201,7 @@ void nfsd_conn_fail_calls(struct nfsd_conn *c, int err)
 		while (c->calls[b]) {
 			struct nfsd_call *call = c->calls[b];
 			c->calls[b] = call->hnext;
-			c->ncalls--;
-			c->nsinks -= call->sink.buf != NULL;
+			calls_dropped(c, call);
 			if (call->clnt && call->clnt->opts.reconnect && !call->clnt->closed)
 				clnt_queue_unsent(call->clnt, call); /* resend, same xid */
 			else
@@ -243,8 +248,7 @@ void nfsd_loop_tick_calls(struct nfsd_loop *l)
 					continue;
 				}
 				*pp = call->hnext;
-				c->ncalls--;
-				c->nsinks -= call->sink.buf != NULL;
+				calls_dropped(c, call);
 				if (call->len > CALL_COPY_MAX) {
 					/* Its bytes may still be queued by reference:
 					 * answer now, free with the connection. */

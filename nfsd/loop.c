@@ -388,17 +388,15 @@ static size_t conn_recv_len(const struct nfsd_conn *c)
 {
 	size_t room = c->rb->cap - c->rb_end;
 	const struct nfsd_rec *r = &c->rec;
-	if (r->nfrags && r->in_frag && r->scan == c->rb_end && r->frag_left >= NFSD_RECV_CLIP &&
-	    r->frag_left < room)
+	/* (while a call may want its data in a sink, every record is taken
+	 * to its end, so that the next one's head is seen first) */
+	if (r->in_frag && r->scan == c->rb_end && r->frag_left && r->frag_left < room &&
+	    (r->frag_left >= NFSD_RECV_CLIP || (c->nsinks && r->last)))
 		return r->frag_left;
-	/* while a call may want its data in a sink: a reply's head only, and
-	 * a record to its end, so that the next one's head is seen first */
+	/* ... and then a reply's head only */
 	if (c->nsinks && !r->nfrags && !r->in_frag && c->rb_end - r->scan < NFSD_SINK_PEEK &&
 	    NFSD_SINK_PEEK - (c->rb_end - r->scan) < room)
 		return NFSD_SINK_PEEK - (c->rb_end - r->scan);
-	if (c->nsinks && r->in_frag && r->last && r->scan == c->rb_end && r->frag_left &&
-	    r->frag_left < room)
-		return r->frag_left;
 	return room;
 }
 
