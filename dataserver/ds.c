@@ -420,7 +420,7 @@ static void *reg_main(void *arg)
 				.hb_ds_id = atomic_load(&ds->ds_id),
 				.hb_capacity = total,
 				.hb_free = avail,
-				.hb_health = cn.crc_errors ? BRAID_CTL_HEALTH_DEGRADED : 0,
+				.hb_health = cn.crc_errors || cn.read_faults ? BRAID_CTL_HEALTH_DEGRADED : 0,
 			};
 			memcpy(a.hb_boot_verifier, verf, DS_VERIFIER_SIZE);
 			braid_ctl_heartbeat_res r;
@@ -513,6 +513,9 @@ static void ds_collect(void *arg, struct nfsd_metrics_out *o)
 		{"braid_ds_fdatasyncs_total", "counter", "fdatasync calls completed.", c.fdatasyncs},
 		{"braid_ds_crc_errors_total", "counter", "Blocks that failed CRC verification.",
 		 c.crc_errors},
+		{"braid_ds_read_faults_total", "counter",
+		 "READs whose page-cache pages could not be read (disk I/O error).",
+		 c.read_faults},
 		{"braid_ds_rmw_blocks_total", "counter",
 		 "Partial blocks read back to recompute a CRC.", c.rmw_blocks},
 		{"braid_ds_capacity_bytes", "gauge", "Bytes of the store's filesystem.", total},

@@ -81,6 +81,12 @@ struct ds_store_opts {
 				* 0 = DS_BLOCK_DEFAULT; an existing store keeps its own */
 	unsigned max_open;     /* idle objects kept open; 0 = 1024 */
 	enum ds_store_io io;
+	/* Tests only: called with an object's data file descriptor after a
+	 * mapped READ has checked the file's length and before it verifies the
+	 * blocks, the window where a file cut short behind the store's back
+	 * makes the verify pass fault (SIGBUS). */
+	void (*test_mapped_hook)(int data_fd, void *arg);
+	void *test_arg;
 };
 
 struct ds_obj_stat {
@@ -114,6 +120,7 @@ struct ds_store_counters {
 	uint64_t fsyncs;      /* completed fsync calls (FILE_SYNC, COMMIT, metadata) */
 	uint64_t fdatasyncs;  /* completed fdatasync calls (DATA_SYNC, metadata) */
 	uint64_t crc_errors;  /* blocks that failed verification */
+	uint64_t read_faults; /* mapped READs the kernel could not fill (SIGBUS) */
 	uint64_t loads, evictions;
 };
 
@@ -121,7 +128,9 @@ struct ds_store_counters {
  * Open (with opts->create, make) the store in dir.  opts may be NULL
  * (defaults, no create).  -ENOENT: dir holds no store and opts->create is
  * false (an unmounted data disk is not silently replaced by an empty store);
- * -EBUSY: the store is open already (this process or another).
+ * -EBUSY: the store is open already (this process or another).  The first
+ * open installs a SIGBUS handler for the process (ds_store_read_mapped); a
+ * SIGBUS that is not the store's goes to the handler it replaced.
  */
 int ds_store_open(const char *dir, const struct ds_store_opts *opts, struct ds_store **out);
 
@@ -214,9 +223,13 @@ ssize_t ds_store_read(struct ds_store *st, const struct ds_objid *id, uint32_t u
  * Returns as ds_store_read; -EOPNOTSUPP where a mapping cannot serve (an
  * O_DIRECT store, blocks smaller than a page, blocks past the end of the
  * object's data file, mmap failing): the caller copies with ds_store_read.
- * A truncation after the return may leave the mapping short: a later
- * access by the kernel fails (EFAULT for a send), never a signal, but this
- * process must not touch *data after it returns.
+ * A page that cannot be read while the blocks are verified (a disk I/O
+ * error, or the data file cut short behind the store's back) is -EIO and
+ * logged: the store catches the SIGBUS on the verifying thread (see
+ * ds_store_open) and passes any other SIGBUS on as it was.  A truncation
+ * after the return may leave the mapping short: a later access by the
+ * kernel fails (EFAULT for a send), never a signal, but this process must
+ * not touch *data after it returns.
  */
 struct obj_vmap;
 struct ds_store_map {

@@ -9,9 +9,18 @@
  *  - a block whose CRC does not match is -EIO, never data, even when the
  *    bad byte sits in a block the range only partly covers;
  *  - -EOPNOTSUPP where a mapping cannot serve (an O_DIRECT store), so the
- *    caller copies instead.
+ *    caller copies instead;
+ *  - a page the kernel cannot fill while the blocks are verified (here the
+ *    data file cut short behind the store's back, in the window between
+ *    the length check and the verify pass; a disk I/O error faults the same
+ *    way) is -EIO and counted, not a SIGBUS that kills braid-ds; and a
+ *    SIGBUS that is not the store's still kills as it would have.
  */
 #include "config.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "tests/dataserver/store-test.h"
 
@@ -35,6 +44,59 @@ static void same(struct ds_store *st, const struct ds_objid *id, uint64_t off, s
 	ds_store_unmap(&m);
 	CHECK(!m.base);
 	free(want);
+}
+
+/* test_mapped_hook: the data file cut to nothing under the READ */
+static unsigned cuts;
+static void cut_short(int dfd, void *arg)
+{
+	(void)arg;
+	CHECK_EQ(ftruncate(dfd, 0), 0);
+	cuts++;
+}
+
+static void prior_handler(int sig)
+{
+	(void)sig;
+	_exit(42);
+}
+
+/*
+ * In a child with a store open, a SIGBUS of its own (a page past the end of
+ * a file it mapped, or kill(2)) must reach what was there before the store:
+ * the default (killed by SIGBUS) or the handler it had (here: exit 42).
+ */
+static void foreign_sigbus(const char *dir, bool by_fault, bool had_handler)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		/* SIG_DFL explicitly: a sanitizer runtime has its own handler */
+		signal(SIGBUS, had_handler ? prior_handler : SIG_DFL);
+		struct ds_store *st = st_open(dir, false, DS_STORE_IO_URING);
+		(void)st;
+		if (!by_fault)
+			raise(SIGBUS);
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/foreign", dir);
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || ftruncate(fd, 8192))
+			_exit(3);
+		volatile uint8_t *q = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+		if (q == MAP_FAILED || ftruncate(fd, 0))
+			_exit(4);
+		(void)q[4096];
+		_exit(0);
+	}
+	int ws;
+	CHECK_EQ(waitpid(pid, &ws, 0), pid);
+	if (had_handler) {
+		CHECK(WIFEXITED(ws));
+		CHECK_EQ(WEXITSTATUS(ws), 42);
+	} else {
+		CHECK(WIFSIGNALED(ws));
+		CHECK_EQ(WTERMSIG(ws), SIGBUS);
+	}
 }
 
 int main(void)
@@ -130,6 +192,38 @@ int main(void)
 	same(st, &a, 0, BS);
 	same(st, &a, 2 * BS, BS);
 	CHECK_EQ(ds_store_close(st), 0);
+
+	/* the data file cut short between the length check and the verify */
+	{
+		const char *cdir = st_subdir("cut");
+		struct ds_store_opts o = { .create = true, .io = DS_STORE_IO_URING,
+					   .test_mapped_hook = cut_short };
+		CHECK_EQ(ds_store_open(cdir, &o, &st), 0);
+		CHECK_EQ(ds_store_create(st, &a, U, U, 0600), 0);
+		st_fill(data, 0, 8 * BS, 2);
+		CHECK_EQ(st_write(st, &a, U, U, 0, data, 8 * BS, DS_FILE_SYNC), 8 * BS);
+		struct ds_store_counters c0, c1;
+		ds_store_counters(st, &c0);
+		CHECK_EQ(ds_store_read_mapped(st, &a, U, U, BS, 4 * BS, &m, &p, &eof), -EIO);
+		CHECK(!m.base);
+		CHECK_EQ(cuts, 1u);
+		ds_store_counters(st, &c1);
+		CHECK_EQ(c1.read_faults, c0.read_faults + 1);
+		/* and again: the store's thread is not left with SIGBUS blocked */
+		CHECK_EQ(ds_store_read_mapped(st, &a, U, U, 0, BS, &m, &p, &eof), -EOPNOTSUPP);
+		CHECK_EQ(cuts, 1u); /* the length check now sees the short file */
+		CHECK_EQ(ds_store_close(st), 0);
+		/* a second store in the process and a second fault */
+		CHECK_EQ(ds_store_open(cdir, &o, &st), 0);
+		CHECK_EQ(st_write(st, &a, U, U, 0, data, 8 * BS, DS_FILE_SYNC), 8 * BS);
+		CHECK_EQ(ds_store_read_mapped(st, &a, U, U, 0, 8 * BS, &m, &p, &eof), -EIO);
+		CHECK_EQ(cuts, 2u);
+		CHECK_EQ(ds_store_close(st), 0);
+		for (int h = 0; h < 2; h++) {
+			foreign_sigbus(cdir, true, h);
+			foreign_sigbus(cdir, false, h);
+		}
+	}
 
 	/* an O_DIRECT store: the caller copies */
 	if (st_direct_possible(tmp)) {
