@@ -38,6 +38,12 @@ void bench_sleep_s(double s);
 double bench_proc_cpu_s(pid_t pid);
 /* The same for this process (the load generator). */
 double bench_self_cpu_s(void);
+/* Busy and total jiffies of all cores (/proc/stat): busy is all but idle
+ * and iowait (softirq of loopback TCP included). */
+void bench_box_jiffies(unsigned long long *busy, unsigned long long *total);
+/* sync(2), then wait (at most max_s) for a half second in which the box is
+ * under 10% busy; returns the last half second's busy share. */
+double bench_settle(double max_s);
 struct sockaddr_in bench_sa_loopback(int port);
 
 /* A client of 127.0.0.1:port (per-call timeout BENCH_CALL_TIMEOUT_MS). */

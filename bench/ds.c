@@ -12,20 +12,28 @@
  *  - NFS-Ganesha (FSAL VFS, NFSv3) serving the same READ load from the page
  *    cache, with its CPU time, for the READ-per-CPU-second comparison.
  *
- * The 1-stream loopback ceiling is measured twice, first and again after
- * the servers' runs, and the fio read ceiling right before and right after
- * braid-ds's O_DIRECT reads; each is judged by the mean of its two samples:
- * on a shared box (a virtual disk above all) a ceiling drifts by tens of
- * percent within minutes, and one sample taken apart would bias every
- * ratio with that drift.  Both samples are printed.
+ * The judged comparisons run interleaved, in rounds (--rounds, 3 unless
+ * --quick): each round measures the 1-stream loopback ceiling, then
+ * braid-ds's cached READs and Ganesha's (both servers stay up for all
+ * rounds), and a last loopback sample closes the series; likewise fio's
+ * O_DIRECT read rate alternates with braid-ds's O_DIRECT READs.  --seconds
+ * is each case's measured time in all, split evenly between its rounds.
+ * On a shared box (a virtual disk above all) a ceiling drifts by tens of
+ * percent within seconds, so samples taken minutes apart would bias every
+ * ratio with that drift; interleaved, both sides see the same drift.  A
+ * figure is its samples' total bytes over their total time, a ratio that
+ * of the two figures; every sample, and each round's ratio against the
+ * mean of the ceiling samples on either side of it, is printed too.
  *
  * Every NFS load runs over our own engine's client (nfsd/rpc.h) with the
  * generated NFSv3 codecs, so braid-ds and Ganesha see identical clients.
  * Servers run as child processes so /proc/PID/stat gives their CPU alone.
  *
- * Usage: ds [--seconds N] [--quick] [--dir PATH] [--size SIZE[KMG]] [--keep]
- *           [--uid N] [--gid N] [--stable unstable|data_sync|file_sync]
- *           [--sequential] [--braid-ds PATH]
+ * Usage: ds [--seconds N] [--rounds N] [--quick] [--dir PATH] [--size SIZE[KMG]]
+ *           [--keep] [--uid N] [--gid N] [--stable unstable|data_sync|file_sync]
+ *           [--sequential] [--braid-ds PATH] [--only-cached]
+ * --only-cached runs braid-ds's cached READ rounds and nothing else, for a
+ * profiler to watch; its ratios are then null.
  * Last line of output: one JSON object; a figure that could not be measured
  * is null and the reason is printed (never a made-up number).
  */
@@ -58,17 +66,20 @@
 #define INFLIGHT NFS3_LOAD_INFLIGHT
 #define MB	 1e6 /* MB/s are decimal, as fio and iperf3 print them */
 #define GIB	 (1024.0 * 1024.0 * 1024.0)
+#define ROUNDS_MAX 16
 
 /* ---------------------------------------------------------------- options */
 
 struct bench_opts {
-	double secs;
+	double secs;	   /* each case's measured time, all rounds together */
+	unsigned rounds;   /* interleaved rounds of the judged comparisons */
 	uint64_t size;	   /* test file / object size, a multiple of IOSIZE */
 	const char *dir;   /* parent of the work dir */
 	bool keep;	   /* leave the work dir behind */
 	uint32_t uid, gid; /* AUTH_SYS credentials of every NFS call */
 	int32_t stable;	   /* stable_how of the WRITE load */
 	bool sequential;   /* sequential offsets instead of random */
+	bool only_cached;  /* --only-cached: braid-ds's cached READs alone (profiling) */
 	char ds_path[PATH_MAX];
 };
 
@@ -107,12 +118,8 @@ static int file_cache_warm(const char *path)
 
 enum {
 	R_LOOP1,
-	R_LOOP1_B,
-	R_LOOP1_A,
 	R_LOOP4,
 	R_DISK_READ,
-	R_DISK_READ_B,
-	R_DISK_READ_A,
 	R_DISK_WRITE,
 	R_BDS_CACHED1,
 	R_BDS_CACHED4,
@@ -125,26 +132,28 @@ enum {
 	R_COUNT
 };
 
+struct sample {
+	double mbps, secs, cpu_s;
+};
+
 struct row {
 	const char *name;
 	bool ok;
-	double mbps;
-	double cpu_s; /* server (or sender / fio) CPU seconds in the window */
+	double mbps;  /* all samples: their MB over their seconds */
+	double cpu_s; /* server (or sender / fio) CPU seconds in the windows */
 	double secs;
 	bool have_cpu;
 	int vs; /* the ceiling row this one is compared with, or -1 */
-	bool sample; /* one of the two samples a ceiling row is the mean of */
+	bool failed; /* a sample failed: the row is that failure (why) */
+	unsigned n;
+	struct sample smp[ROUNDS_MAX + 1];
 	char why[256];
 };
 
 static struct row rows[R_COUNT] = {
     [R_LOOP1] = {.name = "loopback TCP, 1 stream", .vs = -1},
-    [R_LOOP1_B] = {.name = "  first sample", .vs = -1, .sample = true},
-    [R_LOOP1_A] = {.name = "  after the servers", .vs = -1, .sample = true},
     [R_LOOP4] = {.name = "loopback TCP, 4 streams", .vs = -1},
     [R_DISK_READ] = {.name = "disk O_DIRECT read (fio)", .vs = -1},
-    [R_DISK_READ_B] = {.name = "  before braid-ds O_DIRECT", .vs = -1, .sample = true},
-    [R_DISK_READ_A] = {.name = "  after braid-ds O_DIRECT", .vs = -1, .sample = true},
     [R_DISK_WRITE] = {.name = "disk O_DIRECT write (fio)", .vs = -1},
     [R_BDS_CACHED1] = {.name = "braid-ds READ cached, 1 conn", .vs = R_LOOP1},
     [R_BDS_CACHED4] = {.name = "braid-ds READ cached, 4 conns", .vs = R_LOOP1},
@@ -156,15 +165,31 @@ static struct row rows[R_COUNT] = {
     [R_GAN4] = {.name = "ganesha READ cached, 4 conns", .vs = R_LOOP1},
 };
 
+/* One more sample of row r; a failed one makes the row that failure. */
+static void row_add(int r, bool ok, double mbps, double secs, double cpu_s, bool have_cpu,
+		    const char *why)
+{
+	struct row *w = &rows[r];
+	if (w->failed)
+		return;
+	if (!ok || w->n == ROUNDS_MAX + 1) {
+		w->ok = false;
+		w->failed = true;
+		bench_strfmt(w->why, sizeof(w->why), "%s", ok ? "too many samples" : why);
+		return;
+	}
+	w->smp[w->n++] = (struct sample){ mbps, secs, have_cpu ? cpu_s : 0 };
+	double mb = w->mbps * w->secs + mbps * secs;
+	w->have_cpu = (w->n == 1 || w->have_cpu) && have_cpu;
+	w->secs += secs;
+	w->cpu_s += cpu_s;
+	w->mbps = w->secs > 0 ? mb / w->secs : 0;
+	w->ok = true;
+}
+
 static void row_set(int r, const struct nfs3_load_res *lr)
 {
-	rows[r].ok = lr->ok;
-	rows[r].mbps = lr->mbps;
-	rows[r].cpu_s = lr->cpu_s;
-	rows[r].secs = lr->secs;
-	rows[r].have_cpu = true;
-	if (!lr->ok)
-		bench_strfmt(rows[r].why, sizeof(rows[r].why), "%s", lr->why);
+	row_add(r, lr->ok, lr->mbps, lr->secs, lr->cpu_s, true, lr->why);
 }
 
 static void row_missing(int first, int last, const char *fmt, ...)
@@ -174,10 +199,8 @@ static void row_missing(int first, int last, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	for (int r = first; r <= last; r++) {
-		rows[r].ok = false;
-		bench_strfmt(rows[r].why, sizeof(rows[r].why), "%s", why);
-	}
+	for (int r = first; r <= last; r++)
+		row_add(r, false, 0, 0, 0, false, why);
 }
 
 /* MB of data moved per CPU-second of the server. */
@@ -197,29 +220,6 @@ static bool row_cpu_per_gib(int r, double *v)
 	return true;
 }
 
-/* Ceiling row r: the mean of its two samples a and b (or the one measured). */
-static void row_mean(int r, int a, int b)
-{
-	struct row *w = &rows[r];
-	const struct row *x = &rows[a], *y = &rows[b];
-	if (!x->ok && !y->ok) {
-		w->ok = false;
-		bench_strfmt(w->why, sizeof(w->why), "%s", x->why);
-		return;
-	}
-	if (!x->ok || !y->ok) {
-		const struct row *o = x->ok ? x : y;
-		w->mbps = o->mbps, w->cpu_s = o->cpu_s, w->secs = o->secs;
-		w->have_cpu = o->have_cpu;
-	} else {
-		w->mbps = (x->mbps + y->mbps) / 2;
-		w->cpu_s = (x->cpu_s + y->cpu_s) / 2;
-		w->secs = (x->secs + y->secs) / 2;
-		w->have_cpu = x->have_cpu && y->have_cpu;
-	}
-	w->ok = true;
-}
-
 static bool ratio(int a, int b, double *v)
 {
 	if (!rows[a].ok || !rows[b].ok || rows[b].mbps <= 0)
@@ -233,15 +233,10 @@ static bool ratio(int a, int b, double *v)
 static void loopback_run(unsigned nstreams, double secs, int r)
 {
 	struct bench_loopback_res lr;
-	if (bench_loopback_measure(nstreams, secs, &lr, rows[r].why, sizeof(rows[r].why))) {
-		rows[r].ok = false;
-		return;
-	}
-	rows[r].ok = true;
-	rows[r].secs = lr.secs;
-	rows[r].mbps = lr.mbps;
-	rows[r].cpu_s = lr.cpu_s; /* the senders': the side a READ server is on */
-	rows[r].have_cpu = true;
+	char why[256] = "";
+	bool ok = !bench_loopback_measure(nstreams, secs, &lr, why, sizeof(why));
+	/* CPU: the senders', the side a READ server is on */
+	row_add(r, ok, ok ? lr.mbps : 0, ok ? lr.secs : 0, ok ? lr.cpu_s : 0, true, why);
 }
 
 /* --------------------------------------------------------------------- fio */
@@ -384,16 +379,11 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 		free(js);
 		return;
 	}
-	rows[r].ok = true;
-	rows[r].mbps = bw / MB;
-	rows[r].secs = secs;
 	/* fio's own CPU: usr_cpu and sys_cpu are percentages of job_runtime */
-	if (json_num(jobs, "usr_cpu", &usr) && json_num(jobs, "sys_cpu", &sys) &&
-	    json_num(jobs, "job_runtime", &rt_ms) && rt_ms > 0) {
-		rows[r].secs = rt_ms / 1000.0;
-		rows[r].cpu_s = (usr + sys) / 100.0 * rows[r].secs;
-		rows[r].have_cpu = true;
-	}
+	bool have_cpu = json_num(jobs, "usr_cpu", &usr) && json_num(jobs, "sys_cpu", &sys) &&
+			json_num(jobs, "job_runtime", &rt_ms) && rt_ms > 0;
+	double t = have_cpu ? rt_ms / 1000.0 : secs;
+	row_add(r, true, bw / MB, t, have_cpu ? (usr + sys) / 100.0 * t : 0, have_cpu, NULL);
 	free(js);
 }
 
@@ -614,39 +604,46 @@ static void ganesha_stop(struct ganesha *g)
 		bench_child_stop(&g->rpcb, 5);
 }
 
-static void ganesha_stage(struct bench *b)
+/* Ganesha up, exporting the pattern file, its handle in g->fh; false and
+ * the Ganesha rows missing when it cannot serve. */
+static bool ganesha_up(struct bench *b, struct ganesha *g)
 {
-	struct ganesha g = {0};
 	char export_dir[PATH_MAX];
 	bench_strfmt(export_dir, sizeof(export_dir), "%s/export", b->work);
-	if (ganesha_start(b, &g, export_dir)) {
-		row_missing(R_GAN1, R_GAN4, "%s", g.why);
-		ganesha_stop(&g);
-		return;
+	if (ganesha_start(b, g, export_dir)) {
+		row_missing(R_GAN1, R_GAN4, "%s", g->why);
+		ganesha_stop(g);
+		return false;
 	}
 	/* Ganesha's READ comes from the page cache: put the file there, as
 	 * braid-ds's cached READ has it. */
 	int rc = file_cache_warm(b->file);
 	if (!rc)
-		rc = ganesha_file_fh(b, &g, export_dir, "bench.dat");
+		rc = ganesha_file_fh(b, g, export_dir, "bench.dat");
 	else
-		bench_strfmt(g.why, sizeof(g.why), "read %s: %s", b->file, strerror(-rc));
+		bench_strfmt(g->why, sizeof(g->why), "read %s: %s", b->file, strerror(-rc));
 	if (rc) {
-		row_missing(R_GAN1, R_GAN4, "%s", g.why);
-		ganesha_stop(&g);
-		return;
+		row_missing(R_GAN1, R_GAN4, "%s", g->why);
+		ganesha_stop(g);
+		return false;
 	}
+	return true;
+}
+
+/* One sample each of Ganesha's READ load on 1 and 4 connections. */
+static void ganesha_load(struct bench *b, struct ganesha *g, double secs)
+{
 	for (int k = 0; k < 2; k++) {
 		struct nfs3_load_cfg cfg = {
-		    .port = g.nfs_port,
-		    .fh = g.fh,
-		    .fhlen = g.fhlen,
+		    .port = g->nfs_port,
+		    .fh = g->fh,
+		    .fhlen = g->fhlen,
 		    .file_size = b->o.size,
 		    .nconn = k ? 4 : 1,
-		    .secs = b->o.secs,
+		    .secs = secs,
 		    .op = NFS3_LOAD_READ,
 		    .random = !b->o.sequential,
-		    .server = g.ch.pid,
+		    .server = g->ch.pid,
 		    .uid = b->o.uid,
 		    .gid = b->o.gid,
 		};
@@ -654,7 +651,6 @@ static void ganesha_stage(struct bench *b)
 		nfs3_load_run(&cfg, &lr);
 		row_set(k ? R_GAN4 : R_GAN1, &lr);
 	}
-	ganesha_stop(&g);
 }
 
 /* ----------------------------------------------------------- braid-ds seam */
@@ -750,7 +746,9 @@ static void bds_stop(struct bds *d)
 		fprintf(stderr, "bench/ds: braid-ds needed SIGKILL\n");
 }
 
-static void bds_load(struct bench *b, struct bds *d, enum nfs3_load_op op, int row1, int row4)
+/* One sample each of a braid-ds load on 1 and 4 connections. */
+static void bds_load(struct bench *b, struct bds *d, enum nfs3_load_op op, int row1, int row4,
+		     double secs)
 {
 	for (int k = 0; k < 2; k++) {
 		struct nfs3_load_cfg cfg = {
@@ -759,7 +757,7 @@ static void bds_load(struct bench *b, struct bds *d, enum nfs3_load_op op, int r
 		    .fhlen = d->fhlen,
 		    .file_size = b->o.size,
 		    .nconn = k ? 4 : 1,
-		    .secs = b->o.secs,
+		    .secs = secs,
 		    .op = op,
 		    .stable = b->o.stable,
 		    .random = !b->o.sequential,
@@ -779,38 +777,39 @@ static void bds_load(struct bench *b, struct bds *d, enum nfs3_load_op op, int r
  * a restarted DS with direct_io = yes, whose reads bypass the page cache
  * (O_DIRECT), for the uncached READ.
  */
-static void bds_stage(struct bench *b)
+/* braid-ds up on a page-cache store, its object created and filled by
+ * WRITE+COMMIT (d->fh); false and its rows missing when it cannot serve. */
+static bool bds_up(struct bench *b, struct bds *d)
 {
-	struct bds d = {0};
 	int rc;
 	if (access(b->o.ds_path, X_OK)) {
 		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "braid-ds not built yet (%s)",
 			    b->o.ds_path);
-		return;
+		return false;
 	}
-	bench_strfmt(d.dir, sizeof(d.dir), "%s/braid-ds", b->work);
-	bench_strfmt(d.store, sizeof(d.store), "%s/store", d.dir);
-	bench_strfmt(d.key_file, sizeof(d.key_file), "%s/key", d.dir);
-	bench_strfmt(d.conf, sizeof(d.conf), "%s/ds.conf", d.dir);
-	bench_strfmt(d.log, sizeof(d.log), "%s/braid-ds.log", d.dir);
+	bench_strfmt(d->dir, sizeof(d->dir), "%s/braid-ds", b->work);
+	bench_strfmt(d->store, sizeof(d->store), "%s/store", d->dir);
+	bench_strfmt(d->key_file, sizeof(d->key_file), "%s/key", d->dir);
+	bench_strfmt(d->conf, sizeof(d->conf), "%s/ds.conf", d->dir);
+	bench_strfmt(d->log, sizeof(d->log), "%s/braid-ds.log", d->dir);
 	/* store_dir itself is braid-ds's to make ([ds] create = yes) */
-	if (mkdir(d.dir, 0755) && errno != EEXIST) {
-		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "mkdir %s: %s", d.dir, strerror(errno));
-		return;
+	if (mkdir(d->dir, 0755) && errno != EEXIST) {
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "mkdir %s: %s", d->dir, strerror(errno));
+		return false;
 	}
-	rc = bench_key_write(d.key_file);
+	rc = bench_key_write(d->key_file);
 	if (rc) {
 		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "key file: %s", strerror(-rc));
-		return;
+		return false;
 	}
-	if (bds_start(b, &d, false)) {
-		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "%s", d.why);
-		return;
+	if (bds_start(b, d, false)) {
+		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "%s", d->why);
+		return false;
 	}
 	int err = 0;
 	char msg[256] = "";
-	struct nfsd_clnt *c = bench_clnt_open(b->ctl_eng, d.port, &err);
-	rc = c ? bds_object_create(c, d.key_file, b->o.uid, b->o.gid, d.fh, &d.fhlen, msg,
+	struct nfsd_clnt *c = bench_clnt_open(b->ctl_eng, d->port, &err);
+	rc = c ? bds_object_create(c, d->key_file, b->o.uid, b->o.gid, d->fh, &d->fhlen, msg,
 				   sizeof(msg))
 	       : err;
 	nfsd_clnt_free(c);
@@ -818,19 +817,19 @@ static void bds_stage(struct bench *b)
 		char eb[64];
 		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "braid-ds CREATE: %s%s%s",
 			    bench_call_err_str(rc, eb, sizeof(eb)), msg[0] ? ": " : "", msg);
-		bds_stop(&d);
-		return;
+		bds_stop(d);
+		return false;
 	}
 	struct nfs3_load_cfg fill = {
-	    .port = d.port,
-	    .fh = d.fh,
-	    .fhlen = d.fhlen,
+	    .port = d->port,
+	    .fh = d->fh,
+	    .fhlen = d->fhlen,
 	    .file_size = b->o.size,
 	    .nconn = 4,
 	    .op = NFS3_LOAD_WRITE,
 	    .stable = UNSTABLE,
 	    .once = true,
-	    .server = d.ch.pid,
+	    .server = d->ch.pid,
 	    .uid = b->o.uid,
 	    .gid = b->o.gid,
 	};
@@ -838,29 +837,81 @@ static void bds_stage(struct bench *b)
 	nfs3_load_run(&fill, &lr);
 	if (!lr.ok) {
 		row_missing(R_BDS_CACHED1, R_BDS_WRITE4, "braid-ds fill: %s", lr.why);
-		bds_stop(&d);
-		return;
+		bds_stop(d);
+		return false;
 	}
 	printf("bench/ds: filled braid-ds object, %.0f MiB by WRITE+COMMIT at %.0f MB/s\n",
 	       (double)lr.bytes / (1 << 20), lr.mbps);
-	bds_load(b, &d, NFS3_LOAD_READ, R_BDS_CACHED1, R_BDS_CACHED4);
-	bds_load(b, &d, NFS3_LOAD_WRITE, R_BDS_WRITE1, R_BDS_WRITE4);
-	bds_stop(&d);
-
-	/* the disk's rate right before and right after, as it is now */
-	if (b->have_fio)
-		fio_run(b, b->fio, false, b->o.secs, R_DISK_READ_B);
-	if (bds_start(b, &d, true)) {
-		row_missing(R_BDS_DIRECT1, R_BDS_DIRECT4, "%s", d.why);
-		return;
-	}
-	bds_load(b, &d, NFS3_LOAD_READ, R_BDS_DIRECT1, R_BDS_DIRECT4);
-	bds_stop(&d);
-	if (b->have_fio)
-		fio_run(b, b->fio, false, b->o.secs, R_DISK_READ_A);
+	return true;
 }
 
 /* ------------------------------------------------------------------ output */
+
+/* Round k of row r against the mean of its ceiling's samples k and k + 1. */
+static bool round_ratio(int r, unsigned k, double *v)
+{
+	const struct row *w = &rows[r];
+	if (!w->ok || w->vs < 0 || k >= w->n)
+		return false;
+	const struct row *c = &rows[w->vs];
+	if (!c->ok || k + 1 >= c->n)
+		return false;
+	double ceil = (c->smp[k].mbps + c->smp[k + 1].mbps) / 2;
+	if (ceil <= 0)
+		return false;
+	*v = w->smp[k].mbps / ceil;
+	return true;
+}
+
+/* Round k: MB per server CPU-second of row a over row b's. */
+static bool round_cpu_ratio(int a, int b, unsigned k, double *v)
+{
+	const struct sample *x = &rows[a].smp[k], *y = &rows[b].smp[k];
+	if (!rows[a].ok || !rows[b].ok || k >= rows[a].n || k >= rows[b].n || x->cpu_s <= 0 ||
+	    y->cpu_s <= 0 || y->mbps <= 0)
+		return false;
+	*v = (x->mbps * x->secs / x->cpu_s) / (y->mbps * y->secs / y->cpu_s);
+	return true;
+}
+
+static void rounds_print(const struct bench *b)
+{
+	static const int judged[] = { R_BDS_CACHED1, R_BDS_CACHED4, R_BDS_DIRECT1, R_BDS_DIRECT4 };
+	static const int ceils[] = { R_LOOP1, R_DISK_READ };
+	printf("each round against the mean of the ceiling samples on either side of it:\n");
+	for (size_t i = 0; i < sizeof(judged) / sizeof(judged[0]); i++) {
+		int r = judged[i];
+		printf("  %-32s", rows[r].name);
+		for (unsigned k = 0; k < b->o.rounds; k++) {
+			double v;
+			if (round_ratio(r, k, &v))
+				printf(" %5.2f", v);
+			else
+				printf(" %5s", "-");
+		}
+		printf("   (vs %s)\n", rows[rows[r].vs].name);
+	}
+	for (int c = 0; c < 2; c++) {
+		printf("  %-32s", c ? "MB/CPU-s, 4 conns" : "MB/CPU-s, 1 conn");
+		for (unsigned k = 0; k < b->o.rounds; k++) {
+			double v;
+			if (round_cpu_ratio(c ? R_BDS_CACHED4 : R_BDS_CACHED1, c ? R_GAN4 : R_GAN1, k,
+					    &v))
+				printf(" %5.2f", v);
+			else
+				printf(" %5s", "-");
+		}
+		printf("   (braid-ds cached READ vs Ganesha's)\n");
+	}
+	printf("ceiling samples, MB/s, in order:\n");
+	for (size_t i = 0; i < sizeof(ceils) / sizeof(ceils[0]); i++) {
+		const struct row *w = &rows[ceils[i]];
+		printf("  %-32s", w->name);
+		for (unsigned k = 0; w->ok && k < w->n; k++)
+			printf(" %5.0f", w->smp[k].mbps);
+		printf("%s\n", w->ok ? "" : " -");
+	}
+}
 
 static void table_print(void)
 {
@@ -885,13 +936,13 @@ static void table_print(void)
 			bench_strfmt(cpg, sizeof(cpg), "%.3f", v);
 		if (row_mb_per_cpu(r, &v))
 			bench_strfmt(mbc, sizeof(mbc), "%.0f", v);
-		if (w->sample) {
-			bench_strfmt(vs, sizeof(vs), "(sample of the ceiling above)");
-		} else if (w->vs < 0) {
+		if (w->vs < 0) {
 			bench_strfmt(rat, sizeof(rat), "1.00");
-			bench_strfmt(vs, sizeof(vs), r == R_LOOP1 || r == R_DISK_READ
-							 ? "(ceiling: mean of the two samples)"
-							 : "(ceiling)");
+			if (w->n > 1)
+				bench_strfmt(vs, sizeof(vs), "(ceiling: %u samples around the rounds)",
+					     w->n);
+			else
+				bench_strfmt(vs, sizeof(vs), "(ceiling)");
 		} else if (ratio(r, w->vs, &v)) {
 			bench_strfmt(rat, sizeof(rat), "%.2f", v);
 			bench_strfmt(vs, sizeof(vs), "%s", rows[w->vs].name);
@@ -929,6 +980,30 @@ static void jcpu_ratio(const char *k, int a, int b)
 }
 
 /* The row of the two with more MB/s (a when neither was measured). */
+/* Each round's ratio: against the ceiling, or (b >= 0) MB/CPU-s vs row b's. */
+static void jrounds(const char *k, const struct bench *b, int r, int vs)
+{
+	bench_json_key(k);
+	putchar('[');
+	for (unsigned i = 0; i < b->o.rounds; i++) {
+		double v = 0;
+		bool ok = vs < 0 ? round_ratio(r, i, &v) : round_cpu_ratio(r, vs, i, &v);
+		if (i)
+			putchar(',');
+		bench_json_val(ok, v, 3);
+	}
+	putchar(']');
+}
+
+static void jsamples(const char *k, int r)
+{
+	bench_json_key(k);
+	putchar('[');
+	for (unsigned i = 0; rows[r].ok && i < rows[r].n; i++)
+		printf("%s%.1f", i ? "," : "", rows[r].smp[i].mbps);
+	putchar(']');
+}
+
 static int best_of(int a, int b)
 {
 	if (!rows[b].ok)
@@ -971,10 +1046,12 @@ static void json_print(const struct bench *b)
 	bench_json_num("headline_conns", rows[rc_best].ok, rc_best == R_BDS_CACHED1 ? 1 : 4, 0);
 	/* details */
 	jrow("loopback_MBps_1stream", R_LOOP1);
-	jrow("loopback_MBps_first", R_LOOP1_B);
-	jrow("loopback_MBps_after", R_LOOP1_A);
-	jrow("disk_direct_MBps_first", R_DISK_READ_B);
-	jrow("disk_direct_MBps_after", R_DISK_READ_A);
+	bench_json_num("rounds", true, b->o.rounds, 0);
+	jrounds("read_cached_vs_loopback_rounds", b, rc_best, -1);
+	jrounds("read_direct_vs_disk_rounds", b, rd_best, -1);
+	jrounds("read_per_cpu_vs_ganesha_rounds", b, rc_best, gan_same);
+	jsamples("loopback_MBps_samples", R_LOOP1);
+	jsamples("disk_direct_MBps_samples", R_DISK_READ);
 	jrow("loopback_MBps_4streams", R_LOOP4);
 	jrow("disk_direct_write_MBps", R_DISK_WRITE);
 	jrow("read_cached_MBps_1conn", R_BDS_CACHED1);
@@ -1048,17 +1125,18 @@ static bool size_parse(const char *s, uint64_t *out)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ds [--seconds N] [--quick] [--dir PATH] [--size SIZE[KMG]] [--keep]\n"
-		"          [--uid N] [--gid N] [--stable unstable|data_sync|file_sync]\n"
-		"          [--sequential] [--braid-ds PATH]\n");
+		"usage: ds [--seconds N] [--rounds N] [--quick] [--dir PATH] [--size SIZE[KMG]]\n"
+		"          [--keep] [--uid N] [--gid N] [--stable unstable|data_sync|file_sync]\n"
+		"          [--sequential] [--braid-ds PATH] [--only-cached]\n");
 	exit(2);
 }
 
 static void opts_parse(struct bench_opts *o, int argc, char **argv)
 {
-	bool quick = false, have_secs = false, have_size = false;
+	bool quick = false, have_secs = false, have_size = false, have_rounds = false;
 	const char *tmp = getenv("TMPDIR");
 	o->secs = 5;
+	o->rounds = 3;
 	o->size = 1ull << 30;
 	o->dir = tmp && *tmp ? tmp : "/var/tmp";
 	o->uid = o->gid = 1000;
@@ -1074,6 +1152,8 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 			o->keep = true;
 		} else if (!strcmp(a, "--sequential")) {
 			o->sequential = true;
+		} else if (!strcmp(a, "--only-cached")) {
+			o->only_cached = true;
 		} else if (!v) {
 			usage();
 		} else if (!strcmp(a, "--seconds")) {
@@ -1081,6 +1161,14 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 			have_secs = o->secs > 0;
 			if (!have_secs)
 				usage();
+			i++;
+		} else if (!strcmp(a, "--rounds")) {
+			char *end;
+			unsigned long n = strtoul(v, &end, 10);
+			if (*end || n < 1 || n > ROUNDS_MAX)
+				usage();
+			o->rounds = (unsigned)n;
+			have_rounds = true;
 			i++;
 		} else if (!strcmp(a, "--dir")) {
 			o->dir = v;
@@ -1118,7 +1206,18 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 			o->secs = 1;
 		if (!have_size)
 			o->size = 256ull << 20;
+		if (!have_rounds)
+			o->rounds = 1;
 	}
+}
+
+/* Before a series of rounds: a box that is still busy is said, not hidden. */
+static void settle(void)
+{
+	double busy = bench_settle(10);
+	if (busy >= 0.1)
+		printf("bench/ds: the box was still %.0f%% busy after 10 s; measuring anyway\n",
+		       busy * 100);
 }
 
 int main(int argc, char **argv)
@@ -1164,32 +1263,80 @@ int main(int argc, char **argv)
 		return 99;
 	}
 
-	/* Ceilings first, while nothing else of ours runs. */
-	loopback_run(1, b.o.secs, R_LOOP1_B);
-	loopback_run(4, b.o.secs, R_LOOP4);
-	b.have_fio = bench_exe_find("fio", b.fio, sizeof(b.fio));
-	if (b.have_fio)
+	/* Unjudged ceilings first, once, while nothing else of ours runs. */
+	bool all = !b.o.only_cached;
+	if (all)
+		loopback_run(4, b.o.secs, R_LOOP4);
+	else
+		row_missing(R_LOOP1, R_DISK_WRITE, "not run (--only-cached)");
+	b.have_fio = all && bench_exe_find("fio", b.fio, sizeof(b.fio));
+	if (!all)
+		;
+	else if (b.have_fio)
 		fio_run(&b, b.fio, true, b.o.secs, R_DISK_WRITE);
 	else
 		row_missing(R_DISK_READ, R_DISK_WRITE, "fio not installed (tools/install-deps)");
-	ganesha_stage(&b);
-	bds_stage(&b); /* the fio read samples bracket its O_DIRECT reads */
-	if (b.have_fio && !rows[R_DISK_READ_A].ok) {
-		/* braid-ds could not run: the disk's rate still */
-		fio_run(&b, b.fio, false, b.o.secs, R_DISK_READ_B);
-		fio_run(&b, b.fio, false, b.o.secs, R_DISK_READ_A);
+
+	/*
+	 * Cached READs: both servers up, and per round the loopback ceiling,
+	 * braid-ds, Ganesha; a last loopback sample closes the series, so
+	 * every round has a ceiling sample on either side.
+	 */
+	double ss = b.o.secs / b.o.rounds;
+	struct ganesha g = {0};
+	struct bds d = {0};
+	bool gan = all && ganesha_up(&b, &g);
+	if (!all)
+		row_missing(R_GAN1, R_GAN4, "not run (--only-cached)");
+	bool bds = bds_up(&b, &d);
+	settle(); /* the fill's writeback and the servers' start are not round 1's */
+	for (unsigned k = 0; k < b.o.rounds; k++) {
+		if (all)
+			loopback_run(1, ss, R_LOOP1);
+		if (bds)
+			bds_load(&b, &d, NFS3_LOAD_READ, R_BDS_CACHED1, R_BDS_CACHED4, ss);
+		if (gan)
+			ganesha_load(&b, &g, ss);
 	}
-	/* and the loopback again, once the servers are gone */
-	loopback_run(1, b.o.secs, R_LOOP1_A);
-	row_mean(R_LOOP1, R_LOOP1_B, R_LOOP1_A);
+	if (all)
+		loopback_run(1, ss, R_LOOP1);
+	if (gan)
+		ganesha_stop(&g);
+	if (bds && !all) {
+		row_missing(R_BDS_DIRECT1, R_BDS_WRITE4, "not run (--only-cached)");
+		bds_stop(&d);
+		bds = false;
+	}
+	if (bds) {
+		bds_load(&b, &d, NFS3_LOAD_WRITE, R_BDS_WRITE1, R_BDS_WRITE4, b.o.secs);
+		bds_stop(&d);
+	}
+
+	/* O_DIRECT READs: the same object, braid-ds restarted on O_DIRECT,
+	 * alternating with fio's rate, fio first and last. */
+	if (bds && bds_start(&b, &d, true)) {
+		row_missing(R_BDS_DIRECT1, R_BDS_DIRECT4, "%s", d.why);
+		bds = false;
+	}
+	settle();
+	for (unsigned k = 0; k < b.o.rounds; k++) {
+		if (b.have_fio)
+			fio_run(&b, b.fio, false, ss, R_DISK_READ);
+		if (bds)
+			bds_load(&b, &d, NFS3_LOAD_READ, R_BDS_DIRECT1, R_BDS_DIRECT4, ss);
+	}
 	if (b.have_fio)
-		row_mean(R_DISK_READ, R_DISK_READ_B, R_DISK_READ_A);
+		fio_run(&b, b.fio, false, ss, R_DISK_READ);
+	if (bds)
+		bds_stop(&d);
 
 	printf("bench/ds: 1 MiB %s I/O, %d in flight per connection, %.1f s each, %ld cores, "
-	       "%llu MiB file on %s (%s), AUTH_SYS %u/%u\n",
+	       "%llu MiB file on %s (%s), AUTH_SYS %u/%u, %u rounds\n",
 	       b.o.sequential ? "sequential" : "random", INFLIGHT, b.o.secs, b.ncpu,
-	       (unsigned long long)(b.o.size >> 20), b.o.dir, b.fstype, b.o.uid, b.o.gid);
+	       (unsigned long long)(b.o.size >> 20), b.o.dir, b.fstype, b.o.uid, b.o.gid,
+	       b.o.rounds);
 	table_print();
+	rounds_print(&b);
 	json_print(&b);
 
 	nfsd_server_free(b.ctl_eng);

@@ -376,23 +376,6 @@ static void *job_main(void *arg)
 
 /* ------------------------------------------------------- CPU of the box */
 
-/* Busy and total jiffies of all cores (/proc/stat "cpu" line): busy is
- * everything but idle and iowait (softirq of loopback TCP included). */
-static void box_jiffies(unsigned long long *busy, unsigned long long *total)
-{
-	*busy = *total = 0;
-	FILE *f = fopen("/proc/stat", "r");
-	if (!f)
-		return;
-	unsigned long long v[10] = {0};
-	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-		   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) >= 8) {
-		for (int i = 0; i < 8; i++) /* guest time is in user already */
-			*total += v[i];
-		*busy = *total - v[3] - v[4];
-	}
-	fclose(f);
-}
 
 /* ------------------------------------------------------- per-thread CPU */
 
@@ -478,7 +461,7 @@ static void phase_run(struct bench *b, struct cluster *k, struct job *jobs, unsi
 	static struct thr_snap ta, tb;
 	thr_snap_take(k, &ta);
 	unsigned long long jb0, jt0, jb1, jt1;
-	box_jiffies(&jb0, &jt0);
+	bench_box_jiffies(&jb0, &jt0);
 	struct ffc_stats s0, s1;
 	ffc_stats_get(k->c, &s0);
 	double cm0 = bench_proc_cpu_s(k->mds.ch.pid), cd0 = 0, cs0 = bench_self_cpu_s();
@@ -499,7 +482,7 @@ static void phase_run(struct bench *b, struct cluster *k, struct job *jobs, unsi
 	double t1 = bench_now_s();
 	thr_snap_take(k, &tb);
 	thr_hottest(&ta, &tb, t1 - t0, p);
-	box_jiffies(&jb1, &jt1);
+	bench_box_jiffies(&jb1, &jt1);
 	p->box = jt1 > jt0 ? (double)(jb1 - jb0) / (double)(jt1 - jt0) : 0;
 	double cm1 = bench_proc_cpu_s(k->mds.ch.pid), cd1 = 0, cs1 = bench_self_cpu_s();
 	for (unsigned i = 0; i < k->nds; i++)
