@@ -537,6 +537,7 @@ struct lb_stream {
 	int sfd, rfd;
 	pthread_t st, rt;
 	double cpu0, cpu1; /* sender thread CPU at the window's start and end */
+	double rcpu0, rcpu1, rcpu_end; /* the receiver's, and at its exit */
 };
 
 static double thread_cpu_s(void)
@@ -580,13 +581,23 @@ static void *lb_receiver(void *arg)
 {
 	struct lb_stream *s = arg;
 	uint8_t *buf = malloc(LB_IO);
+	int seen = 0;
 	while (buf) {
+		int ph = atomic_load(&s->run->phase);
+		if (ph != seen) {
+			if (ph >= 1 && seen < 1)
+				s->rcpu0 = thread_cpu_s();
+			if (ph == 2)
+				s->rcpu1 = thread_cpu_s();
+			seen = ph;
+		}
 		ssize_t r = read(s->rfd, buf, LB_IO);
 		if (r <= 0)
 			break;
 		atomic_fetch_add_explicit(&s->run->bytes, (unsigned long long)r,
 					  memory_order_relaxed);
 	}
+	s->rcpu_end = thread_cpu_s();
 	free(buf);
 	return NULL;
 }
@@ -638,7 +649,7 @@ int bench_loopback_measure(unsigned nstreams, double secs, struct bench_loopback
 	atomic_init(&run.phase, 0);
 	atomic_init(&run.bytes, 0);
 	for (unsigned i = 0; i < nstreams; i++) {
-		s[i].cpu0 = s[i].cpu1 = 0;
+		s[i].cpu0 = s[i].cpu1 = s[i].rcpu0 = s[i].rcpu1 = s[i].rcpu_end = 0;
 		pthread_create(&s[i].rt, NULL, lb_receiver, &s[i]);
 		pthread_create(&s[i].st, NULL, lb_sender, &s[i]);
 	}
@@ -650,17 +661,21 @@ int bench_loopback_measure(unsigned nstreams, double secs, struct bench_loopback
 	unsigned long long b1 = atomic_load(&run.bytes);
 	double t1 = bench_now_s();
 	atomic_store(&run.phase, 2);
-	double cpu = 0;
+	double cpu = 0, rcpu = 0;
 	for (unsigned i = 0; i < nstreams; i++) {
 		pthread_join(s[i].st, NULL);
 		pthread_join(s[i].rt, NULL);
 		close(s[i].sfd);
 		close(s[i].rfd);
 		cpu += s[i].cpu1 - s[i].cpu0;
+		/* a receiver that saw no phase 2 (the sender's EOF came first)
+		 * ran to its end: its CPU then */
+		rcpu += (s[i].rcpu1 ? s[i].rcpu1 : s[i].rcpu_end) - s[i].rcpu0;
 	}
 	res->secs = t1 - t0;
 	res->mbps = (double)(b1 - b0) / 1e6 / (t1 - t0);
 	res->cpu_s = cpu;
+	res->rcv_cpu_s = rcpu;
 	return 0;
 }
 

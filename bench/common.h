@@ -151,6 +151,7 @@ struct bench_loopback_res {
 	double mbps;  /* MB/s (decimal, as iperf3 prints them), all streams */
 	double secs;  /* the window's length */
 	double cpu_s; /* the sender threads' CPU seconds in the window */
+	double rcv_cpu_s; /* the receiver threads' */
 };
 
 /*

@@ -143,6 +143,8 @@ struct row {
 	double cpu_s; /* server (or sender / fio) CPU seconds in the windows */
 	double secs;
 	bool have_cpu;
+	double ccpu_s; /* the client's (our NFS client, the loopback receiver) */
+	bool have_ccpu;
 	int vs; /* the ceiling row this one is compared with, or -1 */
 	bool failed; /* a sample failed: the row is that failure (why) */
 	unsigned n;
@@ -167,7 +169,7 @@ static struct row rows[R_COUNT] = {
 
 /* One more sample of row r; a failed one makes the row that failure. */
 static void row_add(int r, bool ok, double mbps, double secs, double cpu_s, bool have_cpu,
-		    const char *why)
+		    double ccpu_s, const char *why)
 {
 	struct row *w = &rows[r];
 	if (w->failed)
@@ -181,6 +183,8 @@ static void row_add(int r, bool ok, double mbps, double secs, double cpu_s, bool
 	w->smp[w->n++] = (struct sample){ mbps, secs, have_cpu ? cpu_s : 0 };
 	double mb = w->mbps * w->secs + mbps * secs;
 	w->have_cpu = (w->n == 1 || w->have_cpu) && have_cpu;
+	w->have_ccpu = (w->n == 1 || w->have_ccpu) && ccpu_s >= 0;
+	w->ccpu_s += ccpu_s >= 0 ? ccpu_s : 0;
 	w->secs += secs;
 	w->cpu_s += cpu_s;
 	w->mbps = w->secs > 0 ? mb / w->secs : 0;
@@ -189,7 +193,7 @@ static void row_add(int r, bool ok, double mbps, double secs, double cpu_s, bool
 
 static void row_set(int r, const struct nfs3_load_res *lr)
 {
-	row_add(r, lr->ok, lr->mbps, lr->secs, lr->cpu_s, true, lr->why);
+	row_add(r, lr->ok, lr->mbps, lr->secs, lr->cpu_s, true, lr->client_cpu_s, lr->why);
 }
 
 static void row_missing(int first, int last, const char *fmt, ...)
@@ -200,7 +204,7 @@ static void row_missing(int first, int last, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	for (int r = first; r <= last; r++)
-		row_add(r, false, 0, 0, 0, false, why);
+		row_add(r, false, 0, 0, 0, false, -1, why);
 }
 
 /* MB of data moved per CPU-second of the server. */
@@ -209,6 +213,14 @@ static bool row_mb_per_cpu(int r, double *v)
 	if (!rows[r].ok || !rows[r].have_cpu || rows[r].cpu_s <= 0)
 		return false;
 	*v = rows[r].mbps * rows[r].secs / rows[r].cpu_s;
+	return true;
+}
+
+static bool row_client_cpu_per_gib(int r, double *v)
+{
+	if (!rows[r].ok || !rows[r].have_ccpu || rows[r].mbps <= 0)
+		return false;
+	*v = rows[r].ccpu_s / (rows[r].mbps * MB * rows[r].secs / GIB);
 	return true;
 }
 
@@ -236,7 +248,8 @@ static void loopback_run(unsigned nstreams, double secs, int r)
 	char why[256] = "";
 	bool ok = !bench_loopback_measure(nstreams, secs, &lr, why, sizeof(why));
 	/* CPU: the senders', the side a READ server is on */
-	row_add(r, ok, ok ? lr.mbps : 0, ok ? lr.secs : 0, ok ? lr.cpu_s : 0, true, why);
+	row_add(r, ok, ok ? lr.mbps : 0, ok ? lr.secs : 0, ok ? lr.cpu_s : 0, true,
+		ok ? lr.rcv_cpu_s : -1, why);
 }
 
 /* --------------------------------------------------------------------- fio */
@@ -383,7 +396,7 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 	bool have_cpu = json_num(jobs, "usr_cpu", &usr) && json_num(jobs, "sys_cpu", &sys) &&
 			json_num(jobs, "job_runtime", &rt_ms) && rt_ms > 0;
 	double t = have_cpu ? rt_ms / 1000.0 : secs;
-	row_add(r, true, bw / MB, t, have_cpu ? (usr + sys) / 100.0 * t : 0, have_cpu, NULL);
+	row_add(r, true, bw / MB, t, have_cpu ? (usr + sys) / 100.0 * t : 0, have_cpu, -1, NULL);
 	free(js);
 }
 
@@ -915,8 +928,8 @@ static void rounds_print(const struct bench *b)
 
 static void table_print(void)
 {
-	printf("%-34s %9s %10s %10s %10s %7s %s\n", "case", "MB/s", "srv CPU s", "CPU s/GiB",
-	       "MB/CPU-s", "ratio", "vs");
+	printf("%-34s %7s %9s %9s %9s %9s %6s %s\n", "case", "MB/s", "srv CPU s", "CPU s/GiB",
+	       "MB/CPU-s", "cli s/GiB", "ratio", "vs");
 	const char *printed_why[R_COUNT] = {0};
 	for (int r = 0; r < R_COUNT; r++) {
 		const struct row *w = &rows[r];
@@ -924,11 +937,12 @@ static void table_print(void)
 			/* one line per distinct reason, not the same one six times */
 			bool dup =
 			    r > 0 && printed_why[r - 1] && !strcmp(printed_why[r - 1], w->why);
-			printf("%-34s %9s  %s\n", w->name, "-", dup ? "(same)" : w->why);
+			printf("%-34s %7s  %s\n", w->name, "-", dup ? "(same)" : w->why);
 			printed_why[r] = w->why;
 			continue;
 		}
-		char cpu[16] = "-", cpg[16] = "-", mbc[16] = "-", rat[16] = "-", vs[40] = "";
+		char cpu[16] = "-", cpg[16] = "-", mbc[16] = "-", ccg[16] = "-", rat[16] = "-",
+		     vs[48] = "";
 		double v;
 		if (w->have_cpu)
 			bench_strfmt(cpu, sizeof(cpu), "%.2f", w->cpu_s);
@@ -936,6 +950,8 @@ static void table_print(void)
 			bench_strfmt(cpg, sizeof(cpg), "%.3f", v);
 		if (row_mb_per_cpu(r, &v))
 			bench_strfmt(mbc, sizeof(mbc), "%.0f", v);
+		if (row_client_cpu_per_gib(r, &v))
+			bench_strfmt(ccg, sizeof(ccg), "%.3f", v);
 		if (w->vs < 0) {
 			bench_strfmt(rat, sizeof(rat), "1.00");
 			if (w->n > 1)
@@ -947,8 +963,8 @@ static void table_print(void)
 			bench_strfmt(rat, sizeof(rat), "%.2f", v);
 			bench_strfmt(vs, sizeof(vs), "%s", rows[w->vs].name);
 		}
-		printf("%-34s %9.0f %10s %10s %10s %7s %s\n", w->name, w->mbps, cpu, cpg, mbc, rat,
-		       vs);
+		printf("%-34s %7.0f %9s %9s %9s %9s %6s %s\n", w->name, w->mbps, cpu, cpg, mbc, ccg,
+		       rat, vs);
 	}
 }
 
@@ -972,6 +988,13 @@ static void jcpu(const char *k_per_gib, const char *k_mb_per_cpu, int r)
 	bench_json_num(k_mb_per_cpu, ok, v, 1);
 }
 /* (MB per server CPU-second of a) / (the same of b) */
+static void jccpu(const char *k, int r)
+{
+	double v = 0;
+	bool ok = row_client_cpu_per_gib(r, &v);
+	bench_json_num(k, ok, v, 4);
+}
+
 static void jcpu_ratio(const char *k, int a, int b)
 {
 	double va = 0, vb = 0;
@@ -1073,6 +1096,11 @@ static void json_print(const struct bench *b)
 	jcpu("write_cpu_s_per_GiB_4conn", "write_MB_per_cpu_s_4conn", R_BDS_WRITE4);
 	jcpu("ganesha_cpu_s_per_GiB_1conn", "ganesha_MB_per_cpu_s_1conn", R_GAN1);
 	jcpu("ganesha_cpu_s_per_GiB_4conn", "ganesha_MB_per_cpu_s_4conn", R_GAN4);
+	jccpu("read_cached_client_cpu_s_per_GiB_1conn", R_BDS_CACHED1);
+	jccpu("read_cached_client_cpu_s_per_GiB_4conn", R_BDS_CACHED4);
+	jccpu("ganesha_client_cpu_s_per_GiB_1conn", R_GAN1);
+	jccpu("ganesha_client_cpu_s_per_GiB_4conn", R_GAN4);
+	jccpu("loopback_receiver_cpu_s_per_GiB_1stream", R_LOOP1);
 	jcpu("loopback_sender_cpu_s_per_GiB_1stream", "loopback_sender_MB_per_cpu_s_1stream",
 	     R_LOOP1);
 	jcpu("loopback_sender_cpu_s_per_GiB_4streams", "loopback_sender_MB_per_cpu_s_4streams",

@@ -392,10 +392,11 @@ void nfs3_load_run(const struct nfs3_load_cfg *cfg, struct nfs3_load_res *res)
 		}
 	}
 
-	double t0 = 0, t1, c0 = 0, c1 = 0;
+	double t0 = 0, t1, c0 = 0, c1 = 0, m0 = 0, m1;
 	uint64_t b0 = 0, b1, o0 = 0, o1;
 	atomic_store(&l.inflight, nslots);
 	if (cfg->once) {
+		m0 = bench_self_cpu_s();
 		t0 = bench_now_s();
 		if (cfg->server)
 			c0 = bench_proc_cpu_s(cfg->server);
@@ -408,6 +409,7 @@ void nfs3_load_run(const struct nfs3_load_cfg *cfg, struct nfs3_load_res *res)
 		o0 = atomic_load(&l.ops);
 		if (cfg->server)
 			c0 = bench_proc_cpu_s(cfg->server);
+		m0 = bench_self_cpu_s();
 		t0 = bench_now_s();
 		double end = t0 + cfg->secs;
 		while (!atomic_load(&l.failed) && bench_now_s() < end)
@@ -418,6 +420,7 @@ void nfs3_load_run(const struct nfs3_load_cfg *cfg, struct nfs3_load_res *res)
 		b1 = atomic_load(&l.bytes);
 		o1 = atomic_load(&l.ops);
 		t1 = bench_now_s();
+		m1 = bench_self_cpu_s();
 		if (cfg->server)
 			c1 = bench_proc_cpu_s(cfg->server);
 		load_drain(&l, BENCH_CALL_TIMEOUT_MS / 1000.0 + 5);
@@ -432,6 +435,7 @@ void nfs3_load_run(const struct nfs3_load_cfg *cfg, struct nfs3_load_res *res)
 		b1 = atomic_load(&l.bytes);
 		o1 = atomic_load(&l.ops);
 		t1 = bench_now_s();
+		m1 = bench_self_cpu_s();
 		if (cfg->server)
 			c1 = bench_proc_cpu_s(cfg->server);
 	}
@@ -449,6 +453,7 @@ void nfs3_load_run(const struct nfs3_load_cfg *cfg, struct nfs3_load_res *res)
 	res->ops = o1 - o0;
 	res->mbps = res->secs > 0 ? (double)res->bytes / 1e6 / res->secs : 0;
 	res->cpu_s = c1 - c0;
+	res->client_cpu_s = m1 - m0;
 	res->verified = atomic_load(&l.verified);
 	res->short_io = atomic_load(&l.short_io);
 	if (res->ok && res->short_io)

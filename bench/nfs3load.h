@@ -67,6 +67,7 @@ struct nfs3_load_res {
 	double secs;  /* the measured window */
 	double mbps;  /* 1e6 bytes per second */
 	double cpu_s; /* the server's CPU seconds in the window */
+	double client_cpu_s; /* this process's (the load's client threads) */
 	uint64_t bytes, ops;
 	uint64_t verified; /* READ replies checked whole */
 	uint64_t short_io; /* replies under NFS3_LOAD_IO */
