@@ -478,6 +478,55 @@ static bool flavor_allowed(const struct export_client *cl, uint32_t flavor)
 	return false;
 }
 
+int mds_peer_text(const struct sockaddr_storage *ss, char host[INET6_ADDRSTRLEN])
+{
+	strcpy(host, "?");
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, host, INET6_ADDRSTRLEN);
+		return ntohs(in->sin_port);
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+			inet_ntop(AF_INET, in6->sin6_addr.s6_addr + 12, host, INET6_ADDRSTRLEN);
+		else
+			inet_ntop(AF_INET6, &in6->sin6_addr, host, INET6_ADDRSTRLEN);
+		return ntohs(in6->sin6_port);
+	}
+	return -1;
+}
+
+/*
+ * exports(5) "secure" (the default), as knfsd applies it to every NFS
+ * request: AUTH_SYS and AUTH_NONE calls only from a reserved port, the
+ * kernel client's; RPCSEC_GSS proves who calls by itself.  A refusal is
+ * NFS4ERR_PERM, logged at most every 10 s.
+ */
+static bool port_ok(const struct export_client *cl, uint32_t flavor, const struct sockaddr *peer)
+{
+	if (cl->flags & EXPORT_INSECURE || flavor == NFSD_RPCSEC_GSS)
+		return true;
+	char host[INET6_ADDRSTRLEN];
+	int port = mds_peer_text((const struct sockaddr_storage *)peer, host);
+	if (port >= 0 && port < IPPORT_RESERVED)
+		return true;
+	static _Atomic uint64_t last_ns;
+	static atomic_uint quiet;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t then = atomic_load(&last_ns);
+	if ((!then || now - then >= 10000000000ull) && atomic_compare_exchange_strong(&last_ns, &then, now))
+		mds_log("refused a request from %s port %d: the export is \"secure\" (the default) "
+			"and the port is not reserved; \"insecure\" allows it (%u more refused "
+			"since the last line)",
+			host, port, atomic_exchange(&quiet, 0));
+	else
+		atomic_fetch_add(&quiet, 1);
+	return false;
+}
+
 nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_cred *cred)
 {
 	struct braid_mds *mds = mds_of(c);
@@ -515,6 +564,10 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
 	}
 	if (!flavor_allowed(cl, rc->flavor)) {
 		st = NFS4ERR_WRONGSEC;
+		goto out;
+	}
+	if (c->req->conn && !port_ok(cl, rc->flavor, peer)) {
+		st = NFS4ERR_PERM;
 		goto out;
 	}
 	if (rc->flavor != NFSD_AUTH_SYS) {

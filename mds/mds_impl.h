@@ -135,6 +135,8 @@ static inline struct braid_mds *mds_of(const struct nfs41_compound *c)
 }
 
 void mds_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The peer's address as text (host, "?" if not IP); returns its port, -1 if none. */
+int mds_peer_text(const struct sockaddr_storage *ss, char host[INET6_ADDRSTRLEN]);
 
 /*
  * The op table.  Each group file defines a table of rows ending with

@@ -182,25 +182,6 @@ static mountstat3 mnt_status(int err)
 }
 
 /* The peer's address as text (IPv4-mapped IPv6 as IPv4) and its port. */
-static int peer_text(const struct sockaddr_storage *ss, char host[INET6_ADDRSTRLEN])
-{
-	strcpy(host, "?");
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-		inet_ntop(AF_INET, &in->sin_addr, host, INET6_ADDRSTRLEN);
-		return ntohs(in->sin_port);
-	}
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
-			inet_ntop(AF_INET, in6->sin6_addr.s6_addr + 12, host, INET6_ADDRSTRLEN);
-		else
-			inet_ntop(AF_INET6, &in6->sin6_addr, host, INET6_ADDRSTRLEN);
-		return ntohs(in6->sin6_port);
-	}
-	return -1;
-}
-
 /*
  * The rmtab file: one "host path" line per record, the path with bytes
  * below '!', DEL and '\' written as \ooo.  Lines that do not parse are
@@ -396,7 +377,7 @@ static int m_mnt(struct nfsd_req *req, void *argp, void *resp)
 	const dirpath *arg = argp;
 	mountres3 *res = resp;
 	char path[MNTPATHLEN + 1], host[INET6_ADDRSTRLEN];
-	int port = peer_text(nfsd_req_peer(req), host);
+	int port = mds_peer_text(nfsd_req_peer(req), host);
 	if ((res->fhs_status = path_norm(arg, path)))
 		return NFSD_SUCCESS;
 
@@ -486,7 +467,7 @@ static int m_umnt(struct nfsd_req *req, void *argp, void *resp)
 	(void)resp;
 	struct braid_mds *mds = req->priv;
 	char path[MNTPATHLEN + 1], host[INET6_ADDRSTRLEN];
-	peer_text(nfsd_req_peer(req), host);
+	mds_peer_text(nfsd_req_peer(req), host);
 	if (path_norm(argp, path) == MNT3_OK)
 		rec_remove(mds->mount, host, path);
 	return NFSD_SUCCESS;
@@ -498,7 +479,7 @@ static int m_umntall(struct nfsd_req *req, void *argp, void *resp)
 	(void)argp, (void)resp;
 	struct braid_mds *mds = req->priv;
 	char host[INET6_ADDRSTRLEN];
-	peer_text(nfsd_req_peer(req), host);
+	mds_peer_text(nfsd_req_peer(req), host);
 	rec_remove(mds->mount, host, NULL);
 	return NFSD_SUCCESS;
 }

@@ -337,6 +337,28 @@ void nfsd_clnt_conn_dead(struct nfsd_conn *c)
 	cl->reconnect_at_ns = nfsd_now_ns() + cl->backoff_ms * 1000000ull;
 }
 
+/* bindresvport(3): the highest free port in 665..1023, as the kernel's
+ * client picks them (665: below it sit well-known services). */
+static int clnt_bind_resv(int fd, sa_family_t fam)
+{
+	for (int port = IPPORT_RESERVED - 1; port >= 665; port--) {
+		struct sockaddr_storage ss = { .ss_family = fam };
+		socklen_t len;
+		if (fam == AF_INET6) {
+			((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+			len = sizeof(struct sockaddr_in6);
+		} else {
+			((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+			len = sizeof(struct sockaddr_in);
+		}
+		if (!bind(fd, (struct sockaddr *)&ss, len))
+			return 0;
+		if (errno != EADDRINUSE)
+			return -errno;
+	}
+	return -EADDRINUSE;
+}
+
 static int clnt_socket(struct nfsd_clnt *cl, bool nonblock, int *fdp)
 {
 	int fd = socket(cl->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0),
@@ -345,6 +367,13 @@ static int clnt_socket(struct nfsd_clnt *cl, bool nonblock, int *fdp)
 		return -errno;
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (cl->opts.resvport) {
+		int rc = clnt_bind_resv(fd, cl->sa.ss_family);
+		if (rc) {
+			close(fd);
+			return rc;
+		}
+	}
 	if (connect(fd, (struct sockaddr *)&cl->sa, cl->salen) < 0 && errno != EINPROGRESS) {
 		int e = -errno;
 		close(fd);

@@ -293,6 +293,9 @@ struct nfsd_clnt_opts {
 	unsigned max_inflight; /* calls outstanding before callers wait */
 	const struct nfsd_program *backchannel; /* serve calls from the server */
 	void *backchannel_priv;
+	bool resvport; /* connect from a reserved port (< 1024, as the kernel
+			* client does; exports(5) "secure"); needs
+			* CAP_NET_BIND_SERVICE, else nfsd_clnt_new fails -EACCES */
 };
 
 /* A client-only engine: loops without listeners. */
