@@ -590,6 +590,8 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 		.block_size = (unsigned)set->block_size,
 		.max_open = (unsigned)set->max_open,
 		.io = set->io == DS_IO_PSYNC ? DS_STORE_IO_PSYNC : DS_STORE_IO_URING,
+		.test_mapped_hook = set->store_test_mapped_hook,
+		.test_arg = set->store_test_arg,
 	};
 	if (set->create && mkdir(set->store_dir, 0700) && errno != EEXIST) {
 		rc = -errno;

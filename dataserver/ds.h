@@ -42,6 +42,10 @@ struct ds_settings {
 	int64_t loops, workers;       /* 0: automatic */
 	uint64_t scrub_interval_ms;   /* 0: no background scrub */
 	struct conf_addrs metrics_listen; /* GET /metrics (Prometheus); n == 0: off */
+	/* Not in the file; tests set it after ds_settings_load:
+	 * ds_store_opts.test_mapped_hook and its argument. */
+	void (*store_test_mapped_hook)(int data_fd, void *arg);
+	void *store_test_arg;
 };
 
 extern const struct conf_schema ds_conf_schema[];

@@ -40,6 +40,7 @@
 
 #include "mds/store_impl.h"
 #include "nfsd/mac.h"
+#include "nfsd/rpc.h"
 
 /* SipHash-2-4 (nfsd/mac.c) with the store's key layout. */
 uint64_t mds_siphash24(const uint64_t key[2], const void *data, size_t len)
@@ -685,9 +686,7 @@ static void writer_sync(struct mds_store *s)
 static void *store_writer_main(void *arg)
 {
 	struct mds_store *s = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	nfsd_thread_block_signals();
 	pthread_mutex_lock(&s->qlock);
 	for (;;) {
 		if (!s->qhead) {

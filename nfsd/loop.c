@@ -1044,9 +1044,7 @@ static void epoll_run(struct nfsd_loop *l)
 static void *loop_main(void *arg)
 {
 	struct nfsd_loop *l = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	nfsd_thread_block_signals();
 	if (l->backend == NFSD_BACKEND_URING) {
 		if (l->ring_disabled && syscall(__NR_io_uring_register, l->ring.ring_fd,
 						 IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0) {

@@ -803,9 +803,7 @@ static void http_linger(int fd)
 static void *http_main(void *arg)
 {
 	struct nfsd_metrics_http *h = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	nfsd_thread_block_signals();
 	struct pollfd p[HTTP_MAX_LISTEN + 1];
 	for (;;) {
 		for (unsigned i = 0; i < h->n; i++)

@@ -156,6 +156,16 @@ struct nfsd_server_opts {
 
 void nfsd_server_opts_default(struct nfsd_server_opts *o);
 
+/*
+ * For a thread the process's signals are not for (loops, workers, helper
+ * threads): block every signal but the synchronous fault signals (SIGBUS,
+ * SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGSYS).  Those are the thread's own
+ * and must reach its handlers: a fault with its signal blocked kills the
+ * process whatever handler is installed (the DS store turns a SIGBUS on a
+ * mapped page into EIO, on whichever thread reads it).
+ */
+void nfsd_thread_block_signals(void);
+
 /* Create a server with opts (NULL for defaults).  Returns NULL and sets *err. */
 struct nfsd_server *nfsd_server_new(const struct nfsd_server_opts *opts, int *err);
 int nfsd_server_add_program(struct nfsd_server *s, const struct nfsd_program *p);

@@ -11,12 +11,20 @@
 
 #include "nfsd/engine.h"
 
+void nfsd_thread_block_signals(void)
+{
+	static const int faults[] = { SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	sigset_t set;
+	sigfillset(&set);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&set, faults[i]);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 static void *worker_main(void *arg)
 {
 	struct nfsd_worker_pool *wp = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	nfsd_thread_block_signals();
 	pthread_mutex_lock(&wp->lock);
 	for (;;) {
 		while (!wp->head && !wp->stop)

@@ -77,10 +77,15 @@ static inline struct nfsd_clnt *dt_connect(struct dt *t, int port)
 static inline void dt_start(struct dt *t)
 {
 	struct conf_error cerr;
+	/* the store test hook is not in the file: keep what the test set */
+	void (*hook)(int, void *) = t->set.store_test_mapped_hook;
+	void *hook_arg = t->set.store_test_arg;
 	if (ds_settings_load(t->conf_path, &t->set, &cerr)) {
 		conf_error_print(&cerr, stderr);
 		CHECK(0);
 	}
+	t->set.store_test_mapped_hook = hook;
+	t->set.store_test_arg = hook_arg;
 	char msg[512];
 	int rc = braid_ds_start(&t->set, &t->ds, msg, sizeof(msg));
 	if (rc)

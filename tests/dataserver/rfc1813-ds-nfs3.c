@@ -3,11 +3,13 @@
  * braid-ds NFSv3 data service (RFC 1813 procedures a flexfiles client uses,
  * RFC 8435 §2.2 fencing) through our own client: every procedure, handles
  * that are forged, altered, truncated or stale, fenced credentials,
- * oversized requests and a corrupted block.
+ * oversized requests, a corrupted block, and a page the kernel cannot read
+ * under a READ (EIO on the worker thread, the server lives on).
  */
 #include "config.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 
 #include "tests/dataserver/ds-test.h"
@@ -349,6 +351,50 @@ static void t_corrupt_block(void)
 	CHECK(dt_check(buf, 0, 65536, 11));
 }
 
+/* test_mapped_hook: cut the data file to nothing, once, under a READ */
+static atomic_int cut_armed;
+static void cut_once(int dfd, void *arg)
+{
+	(void)arg;
+	if (atomic_exchange(&cut_armed, 0))
+		CHECK_EQ(ftruncate(dfd, 0), 0);
+}
+
+/*
+ * A page the kernel cannot fill while a READ verifies it (a disk I/O
+ * error; here the data file cut short outside braid-ds, in the window
+ * before the verify pass): the READ, on a worker thread, answers IO and
+ * the server lives on.
+ */
+static void t_unreadable_page(void)
+{
+	dt_stop(&T);
+	T.set.store_test_mapped_hook = cut_once;
+	dt_start(&T);
+	struct ds_objid a = dt_id(12, 1), b = dt_id(13, 1);
+	uint8_t fa[DS_CTL_FH_MAX], fb[DS_CTL_FH_MAX], buf[65536];
+	uint32_t la, lb, n;
+	bool eof;
+	dt_create(&T, &a, fa, &la);
+	dt_create(&T, &b, fb, &lb);
+	dt_fill(buf, 0, sizeof(buf), 12);
+	CHECK_EQ(dt_write(T.c, fa, la, 0, buf, 65536, FILE_SYNC, NULL, DT_UID), NFS3_OK);
+	CHECK_EQ(dt_write(T.c, fb, lb, 0, buf, 65536, FILE_SYNC, NULL, DT_UID), NFS3_OK);
+	struct ds_store_counters c0, c1;
+	ds_store_counters(braid_ds_store(T.ds), &c0);
+	atomic_store(&cut_armed, 1);
+	CHECK_EQ(dt_read(T.c, fa, la, 0, 65536, buf, &n, &eof, DT_UID), NFS3ERR_IO);
+	CHECK_EQ(atomic_load(&cut_armed), 0);
+	ds_store_counters(braid_ds_store(T.ds), &c1);
+	CHECK_EQ(c1.read_faults, c0.read_faults + 1);
+	/* still serving */
+	CHECK_EQ(dt_read(T.c, fb, lb, 0, 65536, buf, &n, &eof, DT_UID), NFS3_OK);
+	CHECK(n == 65536 && dt_check(buf, 0, 65536, 12));
+	dt_stop(&T);
+	T.set.store_test_mapped_hook = NULL;
+	dt_start(&T);
+}
+
 int main(void)
 {
 	dt_prepare(&T, NULL);
@@ -369,6 +415,7 @@ int main(void)
 	t_fencing();
 	t_oversized(fh, fhlen);
 	t_corrupt_block();
+	t_unreadable_page();
 	dt_finish(&T);
 	printf("ok\n");
 	return 0;
