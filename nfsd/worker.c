@@ -18,7 +18,8 @@ void nfsd_thread_block_signals(void)
 	sigfillset(&set);
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
 		sigdelset(&set, faults[i]);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* SETMASK: unblocked even when the creating thread blocked them */
+	pthread_sigmask(SIG_SETMASK, &set, NULL);
 }
 
 static void *worker_main(void *arg)
