@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,10 +105,48 @@ void ds_req_ids(const struct nfsd_req *req, uint32_t *uid, uint32_t *gid)
 
 /* ---------------------------------------------------------------- buffers */
 
-#define BUF_HDR 4096 /* keeps the data aligned; its first word names the pool */
-#define BUF_KEEP 256
+#define BUF_HDR	 4096	   /* below the data; its first word names the pool */
+#define BUF_HUGE (2u << 20) /* a transparent huge page */
+#define BUF_KEEP 64	   /* free buffers kept (each holds BUF_HUGE or more) */
 
-/* A buffer of at least max_io bytes, 4 KiB aligned; NULL if none. */
+/*
+ * The data of a buffer starts on a 2 MiB boundary in memory asked for as
+ * huge pages (MADV_HUGEPAGE), so it is physically contiguous.  An O_DIRECT
+ * READ of 1 MiB into 4 KiB pages scattered in memory needs 256 segments,
+ * and a virtio disk takes 254 per request: every READ became two requests
+ * to the disk, the second of 8 KiB, and braid-ds read ~15% slower than fio
+ * at the same depth.  Without huge pages the buffer still works, split.
+ */
+static size_t buf_span(const struct ds_bufpool *p)
+{
+	return ((size_t)p->size + BUF_HUGE - 1) & ~((size_t)BUF_HUGE - 1);
+}
+
+static void *buf_alloc(struct ds_bufpool *p)
+{
+	size_t span = buf_span(p), len = BUF_HUGE + span;
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	uintptr_t a = ((uintptr_t)m + BUF_HDR + BUF_HUGE - 1) & ~((uintptr_t)BUF_HUGE - 1);
+	uint8_t *data = (uint8_t *)a, *hdr = data - BUF_HDR, *end = m + len;
+	if (hdr > m)
+		munmap(m, (size_t)(hdr - m));
+	if (end > data + span)
+		munmap(data + span, (size_t)(end - (data + span)));
+#ifdef MADV_HUGEPAGE
+	madvise(data, span, MADV_HUGEPAGE);
+#endif
+	*(struct ds_bufpool **)hdr = p;
+	return data;
+}
+
+static void buf_unmap(struct ds_bufpool *p, void *b)
+{
+	munmap((uint8_t *)b - BUF_HDR, BUF_HDR + buf_span(p));
+}
+
+/* A buffer of at least max_io bytes, 2 MiB aligned; NULL if none. */
 static void *buf_get(struct braid_ds *ds)
 {
 	struct ds_bufpool *p = &ds->bufs;
@@ -116,20 +155,13 @@ static void *buf_get(struct braid_ds *ds)
 	if (p->nfree)
 		b = p->free[--p->nfree];
 	pthread_mutex_unlock(&p->mu);
-	if (b)
-		return b;
-	void *m;
-	if (posix_memalign(&m, DS_STORE_ALIGN, BUF_HDR + p->size))
-		return NULL;
-	*(struct ds_bufpool **)m = p;
-	return (uint8_t *)m + BUF_HDR;
+	return b ? b : buf_alloc(p);
 }
 
 /* The request's on_free hook: back to the pool once the reply is sent. */
 static void buf_release(void *b)
 {
-	void *m = (uint8_t *)b - BUF_HDR;
-	struct ds_bufpool *p = *(struct ds_bufpool **)m;
+	struct ds_bufpool *p = *(struct ds_bufpool **)((uint8_t *)b - BUF_HDR);
 	pthread_mutex_lock(&p->mu);
 	if (p->nfree < p->cap) {
 		p->free[p->nfree++] = b;
@@ -137,7 +169,7 @@ static void buf_release(void *b)
 	}
 	pthread_mutex_unlock(&p->mu);
 	if (b)
-		free(m);
+		buf_unmap(p, b);
 }
 
 /* ------------------------------------------------------- READ and WRITE */
@@ -249,7 +281,7 @@ ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_o
 static void bufpool_release(struct ds_bufpool *p)
 {
 	for (unsigned i = 0; i < p->nfree; i++)
-		free((uint8_t *)p->free[i] - BUF_HDR);
+		buf_unmap(p, p->free[i]);
 	free(p->free);
 	pthread_mutex_destroy(&p->mu);
 }
