@@ -25,6 +25,13 @@
  * of the two figures; every sample, and each round's ratio against the
  * mean of the ceiling samples on either side of it, is printed too.
  *
+ * The mean size of the read requests the disk saw is printed for fio and
+ * for braid-ds's O_DIRECT READs (/proc/diskstats of the work dir's device):
+ * fio's 1 MiB reads land in 4 KiB pages, which a disk taking fewer
+ * segments per request than 256 (virtio: 254) gets as two requests, while
+ * braid-ds reads into huge pages, one request each; a ratio above 1 there
+ * is that difference, not a wrong ceiling.
+ *
  * Every NFS load runs over our own engine's client (nfsd/rpc.h) with the
  * generated NFSv3 codecs, so braid-ds and Ganesha see identical clients.
  * Servers run as child processes so /proc/PID/stat gives their CPU alone.
@@ -51,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +96,8 @@ struct bench {
 	char work[PATH_MAX]; /* our own directory under o.dir */
 	char file[PATH_MAX]; /* the pattern file fio reads and Ganesha exports */
 	char fstype[32];
+	bool have_dev;		  /* the work dir's block device in /proc/diskstats */
+	unsigned dev_major, dev_minor;
 	long ncpu;
 	struct nfsd_server *ctl_eng; /* client engine for setup calls */
 	char fio[PATH_MAX];
@@ -147,6 +157,7 @@ struct row {
 	bool have_ccpu;
 	int vs; /* the ceiling row this one is compared with, or -1 */
 	bool failed; /* a sample failed: the row is that failure (why) */
+	uint64_t disk_ios, disk_sectors; /* reads the block device completed */
 	unsigned n;
 	struct sample smp[ROUNDS_MAX + 1];
 	char why[256];
@@ -318,6 +329,59 @@ static char *file_read_all(const char *path)
 	return buf;
 }
 
+/* Reads and sectors read so far by the work dir's block device. */
+static bool disk_reads(const struct bench *b, uint64_t *ios, uint64_t *sectors)
+{
+	FILE *f = b->have_dev ? fopen("/proc/diskstats", "r") : NULL;
+	bool found = false;
+	if (!f)
+		return false;
+	unsigned maj, min;
+	unsigned long long rd, rdm, rsec;
+	char dname[64], line[512];
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%u %u %63s %llu %llu %llu", &maj, &min, dname, &rd, &rdm,
+			       &rsec) == 6 &&
+			maj == b->dev_major && min == b->dev_minor;
+	fclose(f);
+	if (found) {
+		*ios = rd;
+		*sectors = rsec;
+	}
+	return found;
+}
+
+/* Around a sample of row r: what the disk was asked to read meanwhile. */
+struct disk_snap {
+	bool ok;
+	uint64_t ios, sectors;
+};
+
+static struct disk_snap disk_snap(const struct bench *b)
+{
+	struct disk_snap d = { 0 };
+	d.ok = disk_reads(b, &d.ios, &d.sectors);
+	return d;
+}
+
+static void disk_add(const struct bench *b, int r, struct disk_snap d0)
+{
+	struct disk_snap d1 = disk_snap(b);
+	if (d0.ok && d1.ok) {
+		rows[r].disk_ios += d1.ios - d0.ios;
+		rows[r].disk_sectors += d1.sectors - d0.sectors;
+	}
+}
+
+/* Mean KiB per read request the disk saw during row r's samples. */
+static bool disk_req_kib(int r, double *v)
+{
+	if (!rows[r].ok || !rows[r].disk_ios)
+		return false;
+	*v = (double)rows[r].disk_sectors * 512 / 1024 / (double)rows[r].disk_ios;
+	return true;
+}
+
 /*
  * fio --ioengine=io_uring --direct=1 --bs=1M --iodepth=16 on file, time
  * based, with the same access pattern as the NFS load (random 1 MiB
@@ -357,6 +421,7 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 			write ? NULL : "--readonly",
 			NULL};
 	struct bench_child ch = {0};
+	struct disk_snap d0 = disk_snap(b);
 	int rc = bench_child_spawn(&ch, "fio", argv, log, -1);
 	if (rc) {
 		row_missing(r, r, "fio: %s", strerror(-rc));
@@ -397,6 +462,7 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 			json_num(jobs, "job_runtime", &rt_ms) && rt_ms > 0;
 	double t = have_cpu ? rt_ms / 1000.0 : secs;
 	row_add(r, true, bw / MB, t, have_cpu ? (usr + sys) / 100.0 * t : 0, have_cpu, -1, NULL);
+	disk_add(b, r, d0);
 	free(js);
 }
 
@@ -779,8 +845,10 @@ static void bds_load(struct bench *b, struct bds *d, enum nfs3_load_op op, int r
 		    .gid = b->o.gid,
 		};
 		struct nfs3_load_res lr;
+		struct disk_snap d0 = disk_snap(b);
 		nfs3_load_run(&cfg, &lr);
 		row_set(k ? row4 : row1, &lr);
+		disk_add(b, k ? row4 : row1, d0);
 	}
 }
 
@@ -916,6 +984,14 @@ static void rounds_print(const struct bench *b)
 		}
 		printf("   (braid-ds cached READ vs Ganesha's)\n");
 	}
+	static const int disked[] = { R_DISK_READ, R_BDS_DIRECT1, R_BDS_DIRECT4 };
+	printf("disk read requests, mean KiB:");
+	for (size_t i = 0; i < sizeof(disked) / sizeof(disked[0]); i++) {
+		double v;
+		if (disk_req_kib(disked[i], &v))
+			printf("%s %s %.0f", i ? ";" : "", rows[disked[i]].name, v);
+	}
+	printf("\n");
 	printf("ceiling samples, MB/s, in order:\n");
 	for (size_t i = 0; i < sizeof(ceils) / sizeof(ceils[0]); i++) {
 		const struct row *w = &rows[ceils[i]];
@@ -1018,6 +1094,13 @@ static void jrounds(const char *k, const struct bench *b, int r, int vs)
 	putchar(']');
 }
 
+static void jdiskreq(const char *k, int r)
+{
+	double v = 0;
+	bool ok = disk_req_kib(r, &v);
+	bench_json_num(k, ok, v, 0);
+}
+
 static void jsamples(const char *k, int r)
 {
 	bench_json_key(k);
@@ -1075,6 +1158,9 @@ static void json_print(const struct bench *b)
 	jrounds("read_per_cpu_vs_ganesha_rounds", b, rc_best, gan_same);
 	jsamples("loopback_MBps_samples", R_LOOP1);
 	jsamples("disk_direct_MBps_samples", R_DISK_READ);
+	jdiskreq("disk_request_KiB_fio", R_DISK_READ);
+	jdiskreq("disk_request_KiB_direct_1conn", R_BDS_DIRECT1);
+	jdiskreq("disk_request_KiB_direct_4conn", R_BDS_DIRECT4);
 	jrow("loopback_MBps_4streams", R_LOOP4);
 	jrow("disk_direct_write_MBps", R_DISK_WRITE);
 	jrow("read_cached_MBps_1conn", R_BDS_CACHED1);
@@ -1263,6 +1349,14 @@ int main(int argc, char **argv)
 	/* Ganesha's export dir and its handle lookups need the path resolved */
 	chmod(b.work, 0755);
 	bench_fstype(b.work, b.fstype, sizeof(b.fstype));
+	struct stat wst;
+	if (!stat(b.work, &wst)) {
+		b.dev_major = major(wst.st_dev);
+		b.dev_minor = minor(wst.st_dev);
+		uint64_t x, y;
+		b.have_dev = true;
+		b.have_dev = disk_reads(&b, &x, &y); /* not a block device (tmpfs): none */
+	}
 	struct statvfs vf;
 	/* pattern file + fio's write file + the DS object, with some slack */
 	if (!statvfs(b.work, &vf) &&
