@@ -547,6 +547,21 @@ static double thread_cpu_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The run's phase; the thread's CPU noted where the window opens (cpu0)
+ * and closes (cpu1), as this thread first sees it do so. */
+static int lb_phase(struct lb_run *run, int *seen, double *cpu0, double *cpu1)
+{
+	int ph = atomic_load(&run->phase);
+	if (ph != *seen) {
+		if (ph >= 1 && *seen < 1)
+			*cpu0 = thread_cpu_s();
+		if (ph == 2)
+			*cpu1 = thread_cpu_s();
+		*seen = ph;
+	}
+	return ph;
+}
+
 /* 1 MiB writes, as fast as the socket takes them. */
 static void *lb_sender(void *arg)
 {
@@ -554,14 +569,7 @@ static void *lb_sender(void *arg)
 	uint8_t *buf = calloc(1, LB_IO);
 	int seen = 0;
 	while (buf) {
-		int ph = atomic_load(&s->run->phase);
-		if (ph != seen) {
-			if (ph >= 1 && seen < 1)
-				s->cpu0 = thread_cpu_s();
-			if (ph == 2)
-				s->cpu1 = thread_cpu_s();
-			seen = ph;
-		}
+		int ph = lb_phase(s->run, &seen, &s->cpu0, &s->cpu1);
 		if (ph == 2)
 			break;
 		for (size_t done = 0; done < LB_IO;) {
@@ -583,14 +591,7 @@ static void *lb_receiver(void *arg)
 	uint8_t *buf = malloc(LB_IO);
 	int seen = 0;
 	while (buf) {
-		int ph = atomic_load(&s->run->phase);
-		if (ph != seen) {
-			if (ph >= 1 && seen < 1)
-				s->rcpu0 = thread_cpu_s();
-			if (ph == 2)
-				s->rcpu1 = thread_cpu_s();
-			seen = ph;
-		}
+		lb_phase(s->run, &seen, &s->rcpu0, &s->rcpu1);
 		ssize_t r = read(s->rfd, buf, LB_IO);
 		if (r <= 0)
 			break;
