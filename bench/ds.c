@@ -1387,17 +1387,17 @@ int main(int argc, char **argv)
 
 	/* Unjudged ceilings first, once, while nothing else of ours runs. */
 	bool all = !b.o.only_cached;
-	if (all)
+	if (all) {
 		loopback_run(4, b.o.secs, R_LOOP4);
-	else
+		b.have_fio = bench_exe_find("fio", b.fio, sizeof(b.fio));
+		if (b.have_fio)
+			fio_run(&b, b.fio, true, b.o.secs, R_DISK_WRITE);
+		else
+			row_missing(R_DISK_READ, R_DISK_WRITE,
+				    "fio not installed (tools/install-deps)");
+	} else {
 		row_missing(R_LOOP1, R_DISK_WRITE, "not run (--only-cached)");
-	b.have_fio = all && bench_exe_find("fio", b.fio, sizeof(b.fio));
-	if (!all)
-		;
-	else if (b.have_fio)
-		fio_run(&b, b.fio, true, b.o.secs, R_DISK_WRITE);
-	else
-		row_missing(R_DISK_READ, R_DISK_WRITE, "fio not installed (tools/install-deps)");
+	}
 
 	/*
 	 * Cached READs: both servers up, and per round the loopback ceiling,

@@ -106,13 +106,6 @@ struct mds_dsreg {
 	atomic_ullong rng;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Tombstones included: ids are unique among every entry. */
 static struct ds_ent *ent_find_any(struct mds_dsreg *r, uint32_t id)
 {

@@ -179,13 +179,6 @@ struct mds_layout {
 	uint64_t next_reconcile_ns;    /* the thread's own */
 };
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline uint64_t get64(const uint8_t *p)
 {
 	uint64_t v;

@@ -480,17 +480,19 @@ static bool flavor_allowed(const struct export_client *cl, uint32_t flavor)
 
 int mds_peer_text(const struct sockaddr_storage *ss, char host[INET6_ADDRSTRLEN])
 {
-	strcpy(host, "?");
+	if (host)
+		strcpy(host, "?");
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-		inet_ntop(AF_INET, &in->sin_addr, host, INET6_ADDRSTRLEN);
+		if (host)
+			inet_ntop(AF_INET, &in->sin_addr, host, INET6_ADDRSTRLEN);
 		return ntohs(in->sin_port);
 	}
 	if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+		if (host && IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
 			inet_ntop(AF_INET, in6->sin6_addr.s6_addr + 12, host, INET6_ADDRSTRLEN);
-		else
+		else if (host)
 			inet_ntop(AF_INET6, &in6->sin6_addr, host, INET6_ADDRSTRLEN);
 		return ntohs(in6->sin6_port);
 	}
@@ -507,23 +509,24 @@ static bool port_ok(const struct export_client *cl, uint32_t flavor, const struc
 {
 	if (cl->flags & EXPORT_INSECURE || flavor == NFSD_RPCSEC_GSS)
 		return true;
-	char host[INET6_ADDRSTRLEN];
-	int port = mds_peer_text((const struct sockaddr_storage *)peer, host);
+	const struct sockaddr_storage *ss = (const struct sockaddr_storage *)peer;
+	int port = mds_peer_text(ss, NULL); /* every op: no text unless logged */
 	if (port >= 0 && port < IPPORT_RESERVED)
 		return true;
 	static _Atomic uint64_t last_ns;
 	static atomic_uint quiet;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	uint64_t then = atomic_load(&last_ns);
-	if ((!then || now - then >= 10000000000ull) && atomic_compare_exchange_strong(&last_ns, &then, now))
-		mds_log("refused a request from %s port %d: the export is \"secure\" (the default) "
-			"and the port is not reserved; \"insecure\" allows it (%u more refused "
-			"since the last line)",
-			host, port, atomic_exchange(&quiet, 0));
-	else
+	uint64_t now = now_ns(), then = atomic_load(&last_ns);
+	if ((then && now - then < 10000000000ull) ||
+	    !atomic_compare_exchange_strong(&last_ns, &then, now)) {
 		atomic_fetch_add(&quiet, 1);
+		return false;
+	}
+	char host[INET6_ADDRSTRLEN];
+	mds_peer_text(ss, host);
+	mds_log("refused a request from %s port %d: the export is \"secure\" (the default) and "
+		"the port is not reserved; \"insecure\" allows it (%u more refused since the "
+		"last line)",
+		host, port, atomic_exchange(&quiet, 0));
 	return false;
 }
 

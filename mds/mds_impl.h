@@ -31,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "nfs4_prot.h"
 
@@ -135,7 +136,15 @@ static inline struct braid_mds *mds_of(const struct nfs41_compound *c)
 }
 
 void mds_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The peer's address as text (host, "?" if not IP); returns its port, -1 if none. */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+/* The peer's port, -1 if not IP; with host, its address as text too ("?"). */
 int mds_peer_text(const struct sockaddr_storage *ss, char host[INET6_ADDRSTRLEN]);
 
 /*

@@ -43,13 +43,6 @@
 	 OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED)
 #define DEFAULT_MODE 0600 /* a create without mode: the owner only (cf. §18.16.4) */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 33;
