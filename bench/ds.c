@@ -12,12 +12,13 @@
  *  - NFS-Ganesha (FSAL VFS, NFSv3) serving the same READ load from the page
  *    cache, with its CPU time, for the READ-per-CPU-second comparison.
  *
- * The judged comparisons run interleaved, in rounds (--rounds, 3 unless
+ * The judged comparisons run interleaved, in rounds (--rounds, 5 unless
  * --quick): each round measures the 1-stream loopback ceiling, then
  * braid-ds's cached READs and Ganesha's (both servers stay up for all
  * rounds), and a last loopback sample closes the series; likewise fio's
  * O_DIRECT read rate alternates with braid-ds's O_DIRECT READs.  --seconds
- * is each case's measured time in all, split evenly between its rounds.
+ * is each case's measured time in all (10 s unless --quick), split evenly
+ * between its rounds.
  * On a shared box (a virtual disk above all) a ceiling drifts by tens of
  * percent within seconds, so samples taken minutes apart would bias every
  * ratio with that drift; interleaved, both sides see the same drift.  A
@@ -1249,8 +1250,16 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 {
 	bool quick = false, have_secs = false, have_size = false, have_rounds = false;
 	const char *tmp = getenv("TMPDIR");
-	o->secs = 5;
-	o->rounds = 3;
+	/*
+	 * On this project's 2-core VMs one 1 s loopback sample differs from
+	 * the next by up to 25% (host contention, with no trend that
+	 * bracketing could remove), so a ratio's error shrinks only with the
+	 * measured time, as its square root: rounds of 1 s to 2 s had a
+	 * spread of about 0.09, which 5 s in 3 rounds left near 0.05 and
+	 * 10 s in 5 rounds brings near 0.03.
+	 */
+	o->secs = 10;
+	o->rounds = 5;
 	o->size = 1ull << 30;
 	o->dir = tmp && *tmp ? tmp : "/var/tmp";
 	o->uid = o->gid = 1000;
