@@ -121,6 +121,7 @@ struct ds_store_counters {
 	uint64_t fdatasyncs;  /* completed fdatasync calls (DATA_SYNC, metadata) */
 	uint64_t crc_errors;  /* blocks that failed verification */
 	uint64_t read_faults; /* mapped READs the kernel could not fill (SIGBUS) */
+	uint64_t reads_uncached; /* READs copied since their pages were not cached */
 	uint64_t loads, evictions;
 };
 

@@ -8,8 +8,10 @@
  *  - the same permission check (EACCES) and -ENOENT for no object;
  *  - a block whose CRC does not match is -EIO, never data, even when the
  *    bad byte sits in a block the range only partly covers;
- *  - -EOPNOTSUPP where a mapping cannot serve (an O_DIRECT store), so the
- *    caller copies instead;
+ *  - -EOPNOTSUPP where a mapping cannot serve (an O_DIRECT store, or a
+ *    range not wholly in the page cache, whose faults would read it page
+ *    by page with read-around), so the caller copies instead, and the
+ *    copy leaves the range cached for the next mapped READ;
  *  - a page the kernel cannot fill while the blocks are verified (here the
  *    data file cut short behind the store's back, in the window between
  *    the length check and the verify pass; a disk I/O error faults the same
@@ -179,6 +181,47 @@ int main(void)
 	CHECK_EQ(ds_store_truncate(st, &a, 0), 0);
 	st_fill(data, 0, size, 1);
 	CHECK_EQ(st_write(st, &a, U, U, 0, data, size, DS_UNSTABLE), (ssize_t)size);
+
+	/* pages not in the page cache: not mapped, counted; a copying read
+	 * caches them, and the mapping serves again */
+	{
+		struct ds_objid u = st_id(3, 1);
+		CHECK_EQ(ds_store_create(st, &u, U, U, 0600), 0);
+		st_fill(data, 0, 8 * BS, 3);
+		CHECK_EQ(st_write(st, &u, U, U, 0, data, 8 * BS, DS_FILE_SYNC), 8 * BS);
+		char upath[4400];
+		st_obj_path(dir, &u, "", upath, sizeof(upath));
+		int fd = open(upath, O_RDONLY);
+		CHECK(fd >= 0);
+		CHECK_EQ(fdatasync(fd), 0);
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		struct ds_store_counters c0, c1;
+		ds_store_counters(st, &c0);
+		CHECK_EQ(ds_store_read_mapped(st, &u, U, U, 2 * BS, 4 * BS, &m, &p, &eof),
+			 -EOPNOTSUPP);
+		CHECK(!m.base);
+		ds_store_counters(st, &c1);
+		CHECK_EQ(c1.reads_uncached, c0.reads_uncached + 1);
+		same(st, &u, 2 * BS, 4 * BS); /* the copy; it caches the pages */
+		CHECK_EQ(ds_store_read_mapped(st, &u, U, U, 2 * BS, 4 * BS, &m, &p, &eof),
+			 (ssize_t)(4 * BS));
+		for (uint64_t i = 0; i < 4 * BS; i++)
+			CHECK(((const uint8_t *)p)[i] == st_pat(2 * BS + i, 3));
+		ds_store_unmap(&m);
+		/* one page of the range missing is enough to copy */
+		uint8_t *tmpb = malloc(BS);
+		CHECK(tmpb);
+		CHECK_EQ(ds_store_read(st, &u, U, U, 6 * BS, BS, tmpb, &eof), (ssize_t)BS);
+		free(tmpb);
+		CHECK_EQ(posix_fadvise(fd, 7 * BS, BS, POSIX_FADV_DONTNEED), 0);
+		CHECK_EQ(ds_store_read_mapped(st, &u, U, U, 6 * BS, 2 * BS, &m, &p, &eof),
+			 -EOPNOTSUPP);
+		CHECK_EQ(ds_store_read_mapped(st, &u, U, U, 6 * BS, BS, &m, &p, &eof),
+			 (ssize_t)BS); /* the page before it is cached */
+		ds_store_unmap(&m);
+		close(fd);
+		CHECK_EQ(ds_store_remove(st, &u), 0);
+	}
 
 	/* a bad byte in block 1: any range touching block 1 is -EIO */
 	char path[4400];
