@@ -63,6 +63,9 @@ const struct conf_schema ds_conf_schema[] = {
 	  .desc = "Network event loops; 0: one per core." },
 	{ "ds", NULL, "workers", CONF_INT, .min = 0, .max = 4096, .def = "0", S(workers),
 	  .desc = "Threads doing storage I/O; 0: 16 per core." },
+	{ "ds", NULL, "read_window", CONF_INT, .min = 0, .max = 4096, .def = "3", S(read_window),
+	  .desc = "READs from the page cache in progress per connection (their CRC check "
+		  "kept just ahead of the send); 0: no limit.  Not with direct_io." },
 	{ "ds", NULL, "scrub_interval", CONF_DURATION, .def = "0", S(scrub_interval_ms),
 	  .desc = "Verify every block this often in the background; 0: never." },
 	{ "ds", NULL, "metrics_listen", CONF_ADDRS, S(metrics_listen),
@@ -253,6 +256,7 @@ int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 		if (n != -EOPNOTSUPP)
 			return (int)n;
 	}
+	nfsd_req_unbulk(req); /* from disk: no reason to hold the next READ back */
 	void *buf = buf_get(ds);
 	if (!buf)
 		return -EAGAIN;
@@ -657,6 +661,9 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	o.nworkers = set->workers ? (unsigned)set->workers : (unsigned)(ncpu > 0 ? ncpu : 1) * 16;
 	o.max_record = (uint32_t)set->max_io + 64 * 1024;
 	o.arena_limit = 1u << 20;
+	/* READs verify in the page cache just ahead of the send; O_DIRECT
+	 * READs need the disk's depth instead */
+	o.bulk_window = set->direct_io ? 0 : (unsigned)set->read_window;
 	ds->srv = nfsd_server_new(&o, &rc);
 	if (!ds->srv) {
 		snprintf(msg, msglen, "RPC server: %s", strerror(-rc));

@@ -40,6 +40,7 @@ struct ds_settings {
 	bool nfs3, nfs41;
 	uint64_t max_io;              /* rsize/wsize */
 	int64_t loops, workers;       /* 0: automatic */
+	int64_t read_window;          /* page-cache READs per connection in progress */
 	uint64_t scrub_interval_ms;   /* 0: no background scrub */
 	struct conf_addrs metrics_listen; /* GET /metrics (Prometheus); n == 0: off */
 	/* Not in the file; tests set it after ds_settings_load:

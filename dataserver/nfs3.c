@@ -273,7 +273,7 @@ struct nfsd_proc ds_nfs3_procs[22] = {
 	P3(GETATTR, p3_getattr),
 	P3(SETATTR, p3_setattr),
 	P3(ACCESS, p3_access),
-	P3(READ, p3_read),
+	[NFSPROC3_READ] = { .name = "READ", .fn = p3_read, .flags = NFSD_PROC_BULK },
 	P3(WRITE, p3_write),
 	P3(FSSTAT, p3_fsstat),
 	P3(FSINFO, p3_fsinfo),

@@ -127,6 +127,9 @@ struct nfsd_conn {
 	struct nfsd_conn *dnext;
 
 	unsigned reqs_out; /* requests at workers */
+	/* NFSD_PROC_BULK calls from dispatch to their reply's send (or
+	 * nfsd_req_unbulk, which a worker may call) */
+	atomic_uint bulk_out;
 	bool eof, dead, recv_armed, connecting, closed_fd;
 	unsigned ops_pending; /* io_uring operations not yet completed */
 	struct nfsd_op recv_op, send_op, conn_op;

@@ -119,6 +119,10 @@ int nfsd_req_on_free(struct nfsd_req *req, void (*fn)(void *arg), void *arg)
 
 void nfsd_req_free(struct nfsd_loop *l, struct nfsd_req *r)
 {
+	if (r->bulk) {
+		r->bulk = false;
+		atomic_fetch_sub_explicit(&r->conn->bulk_out, 1, memory_order_relaxed);
+	}
 	if (r->on_free) {
 		r->on_free(r->on_free_arg);
 		r->on_free = NULL;
@@ -295,9 +299,60 @@ bool nfsd_conn_queue_bytes(struct nfsd_conn *c, const uint8_t *p, size_t len)
 	return true;
 }
 
+/*
+ * Taking no new calls: replies wait (backlog, a stuck send), too many calls
+ * are in progress, or the bulk window is full.  The window keeps a data
+ * server's READs from the page cache in step with the socket: each READ's
+ * blocks are CRC-checked just before the send needs them, and workers do
+ * not run in bursts of 16 beside the loop that sends (docs/architecture.md,
+ * "Memory limits per connection", has the measurements).
+ */
 static bool conn_paused(const struct nfsd_conn *c)
 {
-	return c->backlog || c->reqs_out >= c->loop->srv->opts.max_conn_reqs || conn_out_busy(c);
+	unsigned bw = c->loop->srv->opts.bulk_window;
+	return c->backlog || c->reqs_out >= c->loop->srv->opts.max_conn_reqs || conn_out_busy(c) ||
+	       (bw && atomic_load_explicit(&c->bulk_out, memory_order_relaxed) >= bw);
+}
+
+struct unbulk_post {
+	struct nfsd_post_fn f;
+	struct nfsd_conn *c;
+};
+
+static void unbulk_resume(struct nfsd_loop *l, void *arg)
+{
+	struct unbulk_post *u = arg;
+	struct nfsd_conn *c = u->c;
+	if (!c->dead && !c->recv_armed)
+		nfsd_conn_resume(c);
+	nfsd_conn_put(c);
+	free(u);
+}
+
+void nfsd_req_unbulk(struct nfsd_req *r)
+{
+	if (!r->bulk)
+		return;
+	r->bulk = false;
+	struct nfsd_conn *c = r->conn;
+	unsigned was = atomic_fetch_sub_explicit(&c->bulk_out, 1, memory_order_relaxed);
+	if (was < c->loop->srv->opts.bulk_window)
+		return; /* the window was not what held the connection */
+	if (nfsd_loop_is_current(c->loop)) {
+		if (!c->dead && !c->recv_armed)
+			nfsd_conn_resume(c);
+		return;
+	}
+	/* the connection may be waiting on the window: its loop looks again.
+	 * Without memory it looks when this call's reply goes back. */
+	struct unbulk_post *u = malloc(sizeof(*u));
+	if (!u)
+		return;
+	nfsd_conn_get(c);
+	u->c = c;
+	u->f.fn = unbulk_resume;
+	u->f.arg = u;
+	nfsd_loop_post_fn(c->loop, &u->f);
 }
 
 void nfsd_conn_mark_dirty(struct nfsd_conn *c)

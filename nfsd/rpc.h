@@ -87,6 +87,11 @@ enum nfsd_proc_flags {
 	/* never blocks: run on the loop thread (AUTH_SYS groups are the wire's:
 	 * manage_gids resolution, which may block, happens for worker procs) */
 	NFSD_PROC_INLINE = 1 << 0,
+	/* its reply may carry bulk data from memory the procedure readied (a
+	 * data server's READ from the page cache): with opts.bulk_window, a
+	 * connection holds at most that many of these calls between their
+	 * dispatch and the end of their reply's send (nfsd_req_unbulk) */
+	NFSD_PROC_BULK = 1 << 1,
 };
 
 struct nfsd_proc {
@@ -151,6 +156,7 @@ struct nfsd_server_opts {
 	bool manage_gids;         /* resolve AUTH_SYS groups on the server */
 	unsigned gid_cache_ttl_s; /* how long resolved groups are trusted */
 	int force_backend;        /* 0 auto, 1 io_uring, 2 epoll */
+	unsigned bulk_window;     /* NFSD_PROC_BULK calls per connection; 0 = no limit */
 	struct nfsd_metrics *metrics; /* optional: count and time every call (nfsd/metrics.h) */
 };
 
@@ -205,6 +211,7 @@ struct nfsd_req {
 	struct xdr_arena arena;
 	void *args, *res;
 	int status;
+	bool bulk; /* counted in its connection's bulk window */
 	/* the whole call record (xid first), for flavors that sign calls */
 	const uint8_t *rec;
 	size_t rec_len;
@@ -234,6 +241,15 @@ struct nfsd_req {
  * -ENOMEM leaves the request as it was.
  */
 int nfsd_req_on_free(struct nfsd_req *req, void (*fn)(void *arg), void *arg);
+
+/*
+ * Leave the connection's bulk window (NFSD_PROC_BULK): this call's reply
+ * will not send from readied memory (a READ of data not in the page cache,
+ * read from disk into a buffer), so the connection may take the next call
+ * now instead of after this one's disk I/O.  Any thread; no-op when the
+ * call is not counted.
+ */
+void nfsd_req_unbulk(struct nfsd_req *req);
 
 /* Finish a request a handler kept with NFSD_ASYNC (any thread). */
 void nfsd_req_done(struct nfsd_req *req, int status);

@@ -370,6 +370,10 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	    !(r->p->flags & NFSD_PROC_INLINE))
 		nfsd_auth_resolve_groups(r);
 	c->reqs_out++;
+	if ((r->p->flags & NFSD_PROC_BULK) && l->srv->opts.bulk_window) {
+		r->bulk = true;
+		atomic_fetch_add_explicit(&c->bulk_out, 1, memory_order_relaxed);
+	}
 	if (r->p->flags & NFSD_PROC_INLINE) {
 		int st = r->p->fn(r, r->args, r->res);
 		if (st == NFSD_ASYNC)

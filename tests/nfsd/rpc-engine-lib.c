@@ -116,6 +116,31 @@ static int p_killonce(struct nfsd_req *r, void *a, void *res)
 	return NFSD_SUCCESS;
 }
 
+atomic_int tp_bulk_now, tp_bulk_max;
+static uint8_t bulk_data[256 << 10];
+
+static int bulk_run(struct nfsd_req *r, void *a, void *res, bool disk)
+{
+	if (disk)
+		nfsd_req_unbulk(r);
+	int now = atomic_fetch_add(&tp_bulk_now, 1) + 1, max = atomic_load(&tp_bulk_max);
+	while (now > max && !atomic_compare_exchange_weak(&tp_bulk_max, &max, now))
+		;
+	usleep(5000);
+	atomic_fetch_sub(&tp_bulk_now, 1);
+	uint32_t n = *(uint32_t *)a;
+	*(xdr_opaque *)res = xdr_opaque_of(bulk_data, n < sizeof(bulk_data) ? n : sizeof(bulk_data));
+	return NFSD_SUCCESS;
+}
+static int p_bulk(struct nfsd_req *r, void *a, void *res)
+{
+	return bulk_run(r, a, res, false);
+}
+static int p_bulk_disk(struct nfsd_req *r, void *a, void *res)
+{
+	return bulk_run(r, a, res, true);
+}
+
 static const struct nfsd_proc tprocs_v1[TP_NPROCS] = {
 	[TP_NULL] = { .name = "NULL", .fn = p_null, .flags = NFSD_PROC_INLINE },
 	[TP_ECHO] = { .name = "ECHO", .fn = p_echo, .dec_args = dec_opaque,
@@ -133,6 +158,12 @@ static const struct nfsd_proc tprocs_v1[TP_NPROCS] = {
 	[TP_SLEEP] = { .name = "SLEEP", .fn = p_sleep },
 	[TP_KILLONCE] = { .name = "KILLONCE", .fn = p_killonce },
 	[TP_WHOAMI_W] = { .name = "WHOAMI_W", .fn = p_whoami },
+	[TP_BULK] = { .name = "BULK", .fn = p_bulk, .dec_args = dec_u32, .args_size = 4,
+		      .enc_res = enc_opaque, .res_size = sizeof(xdr_opaque),
+		      .flags = NFSD_PROC_BULK },
+	[TP_BULK_DISK] = { .name = "BULK_DISK", .fn = p_bulk_disk, .dec_args = dec_u32,
+			   .args_size = 4, .enc_res = enc_opaque, .res_size = sizeof(xdr_opaque),
+			   .flags = NFSD_PROC_BULK },
 };
 static const struct nfsd_proc tprocs_v3[1] = {
 	{ .name = "NULL", .fn = p_null, .flags = NFSD_PROC_INLINE },

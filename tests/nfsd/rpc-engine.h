@@ -7,6 +7,7 @@
 #define BRAID_TESTS_RPC_ENGINE_H
 
 #include <arpa/inet.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -27,8 +28,13 @@ enum tproc {
 	TP_SLEEP = 7,    /* worker: 20 ms */
 	TP_KILLONCE = 8, /* first call: drops the connection unanswered */
 	TP_WHOAMI_W = 9, /* WHOAMI on a worker (groups resolved with manage_gids) */
+	TP_BULK = 10,    /* worker, NFSD_PROC_BULK: 5 ms, then u32 n -> n bytes, held */
+	TP_BULK_DISK = 11, /* the same, but leaves the window first (nfsd_req_unbulk) */
 	TP_NPROCS
 };
+
+/* TP_BULK and TP_BULK_DISK calls running now, and the most at once. */
+extern atomic_int tp_bulk_now, tp_bulk_max;
 
 /* Start a server with the test program on 127.0.0.1:0; returns the port. */
 struct nfsd_server *tsrv_start(int backend, const struct nfsd_server_opts *opts, int *port);
