@@ -338,13 +338,10 @@ void nfsd_req_unbulk(struct nfsd_req *r)
 	unsigned was = atomic_fetch_sub_explicit(&c->bulk_out, 1, memory_order_relaxed);
 	if (was < c->loop->srv->opts.bulk_window)
 		return; /* the window was not what held the connection */
-	if (nfsd_loop_is_current(c->loop)) {
-		if (!c->dead && !c->recv_armed)
-			nfsd_conn_resume(c);
-		return;
-	}
-	/* the connection may be waiting on the window: its loop looks again.
-	 * Without memory it looks when this call's reply goes back. */
+	/* the connection may be waiting on the window: its loop looks again,
+	 * posted even from that loop's thread, where an inline procedure runs
+	 * inside the connection's parsing and must not re-enter it.  Without
+	 * memory, it looks when this call's reply goes back. */
 	struct unbulk_post *u = malloc(sizeof(*u));
 	if (!u)
 		return;
