@@ -1668,7 +1668,8 @@ static int obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 	}
 	/* No MADV_POPULATE_READ: the mapping outlives the READ, so its pages
 	 * stay mapped and a walk of all 256 of a MiB's PTEs on every READ was
-	 * 7% of braid-ds's CPU; the verify pass faults in what is missing. */
+	 * 7% of braid-ds's CPU.  The range is all in the page cache (else the
+	 * caller copies), so the verify pass at most maps cached pages. */
 	uint8_t *p = (uint8_t *)vm->base + a;
 	if (!range_resident(vm->base, a, z, pg)) {
 		vmap_put(vm);
