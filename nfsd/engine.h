@@ -118,6 +118,7 @@ struct nfsd_conn {
 	/* finished replies that did not fit in q[cur]; while any wait, no new
 	 * records are taken */
 	struct nfsd_req *backlog, *backlog_tail;
+	unsigned nbacklog; /* of them */
 
 	struct nfsd_outq q[2];
 	unsigned cur;   /* q[cur] takes new messages; q[!cur] may be sending */

@@ -309,9 +309,21 @@ bool nfsd_conn_queue_bytes(struct nfsd_conn *c, const uint8_t *p, size_t len)
  */
 static bool conn_paused(const struct nfsd_conn *c)
 {
-	unsigned bw = c->loop->srv->opts.bulk_window;
-	return c->backlog || c->reqs_out >= c->loop->srv->opts.max_conn_reqs || conn_out_busy(c) ||
-	       (bw && atomic_load_explicit(&c->bulk_out, memory_order_relaxed) >= bw);
+	const struct nfsd_server_opts *o = &c->loop->srv->opts;
+	if (c->clnt)
+		/*
+		 * Our client's connection reads whatever its own sends are
+		 * doing.  A server may stop reading while we do not read its
+		 * replies (ours does, above); if we stopped reading while it
+		 * does not read our calls, both would wait for ever
+		 * (tests/nfsd/rpc-client-duplex).  Replies free memory; only
+		 * the backchannel's calls, which a server's slot table bounds,
+		 * are limited, and by count.
+		 */
+		return c->reqs_out + c->nbacklog >= o->max_conn_reqs;
+	return c->backlog || c->reqs_out >= o->max_conn_reqs || conn_out_busy(c) ||
+	       (o->bulk_window &&
+		atomic_load_explicit(&c->bulk_out, memory_order_relaxed) >= o->bulk_window);
 }
 
 struct unbulk_post {
@@ -387,6 +399,7 @@ static void conn_finish_close(struct nfsd_conn *c)
 		nfsd_req_free(l, r);
 	}
 	c->backlog_tail = NULL;
+	c->nbacklog = 0;
 	nfsd_conn_fail_calls(c, -ECONNRESET);
 	nfsd_conn_free_orphans(c);
 	l->st.conns_closed++;

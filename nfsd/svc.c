@@ -156,6 +156,7 @@ void nfsd_svc_queue_reply(struct nfsd_conn *c, struct nfsd_req *r)
 	else
 		c->backlog = r;
 	c->backlog_tail = r;
+	c->nbacklog++;
 }
 
 void nfsd_svc_drain_backlog(struct nfsd_conn *c)
@@ -169,6 +170,7 @@ void nfsd_svc_drain_backlog(struct nfsd_conn *c)
 			break;
 		}
 		c->backlog = next;
+		c->nbacklog--;
 		if (!next)
 			c->backlog_tail = NULL;
 	}
