@@ -98,11 +98,8 @@ static void done_cb(void *ctx, int err, struct xdr_dec *d)
 static void run(int backend)
 {
 	struct rawsrv s = { 0 };
-	s.lfd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	CHECK(!bind(s.lfd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(s.lfd, 4) &&
-	      !getsockname(s.lfd, (struct sockaddr *)&sa, &sl));
+	struct sockaddr_in sa;
+	s.lfd = raw_listen(&sa);
 	pthread_t t;
 	CHECK(!pthread_create(&t, NULL, raw_main, &s));
 

@@ -173,11 +173,8 @@ static void *staller_main(void *arg)
 static void stall(struct nfsd_server *eng)
 {
 	struct staller s = { 0 };
-	s.lfd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	CHECK(!bind(s.lfd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(s.lfd, 4) &&
-	      !getsockname(s.lfd, (struct sockaddr *)&sa, &sl));
+	struct sockaddr_in sa;
+	s.lfd = raw_listen(&sa);
 	pthread_t t;
 	pthread_create(&t, NULL, staller_main, &s);
 	struct nfsd_clnt_opts co = { 0 };

@@ -292,6 +292,16 @@ void raw_write_all(int fd, const void *p, size_t n)
 	}
 }
 
+int raw_listen(struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	*sa = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(*sa);
+	CHECK(fd >= 0 && !bind(fd, (struct sockaddr *)sa, sizeof(*sa)) && !listen(fd, 4) &&
+	      !getsockname(fd, (struct sockaddr *)sa, &sl));
+	return fd;
+}
+
 int raw_parse_reply(const uint8_t *rec, size_t len, struct raw_reply *r)
 {
 	struct xdr_dec d;

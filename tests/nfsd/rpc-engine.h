@@ -50,6 +50,8 @@ size_t raw_call(uint8_t *buf, uint32_t xid, uint32_t rpcvers, uint32_t prog, uin
 /* Read one whole record (all fragments); returns its length or -1 on EOF. */
 ssize_t raw_read_record(int fd, uint8_t *buf, size_t cap);
 void raw_write_all(int fd, const void *p, size_t n);
+/* A listening socket on a free loopback port, *sa its address. */
+int raw_listen(struct sockaddr_in *sa);
 
 /* Reply parsed: stat is accept_stat, or 0x200 | auth_stat / 0x2ff mismatch. */
 struct raw_reply {
