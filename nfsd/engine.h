@@ -233,7 +233,8 @@ bool nfsd_loop_is_current(const struct nfsd_loop *l);
 bool nfsd_conn_queue_bytes(struct nfsd_conn *c, const uint8_t *p, size_t len);
 void nfsd_conn_mark_dirty(struct nfsd_conn *c);
 void nfsd_conn_kill(struct nfsd_conn *c);
-/* take more records / receive again after a request finished */
+/* take more records / receive again after what paused it changed (loop
+ * thread; nothing while dead or a receive is armed) */
 void nfsd_conn_resume(struct nfsd_conn *c);
 struct nfsd_conn *nfsd_conn_new(struct nfsd_loop *l, int fd);
 void nfsd_loop_add_conn(struct nfsd_loop *l, struct nfsd_conn *c);

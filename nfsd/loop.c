@@ -117,12 +117,18 @@ int nfsd_req_on_free(struct nfsd_req *req, void (*fn)(void *arg), void *arg)
 	return 0;
 }
 
+/* r leaves its connection's bulk window; the count before, 0 if not in it */
+static unsigned bulk_leave(struct nfsd_req *r)
+{
+	if (!r->bulk)
+		return 0;
+	r->bulk = false;
+	return atomic_fetch_sub_explicit(&r->conn->bulk_out, 1, memory_order_relaxed);
+}
+
 void nfsd_req_free(struct nfsd_loop *l, struct nfsd_req *r)
 {
-	if (r->bulk) {
-		r->bulk = false;
-		atomic_fetch_sub_explicit(&r->conn->bulk_out, 1, memory_order_relaxed);
-	}
+	bulk_leave(r);
 	if (r->on_free) {
 		r->on_free(r->on_free_arg);
 		r->on_free = NULL;
@@ -334,22 +340,18 @@ struct unbulk_post {
 static void unbulk_resume(struct nfsd_loop *l, void *arg)
 {
 	struct unbulk_post *u = arg;
-	struct nfsd_conn *c = u->c;
-	if (!c->dead && !c->recv_armed)
-		nfsd_conn_resume(c);
-	nfsd_conn_put(c);
+	nfsd_conn_resume(u->c);
+	nfsd_conn_put(u->c);
 	free(u);
 }
 
 void nfsd_req_unbulk(struct nfsd_req *r)
 {
-	if (!r->bulk)
-		return;
-	r->bulk = false;
 	struct nfsd_conn *c = r->conn;
-	unsigned was = atomic_fetch_sub_explicit(&c->bulk_out, 1, memory_order_relaxed);
-	if (was < c->loop->srv->opts.bulk_window)
-		return; /* the window was not what held the connection */
+	unsigned was = bulk_leave(r);
+	if (!was || was < c->loop->srv->opts.bulk_window)
+		return; /* not in the window, or the window was not what held
+			 * the connection */
 	/* the connection may be waiting on the window: its loop looks again,
 	 * posted even from that loop's thread, where an inline procedure runs
 	 * inside the connection's parsing and must not re-enter it.  Without
@@ -756,7 +758,8 @@ static void conn_process(struct nfsd_conn *c)
 
 void nfsd_conn_resume(struct nfsd_conn *c)
 {
-	conn_process(c);
+	if (!c->dead && !c->recv_armed)
+		conn_process(c);
 }
 
 static void conn_recv_done(struct nfsd_conn *c, ssize_t n)

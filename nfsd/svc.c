@@ -233,8 +233,7 @@ void nfsd_svc_req_returned(struct nfsd_loop *l, struct nfsd_req *r)
 		nfsd_req_free(l, r);
 	else
 		nfsd_svc_queue_reply(c, r);
-	if (!c->dead && !c->recv_armed)
-		nfsd_conn_resume(c);
+	nfsd_conn_resume(c);
 	nfsd_conn_put(c);
 }
 
