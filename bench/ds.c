@@ -69,7 +69,7 @@
 #include "nfsd/xdr/mount_prot.h"
 #include "nfsd/xdr/nfs3_prot.h"
 
-#include "dataserver/ctl.h"
+#include "ctl/client.h"
 
 #define IOSIZE	 NFS3_LOAD_IO /* every READ and WRITE, fio's block */
 #define INFLIGHT NFS3_LOAD_INFLIGHT

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dataserver/ctl.h"
+#include "ctl/client.h"
 #include "dataserver/ds_impl.h"
 #include "nfsd/nfs41.h"
 

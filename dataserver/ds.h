@@ -6,7 +6,7 @@
  *
  * What a running data server serves, on every address it listens on:
  *  - NFSv3 (RFC 1813) READ, WRITE, COMMIT, GETATTR, SETATTR (size),
- *    ACCESS, FSINFO, FSSTAT, PATHCONF on object handles (dataserver/fh.h);
+ *    ACCESS, FSINFO, FSSTAT, PATHCONF on object handles (ctl/fh.h);
  *  - NFSv4.1 and 4.2 as a pNFS data server (dataserver/nfs41.c);
  *  - the control protocol (braid_ctl.x) to braid-mds, authenticated with
  *    AUTH_BRAID (nfsd/auth_braid.h): a call without a valid signature under

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 
 #include "dataserver/ds.h"
-#include "dataserver/fh.h"
+#include "ctl/fh.h"
 #include "dataserver/store.h"
 #include "nfsd/auth_braid.h"
 #include "nfsd/metrics.h"

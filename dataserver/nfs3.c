@@ -2,7 +2,7 @@
 /*
  * The NFSv3 data service of braid-ds (RFC 1813): the procedures a pNFS
  * client uses against a flexfiles data server (RFC 8435 §5.1), on object
- * handles (dataserver/fh.h).  Everything else is PROC_UNAVAIL: a DS has no
+ * handles (ctl/fh.h).  Everything else is PROC_UNAVAIL: a DS has no
  * namespace.
  *
  * Attributes: READ and WRITE return no post-operation attributes.  The

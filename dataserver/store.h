@@ -46,7 +46,8 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#define DS_KEY_SIZE       16 /* BRAID_CTL_KEY_SIZE */
+#include "ctl/objid.h"
+
 #define DS_VERIFIER_SIZE  8  /* NFS3_WRITEVERFSIZE, NFS4_VERIFIER_SIZE */
 #define DS_UUID_SIZE      16 /* BRAID_CTL_UUID_SIZE */
 #define DS_BLOCK_DEFAULT  4096
@@ -55,12 +56,6 @@
 #define DS_STORE_MAX_SIZE (1ull << 48)      /* largest object size (256 TiB) */
 
 struct ds_store;
-
-/* braid_ctl_objid */
-struct ds_objid {
-	uint8_t key[DS_KEY_SIZE];
-	uint64_t gen;
-};
 
 /* Values equal stable_how (RFC 1813 §3.3.7) and stable_how4. */
 enum ds_stable {
@@ -96,11 +91,6 @@ struct ds_obj_stat {
 	uint64_t change;       /* changes with data or size; survives restarts */
 	uint64_t used;         /* bytes of storage, data and CRCs */
 	uint32_t uid, gid, mode;
-};
-
-struct ds_list_entry {
-	struct ds_objid id;
-	uint64_t size;
 };
 
 struct ds_scrub_stats {

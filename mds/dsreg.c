@@ -54,7 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dataserver/ctl.h"
+#include "ctl/client.h"
 #include "layout/policy.h"
 #include "mds/mds_impl.h"
 

@@ -389,7 +389,7 @@ int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id);
 
 /*
  * A reference to the MDS's connection to one data server: control calls
- * (dataserver/ctl.h, with mds->key) and NFSv3 calls (AUTH_SYS as the
+ * (ctl/client.h, with mds->key) and NFSv3 calls (AUTH_SYS as the
  * object's fence), each call timed out after timeout_ms.  Fields are set
  * at creation and never change.
  */

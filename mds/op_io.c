@@ -46,8 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataserver/ctl.h"
-#include "dataserver/fh.h"
+#include "ctl/client.h"
+#include "ctl/fh.h"
 #include "mds/mds_impl.h"
 
 #define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */

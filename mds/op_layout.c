@@ -72,7 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataserver/fh.h"
+#include "ctl/fh.h"
 #include "mds/layout_impl.h"
 
 /* ------------------------------------------------------------- policies */

@@ -236,3 +236,23 @@ void braid_auth_call_opts(struct nfsd_call_opts *o, const struct braid_key *key)
 	o->verf_len = VERF_LEN;
 	o->sign_ctx = (void *)key;
 }
+
+int braid_auth_call(struct nfsd_clnt *c, const struct braid_key *key,
+		    const struct xdr_vers_desc *v, uint32_t proc, const void *args, void *res,
+		    struct xdr_arena *arena)
+{
+	const struct xdr_proc_desc *d = &v->procs[proc];
+	struct nfsd_call_opts o = {
+		.prog = v->prog,
+		.vers = v->vers,
+		.proc = proc,
+		.enc_args = d->arg_size ? d->enc_arg : NULL,
+		.args = args,
+	};
+	braid_auth_call_opts(&o, key);
+	int rc = nfsd_clnt_call(c, &o, d->res_size ? d->dec_res : NULL, res, arena);
+	if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDCRED) ||
+	    rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDVERF))
+		rc = nfsd_clnt_call(c, &o, d->res_size ? d->dec_res : NULL, res, arena);
+	return rc;
+}

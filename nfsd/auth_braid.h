@@ -61,4 +61,19 @@ void braid_auth_stats(struct braid_auth *a, struct braid_auth_stats *st);
  * must outlive the calls). */
 void braid_auth_call_opts(struct nfsd_call_opts *o, const struct braid_key *key);
 
+/*
+ * The one signed call every caller of a Braid protocol makes (the control
+ * protocol, braidctl's administration protocol, tests): procedure proc of
+ * v, args encoded and res decoded with v's codecs (res into arena memory;
+ * NULL when it holds no opaque or array).  The one retry rule: a call
+ * refused with AUTH_REJECTEDCRED or AUTH_REJECTEDVERF (stale or replayed:
+ * it was resent after a reconnection, or the window was full) is signed
+ * afresh and made once more.  Returns nfsd_clnt_call's value: 0 when a
+ * reply came (its own status left in res), -errno for the transport, or
+ * NFSD_CALL_ERR_* for an RPC-level refusal.
+ */
+int braid_auth_call(struct nfsd_clnt *c, const struct braid_key *key,
+		    const struct xdr_vers_desc *v, uint32_t proc, const void *args, void *res,
+		    struct xdr_arena *arena);
+
 #endif

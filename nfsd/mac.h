@@ -6,7 +6,7 @@
  * 2012) is a pseudorandom function of a 128-bit key, designed as a MAC for
  * short messages.  Braid uses its 64-bit form to hash directory entry names
  * (mds/store.c) and its 128-bit form as the MAC of data-server file handles
- * (dataserver/fh.c) and of control-protocol calls (nfsd/auth_braid.c).
+ * (ctl/fh.c) and of control-protocol calls (nfsd/auth_braid.c).
  *
  * The cluster key is a 256-bit secret that braid-mds and every braid-ds
  * share, kept in a file of 64 hex digits (whitespace and '#' comment lines

@@ -233,21 +233,8 @@ void braidctl_close(struct braidctl *b)
 static int call(struct braidctl *b, uint32_t proc, const void *args, void *res,
 		struct xdr_arena *ar)
 {
-	const struct xdr_proc_desc *d = &xdr_desc_BRAID_ADMIN_PROGRAM_BRAID_ADMIN_V1.procs[proc];
-	struct nfsd_call_opts o = {
-	    .prog = BRAID_ADMIN_PROGRAM,
-	    .vers = BRAID_ADMIN_V1,
-	    .proc = proc,
-	    .enc_args = d->arg_size ? d->enc_arg : NULL,
-	    .args = args,
-	};
-	braid_auth_call_opts(&o, &b->key);
-	int rc = 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		rc = nfsd_clnt_call(b->c, &o, d->res_size ? d->dec_res : NULL, res, ar);
-		if (rc != (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDVERF))
-			break; /* a replay only after a resend: sign afresh */
-	}
+	int rc = braid_auth_call(b->c, &b->key, &xdr_desc_BRAID_ADMIN_PROGRAM_BRAID_ADMIN_V1, proc,
+				 args, res, ar);
 	if (!rc)
 		return BRAIDCTL_OK;
 	if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_BADVERF) ||

@@ -13,9 +13,9 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
-#include "dataserver/ctl.h"
+#include "ctl/client.h"
 #include "dataserver/ds.h"
-#include "dataserver/fh.h"
+#include "ctl/fh.h"
 #include "nfsd/auth_braid.h"
 #include "nfsd/rpc.h"
 #include "tests/dataserver/store-test.h"

@@ -23,6 +23,9 @@ static inline const struct xdr_proc_desc *at_desc(uint32_t proc)
 static inline int at_call_flavor(struct mt *m, uint32_t flavor, uint32_t proc, const void *args,
 				 void *res, struct xdr_arena *ar)
 {
+	if (flavor == NFSD_AUTH_BRAID)
+		return braid_auth_call(m->c, &m->key, &xdr_desc_BRAID_ADMIN_PROGRAM_BRAID_ADMIN_V1,
+				       proc, args, res, ar);
 	const struct xdr_proc_desc *d = at_desc(proc);
 	struct nfsd_call_opts o = {.prog = BRAID_ADMIN_PROGRAM,
 				   .vers = BRAID_ADMIN_V1,
@@ -30,8 +33,6 @@ static inline int at_call_flavor(struct mt *m, uint32_t flavor, uint32_t proc, c
 				   .enc_args = d->arg_size ? d->enc_arg : NULL,
 				   .args = args,
 				   .flavor = flavor};
-	if (flavor == NFSD_AUTH_BRAID)
-		braid_auth_call_opts(&o, &m->key);
 	return nfsd_clnt_call(m->c, &o, d->res_size ? d->dec_res : NULL, res, ar);
 }
 

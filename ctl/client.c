@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "dataserver/ctl.h"
+#include "ctl/client.h"
 #include "nfsd/auth_braid.h"
 
 int ds_ctl_errno(int32_t stat)
@@ -35,26 +35,11 @@ int ds_ctl_errno(int32_t stat)
 	}
 }
 
-int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
-		const void *args, void *res, struct xdr_arena *arena)
+int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc, const void *args,
+		void *res, struct xdr_arena *arena)
 {
-	const struct xdr_proc_desc *d = &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1.procs[proc];
-	struct nfsd_call_opts o = {
-		.prog = BRAID_CTL_PROGRAM,
-		.vers = BRAID_CTL_V1,
-		.proc = proc,
-		.enc_args = d->arg_size ? d->enc_arg : NULL,
-		.args = args,
-	};
-	braid_auth_call_opts(&o, key);
-	int rc = 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		rc = nfsd_clnt_call(c, &o, d->res_size ? d->dec_res : NULL, res, arena);
-		if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDCRED) ||
-		    rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDVERF))
-			continue; /* resent past the window or seen: sign afresh */
-		break;
-	}
+	int rc = braid_auth_call(c, key, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1, proc, args, res,
+				 arena);
 	if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_BADVERF) ||
 	    rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDCRED))
 		return -EKEYREJECTED;
@@ -78,7 +63,7 @@ int ds_ctl_create(struct nfsd_clnt *c, const struct braid_key *key, const struct
 		  uint32_t uid, uint32_t gid, uint32_t mode, uint8_t fh[DS_CTL_FH_MAX],
 		  uint32_t *fhlen)
 {
-	braid_ctl_create_args a = { .cr_uid = uid, .cr_gid = gid, .cr_mode = mode };
+	braid_ctl_create_args a = {.cr_uid = uid, .cr_gid = gid, .cr_mode = mode};
 	braid_ctl_create_res r;
 	objid_to(id, &a.cr_obj);
 	struct xdr_arena arena;
@@ -114,7 +99,7 @@ int ds_ctl_remove(struct nfsd_clnt *c, const struct braid_key *key, const struct
 int ds_ctl_truncate(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
 		    uint64_t size)
 {
-	braid_ctl_truncate_args a = { .tr_size = size };
+	braid_ctl_truncate_args a = {.tr_size = size};
 	objid_to(id, &a.tr_obj);
 	return ctl_stat_call(c, key, BRAID_CTLPROC_TRUNCATE, &a);
 }
@@ -122,7 +107,7 @@ int ds_ctl_truncate(struct nfsd_clnt *c, const struct braid_key *key, const stru
 int ds_ctl_setfence(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
 		    uint32_t uid, uint32_t gid)
 {
-	braid_ctl_setfence_args a = { .sf_uid = uid, .sf_gid = gid };
+	braid_ctl_setfence_args a = {.sf_uid = uid, .sf_gid = gid};
 	objid_to(id, &a.sf_obj);
 	return ctl_stat_call(c, key, BRAID_CTLPROC_SETFENCE, &a);
 }
@@ -147,7 +132,7 @@ int ds_ctl_stat(struct nfsd_clnt *c, const struct braid_key *key, const struct d
 int ds_ctl_list(struct nfsd_clnt *c, const struct braid_key *key, uint64_t cookie, unsigned max,
 		struct ds_list_entry *ents, unsigned *n, uint64_t *next, bool *eof)
 {
-	braid_ctl_list_args a = { .la_cookie = cookie, .la_max_entries = max };
+	braid_ctl_list_args a = {.la_cookie = cookie, .la_max_entries = max};
 	braid_ctl_list_res r;
 	struct xdr_arena arena;
 	xdr_arena_init(&arena, NULL, 0, 1u << 20);

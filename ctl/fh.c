@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-#include "dataserver/fh.h"
+#include "ctl/fh.h"
 
 #include <errno.h>
 #include <string.h>
 
 #include "nfsd/xdr.h"
 
-#define FH_VERSION 1
+#define FH_VERSION     1
 #define FH_TYPE_OBJECT 1
 
 void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE])
@@ -24,8 +24,8 @@ void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t 
 int ds_fh_parse(const struct braid_key *key, const void *p, uint32_t len, struct ds_objid *id)
 {
 	const uint8_t *fh = p;
-	if (len != DS_FH_SIZE || fh[0] != FH_VERSION || fh[1] != FH_TYPE_OBJECT || fh[2] ||
-	    fh[3] || xdr_get32(fh + 4) != key->id)
+	if (len != DS_FH_SIZE || fh[0] != FH_VERSION || fh[1] != FH_TYPE_OBJECT || fh[2] || fh[3] ||
+	    xdr_get32(fh + 4) != key->id)
 		return -EBADMSG;
 	uint8_t mac[16];
 	siphash24_128(&key->fh, fh, 32, mac);

@@ -22,12 +22,12 @@
  * NFS4ERR_BADHANDLE.  A genuine handle whose object is gone (or has another
  * generation) is stale: NFS3ERR_STALE / NFS4ERR_STALE.
  */
-#ifndef BRAID_DATASERVER_FH_H
-#define BRAID_DATASERVER_FH_H
+#ifndef BRAID_CTL_FH_H
+#define BRAID_CTL_FH_H
 
 #include <stdint.h>
 
-#include "dataserver/store.h"
+#include "ctl/objid.h"
 #include "nfsd/mac.h"
 
 #define DS_FH_SIZE 48

@@ -13,12 +13,13 @@
  * A call the DS refused as stale or replayed (it was resent after a
  * reconnection) is made again once, freshly signed.
  */
-#ifndef BRAID_DATASERVER_CTL_H
-#define BRAID_DATASERVER_CTL_H
+#ifndef BRAID_CTL_CLIENT_H
+#define BRAID_CTL_CLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "dataserver/store.h"
+#include "ctl/objid.h"
 #include "nfsd/mac.h"
 #include "nfsd/rpc.h"
 
@@ -51,8 +52,8 @@ int ds_ctl_list(struct nfsd_clnt *c, const struct braid_key *key, uint64_t cooki
  * res decoded into arena memory (NULL when it holds no opaque or array).
  * Errors as above, except that the reply's own status is left in res.
  */
-int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
-		const void *args, void *res, struct xdr_arena *arena);
+int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc, const void *args,
+		void *res, struct xdr_arena *arena);
 
 /* A braid_ctl_stat as -errno (above). */
 int ds_ctl_errno(int32_t stat);
