@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench/pnfs: aggregate READ and WRITE throughput of a Braid cluster through
- * tools/ffclient (OPEN, LAYOUTGET, GETDEVICEINFO, I/O straight to the data
+ * client/ffclient (OPEN, LAYOUTGET, GETDEVICEINFO, I/O straight to the data
  * servers, COMMIT, LAYOUTCOMMIT, LAYOUTRETURN; I/O through the MDS when no
  * layout is given), with braid-mds and 1, 2 and 4 braid-ds as child
  * processes on loopback:
@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #include "bench/common.h"
-#include "tools/ffclient.h"
+#include "client/ffclient.h"
 
 #define MB	    1e6
 #define MiB	    (1ull << 20)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * braid-demo: what tools/braid-up shows a new user.  Through our userspace
- * NFSv4.1 + flexfiles client (tools/ffclient.h, the same protocol path as
+ * NFSv4.1 + flexfiles client (client/ffclient.h, the same protocol path as
  * the stock Linux client: OPEN, LAYOUTGET, GETDEVICEINFO, then I/O straight
  * to the data servers), it writes a dataset of many files and one large
  * file into directories of a running cluster, reads everything back and
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/ffclient.h"
+#include "client/ffclient.h"
 
 #define CHUNK (16u << 20) /* one ffc_pwrite/pread: 16 RPCs of 1 MiB in flight */
 

@@ -8,13 +8,13 @@
  *
  * braid-mds with two mirrors per file ([mds] layout_mirrors = 2) and two
  * braid-ds in this process.  Needs LAYOUTGET: skipped (77) when the MDS's
- * op table has none (tests/layout/ffclient-basic then proves the MDS
+ * op table has none (tests/client/ffclient-basic then proves the MDS
  * fallback instead).
  */
 #include "config.h"
 
 #include "tests/mds/mds-ds-test.h"
-#include "tools/ffclient.h"
+#include "client/ffclient.h"
 
 #define MiB  (1u << 20)
 #define SIZE (4 * MiB + 4321)

@@ -53,7 +53,7 @@
 
 #include "nfsd/nfs41_clnt.h"
 #include "nfsd/rpc.h"
-#include "tools/ffclient.h"
+#include "client/ffclient.h"
 
 #define FFC_IO_MAX	   (1u << 20) /* largest READ/WRITE (Linux's too) */
 #define FFC_INFLIGHT_DEF   16

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CB_LAYOUTRECALL (RFC 8881 §12.5.5, §20.3) over tools/ffclient's back
+ * CB_LAYOUTRECALL (RFC 8881 §12.5.5, §20.3) over client/ffclient's back
  * channel: client A holds an RW layout of a file it has written, fsynced
  * and keeps open; client B truncates the file to a smaller size, so the
  * MDS recalls A's layout.  A answers the recall on its own, with no call
@@ -14,7 +14,7 @@
 #include "config.h"
 
 #include "tests/mds/mds-ds-test.h"
-#include "tools/ffclient.h"
+#include "client/ffclient.h"
 
 #define MiB (1u << 20)
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/ffclient_impl.h"
+#include "client/ffclient_impl.h"
 
 /* ---------------------------------------------------------- back channel */
 

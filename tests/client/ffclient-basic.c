@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/ffclient against braid-mds and two braid-ds in this process: files
+ * client/ffclient against braid-mds and two braid-ds in this process: files
  * of several sizes written (one large pwrite, or many small unaligned
  * ones), fsynced, closed, reopened and read back whole and in pieces; the
  * bytes end up in the file's object on a data server (ds_ctl_stat).
@@ -28,7 +28,7 @@
 #include "config.h"
 
 #include "tests/mds/mds-ds-test.h"
-#include "tools/ffclient.h"
+#include "client/ffclient.h"
 
 #define MiB (1u << 20)
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/ffclient_impl.h"
+#include "client/ffclient_impl.h"
 
 static const stateid4 current_stateid = {.seqid = 1}; /* RFC 8881 §16.2.3.1.2 */
 

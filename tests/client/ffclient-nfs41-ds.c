@@ -2,7 +2,7 @@
 /*
  * The NFSv4.1 data-server path (RFC 8881 §13.6, RFC 8435 §5.1): with the
  * device's 4.x version chosen (ffc_opts.ds_version = 4; the data servers
- * serve NFSv3 and NFSv4.1/4.2), tools/ffclient opens a data-server session
+ * serve NFSv3 and NFSv4.1/4.2), client/ffclient opens a data-server session
  * (EXCHANGE_ID with EXCHGID4_FLAG_USE_PNFS_DS, which the reply must carry
  * too) as the layout's ffds_user/ffds_group, and sends PUTFH + WRITE,
  * READ and COMMIT there with the layout's ffds_stateid.  Every byte goes
@@ -14,7 +14,7 @@
 #include "config.h"
 
 #include "tests/mds/mds-ds-test.h"
-#include "tools/ffclient.h"
+#include "client/ffclient.h"
 
 #define MiB (1u << 20)
 
