@@ -501,8 +501,13 @@ int mds_layout_policy_inherited(struct braid_mds *mds, uint64_t dir, struct layo
  */
 int mds_layout_exports_apply(struct braid_mds *mds, const struct mds_exports *x, char *msg,
 			     size_t msglen);
-/* OPEN created ino in dir: it takes dir's inherited policy (op_state.c). */
-void mds_layout_file_created(struct braid_mds *mds, uint64_t dir, uint64_t ino);
+/*
+ * The layout record (segment MDS_LAYOUT_REC) a file OPEN creates in dir
+ * takes, written by the create's own transaction (op_state.c): 1 and *rec
+ * with dir's inherited policy; 0 when no directory up to the root has one
+ * (the [mds] default then applies); -errno when it cannot be read.
+ */
+int mds_layout_policy_for_create(struct braid_mds *mds, uint64_t dir, struct mds_layout_seg *rec);
 /* The client ID ended (op_state.c's client_expired): its layouts go, and
  * files it held RW layouts of are fenced. */
 void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid);

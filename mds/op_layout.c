@@ -210,18 +210,16 @@ int mds_layout_exports_apply(struct braid_mds *mds, const struct mds_exports *x,
 	return rc;
 }
 
-void mds_layout_file_created(struct braid_mds *mds, uint64_t dir, uint64_t ino)
+int mds_layout_policy_for_create(struct braid_mds *mds, uint64_t dir, struct mds_layout_seg *rec)
 {
 	struct layout_policy p;
 	int rc = mds_layout_policy_inherited(mds, dir, &p);
-	if (rc == -ENOENT)
-		return; /* the [mds] default applies when it is laid out */
-	struct mds_layout_args la = {.ino = ino, .seg = MDS_LAYOUT_REC};
-	la.l.flags = layout_policy_encode(&p);
-	la.l.nds = 1; /* fence epoch 0, no set yet */
-	if (rc || (rc = mds_layout_set(mds->store, &la)))
-		mds_log("inode %llu: taking directory %llu's layout policy: %s",
-			(unsigned long long)ino, (unsigned long long)dir, strerror(-rc));
+	if (rc)
+		return rc == -ENOENT ? 0 : rc; /* none: the [mds] default applies when laid out */
+	memset(rec, 0, sizeof(*rec));
+	rec->flags = layout_policy_encode(&p);
+	rec->nds = 1; /* fence epoch 0, no set yet */
+	return 1;
 }
 
 /* ---------------------------------------------------------------- devices */

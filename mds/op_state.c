@@ -886,6 +886,14 @@ static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa,
 			memcpy(ca.verf, verf, 8);
 		if ((r = create_ids(cred, dir, &sa, &ca.uid, &ca.gid)))
 			return r;
+		/* its directory's policy, in the create's transaction */
+		struct mds_layout_seg policy;
+		if ((rc = mds_layout_policy_for_create(mds, dir->ino, &policy)) < 0)
+			return mds_nfs4_status(rc);
+		if (rc) {
+			ca.layout = &policy;
+			ca.layout_seg = MDS_LAYOUT_REC;
+		}
 		struct mds_create_res cr;
 		rc = mds_dir_create(mds->store, &ca, &cr);
 		if (rc == -EEXIST)
@@ -898,7 +906,6 @@ static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa,
 		t->cinfo = cr.cinfo;
 		t->cinfo_atomic = true;
 		t->created = true;
-		mds_layout_file_created(mds, dir->ino, cr.attr.ino); /* its directory's policy */
 		t->attrset = set;
 		/* what the create itself did not set (times, a size) */
 		struct mds_setattr_args rest = sa;

@@ -266,6 +266,12 @@ struct mds_create_args {
 	const char *symlink;		 /* MDS_LNK target */
 	size_t symlink_len;
 	uint8_t verf[8]; /* MDS_CREATE_EXCLUSIVE */
+	/* Optional: a layout record the new inode gets in the same transaction
+	 * (segment layout_seg; braid-mds puts a regular file's inherited
+	 * layout policy there), so a crash never leaves the inode without it.
+	 * Not written when the name already exists. */
+	const struct mds_layout_seg *layout;
+	uint64_t layout_seg;
 };
 struct mds_create_res {
 	struct mds_attr attr; /* the new (or existing) inode */

@@ -184,6 +184,25 @@ static int create_existing(struct mds_wtx *w, const struct mds_create_args *a,
 	return 0;
 }
 
+static bool layout_valid(uint64_t seg, const struct mds_layout_seg *l)
+{
+	return l->nds && l->nds <= MDS_LAYOUT_MAX_DS && seg != MDS_LAYOUT_ALL;
+}
+
+/* Segment seg of ino's layout map is l (checked by layout_valid). */
+static int layout_put(struct mds_wtx *w, uint64_t ino, uint64_t seg,
+		      const struct mds_layout_seg *l)
+{
+	uint8_t kb[16], vb[LAYOUT_VAL_HDR + 4 * MDS_LAYOUT_MAX_DS];
+	put_be64(kb, ino);
+	put_be64(kb + 8, seg);
+	put_le32(vb, l->flags);
+	put_le32(vb + 4, l->nds);
+	for (uint32_t i = 0; i < l->nds; i++)
+		put_le32(vb + LAYOUT_VAL_HDR + 4 * i, l->ds[i]);
+	return wtx_put(w, w->s->db_layouts, kb, sizeof(kb), vb, LAYOUT_VAL_HDR + 4 * l->nds);
+}
+
 static int op_create(struct mds_wtx *w, struct mds_op *op)
 {
 	struct mds_store *s = w->s;
@@ -199,6 +218,8 @@ static int op_create(struct mds_wtx *w, struct mds_op *op)
 		return -EINVAL;
 	if (a->type == MDS_LNK && (a->symlink_len == 0 || a->symlink_len > MDS_SYMLINK_MAX))
 		return a->symlink_len ? -ENAMETOOLONG : -EINVAL;
+	if (a->layout && !layout_valid(a->layout_seg, a->layout))
+		return -EINVAL;
 	if ((rc = dir_load(w, a->dir, &d)) ||
 	    (rc = mds_dirent_find(s, w->txn, a->dir, a->name, a->name_len, &f)))
 		return rc;
@@ -244,7 +265,8 @@ static int op_create(struct mds_wtx *w, struct mds_op *op)
 	dir_touch(&d, w->now);
 	if ((rc = inode_store(w, &n)) ||
 	    (rc = dirent_put(w, a->dir, f.cookie, n.a.ino, n.a.type, a->name, a->name_len)) ||
-	    (rc = inode_store(w, &d)))
+	    (rc = inode_store(w, &d)) ||
+	    (a->layout && (rc = layout_put(w, n.a.ino, a->layout_seg, a->layout))))
 		return rc;
 	res->cinfo.after = d.a.change;
 	res->attr = n.a;
@@ -548,27 +570,21 @@ static int op_xattr(struct mds_wtx *w, struct mds_op *op)
 static int op_layout(struct mds_wtx *w, struct mds_op *op)
 {
 	const struct mds_layout_args *a = &op->args.layout;
-	uint8_t kb[16], vb[LAYOUT_VAL_HDR + 4 * MDS_LAYOUT_MAX_DS];
 	struct mds_attr attr;
 	int rc;
 	if (op->type == MDS_OP_LAYOUT_REMOVE) {
+		uint8_t kb[16];
 		if (a->seg == MDS_LAYOUT_ALL)
 			return range_del(w, w->s->db_layouts, a->ino);
 		put_be64(kb, a->ino);
 		put_be64(kb + 8, a->seg);
 		return wtx_del(w, w->s->db_layouts, kb, sizeof(kb));
 	}
-	if (a->l.nds == 0 || a->l.nds > MDS_LAYOUT_MAX_DS || a->seg == MDS_LAYOUT_ALL)
+	if (!layout_valid(a->seg, &a->l))
 		return -EINVAL;
 	if ((rc = mds_inode_read(w->s, w->txn, a->ino, &attr)))
 		return rc;
-	put_be64(kb, a->ino);
-	put_be64(kb + 8, a->seg);
-	put_le32(vb, a->l.flags);
-	put_le32(vb + 4, a->l.nds);
-	for (uint32_t i = 0; i < a->l.nds; i++)
-		put_le32(vb + LAYOUT_VAL_HDR + 4 * i, a->l.ds[i]);
-	return wtx_put(w, w->s->db_layouts, kb, sizeof(kb), vb, LAYOUT_VAL_HDR + 4 * a->l.nds);
+	return layout_put(w, a->ino, a->seg, &a->l);
 }
 
 static int op_client(struct mds_wtx *w, struct mds_op *op)
