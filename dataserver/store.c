@@ -86,7 +86,7 @@ static int fsync_at(int dirfd, const char *name)
 /* Replace store.meta durably: temporary file, fsync, rename, fsync the directory. */
 static int meta_write(int dirfd, const struct store_meta *m)
 {
-	uint8_t b[STORE_META_SIZE] = { 0 };
+	uint8_t b[STORE_META_SIZE] = {0};
 	memcpy(b, store_magic, 8);
 	put_le32(b + 8, STORE_VERSION);
 	put_le32(b + 12, m->block_size);
@@ -112,8 +112,8 @@ static int meta_write(int dirfd, const struct store_meta *m)
 static int store_init(int dirfd, const struct ds_store_opts *o, struct store_meta *m)
 {
 	int rc;
-	*m = (struct store_meta){ .block_size = o->block_size ? o->block_size : DS_BLOCK_DEFAULT,
-				  .clean = true };
+	*m = (struct store_meta){.block_size = o->block_size ? o->block_size : DS_BLOCK_DEFAULT,
+				 .clean = true};
 	if (getrandom(m->uuid, sizeof(m->uuid), 0) != sizeof(m->uuid))
 		return -EIO;
 	if (mkdirat(dirfd, "objects", 0700) && errno != EEXIST)

@@ -82,18 +82,18 @@
 
 #include "dataserver/store.h"
 
-#define STORE_VERSION   1
+#define STORE_VERSION	1
 #define STORE_META_SIZE 64
-#define OBJ_HDR_SIZE    128
-#define OBJ_TABLE_OFF   4096ull
-#define CRC_VALID       0x4b4c4231u /* "1BLK" */
-#define NSUB            256         /* object directories */
-#define NSHARDS         64          /* object table shards */
-#define NRLOCKS         1024        /* hashed range locks */
-#define REGION_SHIFT    20          /* range lock granule: 1 MiB (or the block) */
-#define RL_MAX          ((DS_STORE_MAX_IO >> REGION_SHIFT) + 2)
-#define RING_DEPTH      8
-#define SCRUB_CHUNK     (1u << 20)
+#define OBJ_HDR_SIZE	128
+#define OBJ_TABLE_OFF	4096ull
+#define CRC_VALID	0x4b4c4231u /* "1BLK" */
+#define NSUB		256	    /* object directories */
+#define NSHARDS		64	    /* object table shards */
+#define NRLOCKS		1024	    /* hashed range locks */
+#define REGION_SHIFT	20	    /* range lock granule: 1 MiB (or the block) */
+#define RL_MAX		((DS_STORE_MAX_IO >> REGION_SHIFT) + 2)
+#define RING_DEPTH	8
+#define SCRUB_CHUNK	(1u << 20)
 
 /* ------------------------------------------------------------ utilities */
 
@@ -190,8 +190,8 @@ struct crc_ent {
  */
 struct ds_ring {
 	struct ds_ring *next; /* st->ring_free link, under st->ring_mu */
-	bool uring;           /* false: plain syscalls */
-	bool broken;          /* submit or wait failed: free it, never reuse it */
+	bool uring;	      /* false: plain syscalls */
+	bool broken;	      /* submit or wait failed: free it, never reuse it */
 	struct io_uring ring;
 };
 
@@ -229,9 +229,9 @@ struct ds_obj {
 	enum obj_state state;
 	uint64_t gen;
 	uint32_t uid, gid, mode;
-	int dfd, mfd; /* data (O_DIRECT when st->direct), .meta */
+	int dfd, mfd;	       /* data (O_DIRECT when st->direct), .meta */
 	struct obj_vmap *vmap; /* mu: dfd mapped for READs, while dfd is open */
-	unsigned closes; /* counts closings of dfd/mfd (remove, failed create) */
+	unsigned closes;       /* counts closings of dfd/mfd (remove, failed create) */
 
 	/* Serializes header writes, so an older header never lands last. */
 	pthread_mutex_t hdr_mu;
@@ -241,7 +241,7 @@ struct ds_obj {
 	uint64_t size;
 	struct timespec mtime;
 	uint64_t change;
-	uint64_t hdr_seq, hdr_written; /* header dirty while they differ */
+	uint64_t hdr_seq, hdr_written;	/* header dirty while they differ */
 	uint64_t write_seq, synced_seq; /* writes done; covered by a whole sync */
 };
 
@@ -249,7 +249,7 @@ struct ds_shard {
 	pthread_mutex_t mu;
 	/* mu: */
 	struct ds_obj **buckets;
-	unsigned nbuckets; /* power of 2 */
+	unsigned nbuckets;		    /* power of 2 */
 	struct ds_obj *lru_head, *lru_tail; /* idle PRESENT objects, oldest first */
 	unsigned nlru;
 };
@@ -258,8 +258,8 @@ struct ds_store {
 	/* Immutable after open. */
 	int dirfd, lockfd, subfd[NSUB];
 	unsigned bs, bs_shift, region_shift;
-	bool direct;     /* data fds are O_DIRECT */
-	bool direct_ok;  /* the filesystem takes O_DIRECT (scrub uses it) */
+	bool direct;	/* data fds are O_DIRECT */
+	bool direct_ok; /* the filesystem takes O_DIRECT (scrub uses it) */
 	enum ds_store_io io;
 	unsigned lru_max; /* idle objects per shard */
 	uint8_t verf[DS_VERIFIER_SIZE];
@@ -275,7 +275,7 @@ struct ds_store {
 
 	pthread_mutex_t ring_mu;
 	struct ds_ring *ring_free; /* ring_mu */
-	bool ring_warned;          /* ring_mu */
+	bool ring_warned;	   /* ring_mu */
 
 	struct ds_store_counters ctr; /* updated with atomics, no lock */
 	void (*test_mapped_hook)(int data_fd, void *arg);
@@ -306,7 +306,7 @@ struct iop {
 	uint64_t len;  /* bytes left to read or write */
 	uint64_t done; /* bytes transferred */
 	int err;
-	bool direct;   /* O_DIRECT fd (a short read that ends misaligned is the end) */
+	bool direct; /* O_DIRECT fd (a short read that ends misaligned is the end) */
 	bool eof, fin;
 };
 

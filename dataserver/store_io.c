@@ -17,8 +17,8 @@
 /* ------------------------------------------------------------- iovecs */
 
 /* Append to dst[*dcnt..] the segments of src covering bytes [skip, skip + len). */
-static void iov_slice(const struct iovec *src, int cnt, size_t skip, size_t len,
-		      struct iovec *dst, int *dcnt)
+static void iov_slice(const struct iovec *src, int cnt, size_t skip, size_t len, struct iovec *dst,
+		      int *dcnt)
 {
 	for (int i = 0; i < cnt && len; i++) {
 		size_t l = src[i].iov_len;
@@ -114,7 +114,7 @@ uint64_t st_verify_blocks(struct ds_store *st, const struct ds_obj *o, const str
 			  const struct crc_ent *ents, uint64_t b0, uint64_t nb, bool stop_first,
 			  uint64_t *first_bad)
 {
-	struct cur c = { .iov = iov };
+	struct cur c = {.iov = iov};
 	uint64_t bad = 0;
 	for (uint64_t i = 0; i < nb; i++) {
 		uint32_t tag = le32toh(ents[i].tag), want = le32toh(ents[i].crc), crc = ~0u;
@@ -204,17 +204,17 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 	if (tail_part && !rd_tail)
 		memset(tail, 0, bs);
 	if (rd_head) {
-		rv[nops] = (struct iovec){ head, bs };
+		rv[nops] = (struct iovec){head, bs};
 		st_iop_rw(&ops[nops], IOP_READ, o->dfd, &rv[nops], 1, a);
 		ops[nops++].direct = st->direct;
 	}
 	if (rd_tail) {
-		rv[nops] = (struct iovec){ tail, bs };
+		rv[nops] = (struct iovec){tail, bs};
 		st_iop_rw(&ops[nops], IOP_READ, o->dfd, &rv[nops], 1, z - bs);
 		ops[nops++].direct = st->direct;
 	}
 	if (nops) {
-		rv[nops] = (struct iovec){ ents, nb * sizeof(*ents) };
+		rv[nops] = (struct iovec){ents, nb * sizeof(*ents)};
 		st_iop_rw(&ops[nops], IOP_READ, o->mfd, &rv[nops], 1, OBJ_TABLE_OFF + b0 * 8);
 		nops++;
 		rc = st_io_run(st, r, ops, nops);
@@ -229,7 +229,7 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 			memset(tail + ops[k].done, 0, bs - ops[k].done);
 		memset((uint8_t *)ents + ops[nops - 1].done, 0,
 		       nb * sizeof(*ents) - ops[nops - 1].done);
-		struct iovec one = { head, bs };
+		struct iovec one = {head, bs};
 		if (rd_head && st_verify_blocks(st, o, &one, &ents[0], b0, 1, true, NULL))
 			rc = -EIO;
 		one.iov_base = tail;
@@ -243,13 +243,13 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 	/* merge the caller's bytes and lay out the whole-block write */
 	if (bounce) {
 		iov_gather(iov, iovcnt, 0, big + (off - a), len);
-		wiov[0] = (struct iovec){ big, nb * bs };
+		wiov[0] = (struct iovec){big, nb * bs};
 		wcnt = 1;
 	} else {
 		if (head_part) {
 			uint64_t hend = end < a + bs ? end : a + bs;
 			iov_gather(iov, iovcnt, 0, head + (off - a), hend - off);
-			wiov[0] = (struct iovec){ head, bs };
+			wiov[0] = (struct iovec){head, bs};
 			wcnt = 1;
 		}
 		if (wcnt == 0)
@@ -257,10 +257,10 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 		wcnt += mcnt;
 		if (tail_part) {
 			iov_gather(iov, iovcnt, z - bs - off, tail, end - (z - bs));
-			wiov[wcnt++] = (struct iovec){ tail, bs };
+			wiov[wcnt++] = (struct iovec){tail, bs};
 		}
 	}
-	struct cur c = { .iov = wiov };
+	struct cur c = {.iov = wiov};
 	for (uint64_t i = 0; i < nb; i++) {
 		uint32_t crc = ~0u;
 		cur_take(&c, bs, &crc);
@@ -268,7 +268,7 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 		ents[i].tag = htole32(CRC_VALID);
 	}
 
-	struct iovec ev = { ents, nb * sizeof(*ents) };
+	struct iovec ev = {ents, nb * sizeof(*ents)};
 	st_iop_rw(&ops[0], IOP_WRITE, o->dfd, wiov, wcnt, a);
 	ops[0].direct = st->direct;
 	st_iop_rw(&ops[1], IOP_WRITE, o->mfd, &ev, 1, OBJ_TABLE_OFF + b0 * 8);
@@ -363,8 +363,8 @@ static int obj_read(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, ui
 	struct rl_held held;
 	int rcnt = 0, rc = 0;
 
-	bool bounce = st->direct && mid_hi > mid_lo &&
-		      (uintptr_t)(buf + (mid_lo - off)) % DS_STORE_ALIGN;
+	bool bounce =
+	    st->direct && mid_hi > mid_lo && (uintptr_t)(buf + (mid_lo - off)) % DS_STORE_ALIGN;
 	if (bounce) {
 		big = abuf(nb * bs);
 		ctr_add(&st->ctr.bounced, 1);
@@ -378,16 +378,16 @@ static int obj_read(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, ui
 		goto out;
 	}
 	if (bounce) {
-		riov[rcnt++] = (struct iovec){ big, nb * bs };
+		riov[rcnt++] = (struct iovec){big, nb * bs};
 	} else {
 		if (head_part)
-			riov[rcnt++] = (struct iovec){ head, bs };
+			riov[rcnt++] = (struct iovec){head, bs};
 		if (mid_hi > mid_lo)
-			riov[rcnt++] = (struct iovec){ buf + (mid_lo - off), mid_hi - mid_lo };
+			riov[rcnt++] = (struct iovec){buf + (mid_lo - off), mid_hi - mid_lo};
 		if (tail_part)
-			riov[rcnt++] = (struct iovec){ tail, bs };
+			riov[rcnt++] = (struct iovec){tail, bs};
 	}
-	struct iovec v[3], ev = { ents, nb * sizeof(*ents) };
+	struct iovec v[3], ev = {ents, nb * sizeof(*ents)};
 	memcpy(v, riov, sizeof(v));
 	struct iop ops[2];
 	st_iop_rw(&ops[0], IOP_READ, o->dfd, v, rcnt, a);

@@ -86,8 +86,8 @@ static void map_on_sigbus(int sig, siginfo_t *si, void *uc)
 
 static void map_bus_install(void)
 {
-	struct sigaction sa = { .sa_sigaction = map_on_sigbus,
-				.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART };
+	struct sigaction sa = {.sa_sigaction = map_on_sigbus,
+			       .sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, &map_prev_bus);
 }
@@ -185,7 +185,7 @@ int st_obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uint64_
 		vmap_put(vm);
 		return -ENOMEM;
 	}
-	struct iovec v = { p, z - a }, ev = { ents, nb * sizeof(*ents) };
+	struct iovec v = {p, z - a}, ev = {ents, nb * sizeof(*ents)};
 	struct iop op;
 	st_iop_rw(&op, IOP_READ, o->mfd, &ev, 1, OBJ_TABLE_OFF + b0 * 8);
 	struct rl_held held;

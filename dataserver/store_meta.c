@@ -21,8 +21,8 @@
 
 /* ------------------------------------------------- create, remove, ... */
 
-static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_obj *o,
-			    uint64_t gen, uint32_t uid, uint32_t gid, uint32_t mode)
+static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uint64_t gen,
+			    uint32_t uid, uint32_t gid, uint32_t mode)
 {
 	char mname[sizeof(o->name) + 5], tname[sizeof(o->name) + 9];
 	int sub = sub_of(st, o), rc;
@@ -178,7 +178,7 @@ static int obj_cut(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 		struct crc_ent e;
 		if (!blk)
 			return -ENOMEM;
-		struct iovec v[2] = { { blk, st->bs }, { &e, sizeof(e) } };
+		struct iovec v[2] = {{blk, st->bs}, {&e, sizeof(e)}};
 		struct iop ops[2];
 		st_iop_rw(&ops[0], IOP_READ, o->dfd, &v[0], 1, bi << st->bs_shift);
 		ops[0].direct = st->direct;
@@ -195,7 +195,7 @@ static int obj_cut(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 			memset(blk + rem, 0, st->bs - rem);
 			uint32_t cut = crc32c(blk, st->bs);
 			if (!match && cut != le32toh(e.crc)) {
-				struct iovec one = { blk, st->bs };
+				struct iovec one = {blk, st->bs};
 				st_verify_blocks(st, o, &one, &e, bi, 1, true, NULL);
 				rc = -EIO;
 			} else if (match && !tail_zero) {
@@ -216,8 +216,8 @@ static int obj_cut(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 	return 0;
 }
 
-static int obj_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t size,
-			bool check, uint32_t uid, uint32_t gid)
+static int obj_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t size, bool check,
+			uint32_t uid, uint32_t gid)
 {
 	if (!id || size > DS_STORE_MAX_SIZE)
 		return -EINVAL;
@@ -253,14 +253,13 @@ int ds_store_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t s
 	return obj_truncate(st, id, size, false, 0, 0);
 }
 
-int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
-			 uint32_t gid, uint64_t size)
+int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+			 uint64_t size)
 {
 	return obj_truncate(st, id, size, true, uid, gid);
 }
 
-int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
-		      uint32_t gid)
+int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid)
 {
 	if (!id)
 		return -EINVAL;

@@ -178,7 +178,7 @@ void st_obj_touch_locked(struct ds_obj *o)
 /* Write the header if it changed since the last write.  Caller holds lock. */
 int st_obj_hdr_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 {
-	uint8_t b[OBJ_HDR_SIZE] = { 0 };
+	uint8_t b[OBJ_HDR_SIZE] = {0};
 	pthread_mutex_lock(&o->hdr_mu);
 	pthread_mutex_lock(&o->mu);
 	uint64_t seq = o->hdr_seq;

@@ -65,13 +65,17 @@ void st_ring_put(struct ds_store *st, struct ds_ring *r)
 
 void st_iop_rw(struct iop *op, enum iop_kind kind, int fd, struct iovec *iov, int cnt, uint64_t off)
 {
-	*op = (struct iop){ .kind = kind, .fd = fd, .iov = iov, .iovcnt = cnt, .off = off,
-			    .len = iov_total(iov, cnt) };
+	*op = (struct iop){.kind = kind,
+			   .fd = fd,
+			   .iov = iov,
+			   .iovcnt = cnt,
+			   .off = off,
+			   .len = iov_total(iov, cnt)};
 }
 
 void st_iop_sync(struct iop *op, bool datasync, int fd)
 {
-	*op = (struct iop){ .kind = datasync ? IOP_FDATASYNC : IOP_FSYNC, .fd = fd };
+	*op = (struct iop){.kind = datasync ? IOP_FDATASYNC : IOP_FSYNC, .fd = fd};
 }
 
 static void iop_complete(struct ds_store *st, struct iop *op, int res)
@@ -234,7 +238,7 @@ int st_io_run(struct ds_store *st, struct ds_ring *r, struct iop *ops, unsigned 
 int st_io_pread(struct ds_store *st, struct ds_ring *r, int fd, void *buf, size_t len, uint64_t off,
 		size_t *got)
 {
-	struct iovec v = { buf, len };
+	struct iovec v = {buf, len};
 	struct iop op;
 	st_iop_rw(&op, IOP_READ, fd, &v, 1, off);
 	int rc = st_io_run(st, r, &op, 1);
@@ -249,7 +253,7 @@ int st_io_pread(struct ds_store *st, struct ds_ring *r, int fd, void *buf, size_
 int st_io_pwrite(struct ds_store *st, struct ds_ring *r, int fd, const void *buf, size_t len,
 		 uint64_t off)
 {
-	struct iovec v = { (void *)buf, len };
+	struct iovec v = {(void *)buf, len};
 	struct iop op;
 	st_iop_rw(&op, IOP_WRITE, fd, &v, 1, off);
 	return st_io_run(st, r, &op, 1);

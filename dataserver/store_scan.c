@@ -72,7 +72,7 @@ static int scan_sub(struct ds_store *st, unsigned sub, struct scan_ent **out, si
 	int rc = 0;
 	while ((de = readdir(d))) {
 		const char *s = de->d_name;
-		struct scan_ent e = { 0 };
+		struct scan_ent e = {0};
 		size_t l = strlen(s);
 		if (l < 2 * DS_KEY_SIZE || !key_parse(s, e.key))
 			continue;
@@ -197,12 +197,12 @@ static int scrub_orphan(struct ds_store *st, struct ds_ring *r, const struct sca
 }
 
 /* Verify one object, a chunk at a time so fences and truncates get in between. */
-static int scrub_obj(struct ds_store *st, struct ds_ring *r, const struct scan_ent *e,
-		     uint8_t *buf, struct crc_ent *ents, ds_scrub_bad_fn bad, void *arg,
+static int scrub_obj(struct ds_store *st, struct ds_ring *r, const struct scan_ent *e, uint8_t *buf,
+		     struct crc_ent *ents, ds_scrub_bad_fn bad, void *arg,
 		     struct ds_scrub_stats *ss)
 {
 	struct ds_obj *o = st_obj_get(st, e->key);
-	struct ds_objid id = { .gen = 0 };
+	struct ds_objid id = {.gen = 0};
 	memcpy(id.key, e->key, DS_KEY_SIZE);
 	if (!o)
 		return -ENOMEM;
@@ -244,7 +244,7 @@ static int scrub_obj(struct ds_store *st, struct ds_ring *r, const struct scan_e
 		if (b >= nblocks)
 			break;
 		uint64_t nb = nblocks - b < chunk ? nblocks - b : chunk, fb = 0;
-		struct iovec v[2] = { { buf, nb << st->bs_shift }, { ents, nb * sizeof(*ents) } };
+		struct iovec v[2] = {{buf, nb << st->bs_shift}, {ents, nb * sizeof(*ents)}};
 		struct iovec full = v[0];
 		struct iop ops[2];
 		struct rl_held held;
@@ -293,7 +293,7 @@ static int scrub_obj(struct ds_store *st, struct ds_ring *r, const struct scan_e
 int ds_store_scrub(struct ds_store *st, ds_scrub_bad_fn bad, void *arg,
 		   struct ds_scrub_stats *stats)
 {
-	struct ds_scrub_stats ss = { 0 };
+	struct ds_scrub_stats ss = {0};
 	uint64_t chunk = SCRUB_CHUNK > st->bs ? SCRUB_CHUNK : st->bs;
 	uint8_t *buf = abuf(chunk);
 	struct crc_ent *ents = malloc((chunk >> st->bs_shift) * sizeof(*ents));
