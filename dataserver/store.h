@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The braid-ds object store: one local directory of objects, I/O through
- * io_uring (page-cache writes excepted, see io_run in store.c), a CRC32C per
- * block checked on every read.
+ * io_uring (page-cache writes excepted, see st_io_run in store_ring.c), a
+ * CRC32C per block checked on every read.
  *
  * An object is one Braid data file on this DS, named by the MDS's object id
  * (braid_ctl.x: a 16-byte key and a 64-bit generation).  The store holds at
@@ -34,7 +34,7 @@
  * except ds_store_open/ds_store_close.  Functions return 0 (or a count) on
  * success and -errno on failure; none sets errno as its interface.
  *
- * On-disk format: see the comment at the top of store.c.
+ * On-disk format: see the comment at the top of store_impl.h.
  */
 #ifndef BRAID_DATASERVER_STORE_H
 #define BRAID_DATASERVER_STORE_H
