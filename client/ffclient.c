@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "client/ffclient_impl.h"
+#include "nfsd/clock.h"
 
 static const stateid4 current_stateid = {.seqid = 1}; /* RFC 8881 §16.2.3.1.2 */
 
@@ -24,9 +25,7 @@ static const stateid4 current_stateid = {.seqid = 1}; /* RFC 8881 §16.2.3.1.2 *
 
 uint64_t ffc_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return nfsd_now_ns() / 1000000u;
 }
 
 void ffc_sleep_ms(unsigned ms)

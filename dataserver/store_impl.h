@@ -81,6 +81,7 @@
 #include <liburing.h>
 
 #include "dataserver/store.h"
+#include "nfsd/bytes.h"
 
 #define STORE_VERSION	1
 #define STORE_META_SIZE 64
@@ -96,32 +97,6 @@
 #define SCRUB_CHUNK	(1u << 20)
 
 /* ------------------------------------------------------------ utilities */
-
-static inline void put_le32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static inline void put_le64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static inline uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static inline uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 /* CRC32C (Castagnoli, as iSCSI, ext4 and NVMe); chain with crc_update. */
 static inline uint32_t crc_update(uint32_t crc, const void *p, size_t n)
@@ -145,23 +120,13 @@ static inline void *abuf(size_t n)
 	return posix_memalign(&p, DS_STORE_ALIGN, n) ? NULL : p;
 }
 
-static inline uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 /*
  * Part of the on-disk format: picks the directory (top byte) and orders
  * LIST (its cookies are hash values).  Never change it.
  */
 static inline uint64_t objhash(const uint8_t key[DS_KEY_SIZE])
 {
-	return fmix64(get_le64(key) ^ fmix64(get_le64(key + 8) + 0x9e3779b97f4a7c15ull));
+	return nfsd_mix64(get_le64(key) ^ nfsd_mix64(get_le64(key + 8) + 0x9e3779b97f4a7c15ull));
 }
 
 static inline size_t iov_total(const struct iovec *iov, int cnt)

@@ -16,7 +16,7 @@ void st_rl_lock(struct ds_store *st, const struct ds_obj *o, uint64_t a, uint64_
 {
 	h->n = 0;
 	for (uint64_t g = a >> st->region_shift; g <= (z - 1) >> st->region_shift; g++) {
-		uint16_t x = (uint16_t)(fmix64(o->h + g) % NRLOCKS);
+		uint16_t x = (uint16_t)(nfsd_mix64(o->h + g) % NRLOCKS);
 		unsigned i = h->n;
 		while (i > 0 && h->idx[i - 1] > x)
 			i--;

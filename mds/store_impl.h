@@ -28,6 +28,7 @@
 #include <stdatomic.h>
 
 #include "mds/store.h"
+#include "nfsd/bytes.h"
 
 #define STORE_FORMAT 1
 
@@ -98,53 +99,6 @@ struct mds_dfind {
 	uint64_t ino;
 	uint8_t type;
 };
-
-static inline void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static inline uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static inline void put_le16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static inline void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static inline uint16_t get_le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static inline uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
 
 /* store.c */
 uint64_t mds_siphash24(const uint64_t key[2], const void *data, size_t len);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "nfsd/auth_braid.h"
+#include "nfsd/bytes.h"
+#include "nfsd/clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,24 +35,6 @@ struct braid_auth {
 	struct rc_slot *slots;
 	struct braid_auth_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	return (uint64_t)xdr_get32(p) << 32 | xdr_get32(p + 4);
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	xdr_put32(p, (uint32_t)(v >> 32));
-	xdr_put32(p + 4, (uint32_t)v);
-}
 
 /* The tag of a call: everything but the verifier body, and the 8 bytes of
  * verifier flavor and length just before it. */
@@ -111,7 +95,7 @@ static int braid_accept(struct nfsd_req *r, const xdr_opaque *cred, const xdr_op
 		return NFSD_AUTH_BADVERF;
 	}
 	uint64_t stamp = get_be64(cred->val + 8), nonce = get_be64(cred->val + 16);
-	uint64_t now = now_ns(), skew = BRAID_AUTH_SKEW_S * 1000000000ull;
+	uint64_t now = nfsd_wall_ns(), skew = BRAID_AUTH_SKEW_S * 1000000000ull;
 	uint64_t window = BRAID_AUTH_WINDOW_S * 1000000000ull;
 	if (stamp == 0 || stamp + skew < now || stamp > now + skew) {
 		__atomic_fetch_add(&a->st.stale, 1, __ATOMIC_RELAXED);
@@ -208,7 +192,7 @@ static size_t sign_cred(void *ctx, uint8_t *body)
 	uint64_t n = atomic_fetch_add(&nonce_seq, 1);
 	xdr_put32(body, 1);
 	xdr_put32(body + 4, key->id);
-	put_be64(body + 8, now_ns());
+	put_be64(body + 8, nfsd_wall_ns());
 	/* distinct for every call of this process (an odd multiplier is a
 	 * bijection); a random start keeps processes apart */
 	put_be64(body + 16, nonce_base + n * 0x9e3779b97f4a7c15ull);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "nfsd/clock.h"
 #include "nfsd/rec.h"
 #include "nfsd/rpc.h"
 
@@ -224,7 +225,6 @@ struct nfsd_server {
 };
 
 /* loop.c */
-uint64_t nfsd_now_ns(void);
 void nfsd_loop_post_req(struct nfsd_loop *l, struct nfsd_req *req);
 void nfsd_loop_post_call(struct nfsd_loop *l, struct nfsd_call *c);
 void nfsd_loop_post_fn(struct nfsd_loop *l, struct nfsd_post_fn *f);

@@ -29,13 +29,6 @@
 #define URING_ENTRIES 2048
 #define FREE_REQS_MAX 256
 
-uint64_t nfsd_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void nfsd_server_opts_default(struct nfsd_server_opts *o)
 {
 	memset(o, 0, sizeof(*o));

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "nfsd/mac.h"
+#include "nfsd/bytes.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,20 +14,6 @@
 static inline uint64_t rotl64(uint64_t x, int b)
 {
 	return (x << b) | (x >> (64 - b));
-}
-
-static inline uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static inline void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static inline void sipround(uint64_t v[4])

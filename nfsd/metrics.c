@@ -23,6 +23,7 @@
 
 #include "nfsd/metrics.h"
 #include "nfsd/rpc.h"
+#include "nfsd/bytes.h"
 
 const uint64_t nfsd_metrics_bucket_ns[NFSD_METRICS_BUCKETS] = {
     25000ull,	  50000ull,	100000ull,     250000ull,     500000ull,     1000000ull,
@@ -131,15 +132,6 @@ void nfsd_metrics_free(struct nfsd_metrics *m)
 
 /* ------------------------------------------------------------ recording */
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 /* The slot of (kind, prog, vers, proc), made on first use; NULL when full. */
 static struct slot *slot_get(struct nfsd_metrics *m, uint8_t kind, uint32_t prog, uint32_t vers,
 			     uint32_t proc, const char *prog_name, const char *name, bool io)
@@ -150,7 +142,7 @@ static struct slot *slot_get(struct nfsd_metrics *m, uint8_t kind, uint32_t prog
 		atomic_fetch_add_explicit(&m->dropped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	unsigned h = (unsigned)mix64(key);
+	unsigned h = (unsigned)nfsd_mix64(key);
 	for (unsigned i = 0; i < NFSD_METRICS_SLOTS; i++) {
 		struct slot *s = &m->slots[(h + i) % NFSD_METRICS_SLOTS];
 		uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);

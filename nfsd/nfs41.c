@@ -26,6 +26,7 @@
 
 #include "nfsd/metrics.h"
 #include "nfsd/nfs41.h"
+#include "nfsd/clock.h"
 
 #define CLIENT_BUCKETS	    256
 #define SESSION_BUCKETS	    256
@@ -133,13 +134,6 @@ static struct cpd *cpd_of(struct nfs41_compound *c)
 	return (struct cpd *)c;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t fnv64(const uint8_t *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -186,7 +180,7 @@ static uint32_t rand32(void)
 {
 	uint32_t r;
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-		r = (uint32_t)now_ns() * 2654435761u;
+		r = (uint32_t)nfsd_now_ns() * 2654435761u;
 	return r;
 }
 
@@ -478,7 +472,7 @@ int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, siz
 unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out, unsigned max)
 {
 	unsigned n = 0;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&s->lock);
 	for (unsigned b = 0; b < CLIENT_BUCKETS; b++)
 		for (const struct nfs41_client *clp = s->by_id[b]; clp; clp = clp->hnext, n++) {
@@ -580,7 +574,7 @@ static nfsstat4 op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_reso
 
 	struct nfs41_client *dead = NULL, *clp = NULL;
 	nfsstat4 st = NFS4_OK;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&s->lock);
 	struct nfs41_client *conf =
 	    owner_find_locked(s, &ea->eia_clientowner.co_ownerid, true, now, &dead);
@@ -733,7 +727,7 @@ static nfsstat4 op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_r
 		return st;
 
 	struct nfs41_client *dead = NULL;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&s->lock);
 	struct nfs41_client *clp = client_find_locked(s, ca->csa_clientid, now, &dead);
 	if (!clp) {
@@ -824,7 +818,7 @@ static nfsstat4 op_destroy_clientid(struct nfs41_compound *c, nfs_argop4 *a, nfs
 
 	for (int pass = 0; pass < 2 && !st; pass++) {
 		pthread_mutex_lock(&s->lock);
-		struct nfs41_client *clp = client_find_locked(s, id, now_ns(), &dead);
+		struct nfs41_client *clp = client_find_locked(s, id, nfsd_now_ns(), &dead);
 		if (!clp)
 			st = NFS4ERR_STALE_CLIENTID;
 		else if (clp->nsessions)
@@ -869,7 +863,7 @@ static nfsstat4 op_bind_conn(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4
 		st = NFS4ERR_BADSESSION;
 	} else {
 		conn_bind_locked(s, ss, c->req->conn, dir);
-		ss->clp->expire_ns = now_ns() + lease_ns(s);
+		ss->clp->expire_ns = nfsd_now_ns() + lease_ns(s);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (st)
@@ -1106,7 +1100,7 @@ static void op_observe(struct nfs41_server *s, const struct nfs41_compound *c, c
 	bool io = op_bytes(r, st, &bytes);
 	uint32_t op = r->resop == OP_ILLEGAL ? 0 : (uint32_t)r->resop;
 	nfsd_metrics_nfs4_op(s->o.metrics, c->minorversion, op, nfs41_op_name((uint32_t)r->resop),
-			     (uint32_t)st, now_ns() - t0, io ? &bytes : NULL);
+			     (uint32_t)st, nfsd_now_ns() - t0, io ? &bytes : NULL);
 }
 
 /* Operations of minor version 1 (RFC 8881) and 2 (RFC 7862, RFC 8276). */
@@ -1144,7 +1138,7 @@ static nfsstat4 op_sequence(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 
 	SEQUENCE4resok *ok = &r->u.opsequence.u.sr_resok4;
 	struct nfs41_client *dead = NULL;
 	uint32_t status_flags = 0;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 
 	pthread_mutex_lock(&s->lock);
 	struct nfs41_session *ss = session_find_locked(s, sa->sa_sessionid);
@@ -1314,7 +1308,7 @@ static void compound_end(struct nfs41_server *s, struct cpd *x, const struct xdr
 	pthread_mutex_lock(&s->lock);
 	atomic_fetch_sub(&ss->inflight, 1);
 	if (!ss->dead)
-		ss->clp->expire_ns = now_ns() + lease_ns(s);
+		ss->clp->expire_ns = nfsd_now_ns() + lease_ns(s);
 	pthread_mutex_unlock(&s->lock);
 	nfs41_session_put(ss);
 }
@@ -1407,7 +1401,7 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 	}
 
 	/* lazy lease expiry of every client, at most every SWEEP_INTERVAL_NS */
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	if (now >= atomic_load_explicit(&s->next_sweep_ns, memory_order_relaxed)) {
 		struct nfs41_client *dead = NULL;
 		pthread_mutex_lock(&s->lock);
@@ -1425,7 +1419,7 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 		r.resop = args[i].argop;
 		struct enc_pos pos;
 		enc_save(e, &pos);
-		uint64_t t0 = s->o.metrics ? now_ns() : 0;
+		uint64_t t0 = s->o.metrics ? nfsd_now_ns() : 0;
 		status = op_run(s, x, &args[i], &r, e->len - res_off + hdr);
 		if (x->replay) {
 			if (s->o.metrics)

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "tests/dataserver/ds-test.h"
+#include "nfsd/bytes.h"
 
 static struct dt T;
 
@@ -102,20 +103,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	xdr_put32(p, (uint32_t)(v >> 32));
-	xdr_put32(p + 4, (uint32_t)v);
-}
-
 static size_t raw_cred(void *ctx, uint8_t *b)
 {
 	struct raw_sign *s = ctx;
 	static uint64_t fresh = 0x1234567;
 	xdr_put32(b, 1);
 	xdr_put32(b + 4, s->key->id);
-	put64(b + 8, s->stamp ? s->stamp : now_ns());
-	put64(b + 16, s->nonce ? s->nonce : ++fresh);
+	put_be64(b + 8, s->stamp ? s->stamp : now_ns());
+	put_be64(b + 16, s->nonce ? s->nonce : ++fresh);
 	return 24;
 }
 

@@ -63,11 +63,6 @@ static nfsstat4 run(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned n,
 	return res->status;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	return xdr_get32(p);
-}
-
 int main(void)
 {
 	dt_prepare(&T, "nfs41 = yes\nlisten = 127.0.0.2:0\n");
@@ -186,11 +181,11 @@ int main(void)
 	CHECK_EQ(fa->attrmask.val[0], mask[0]);
 	CHECK_EQ(fa->attrmask.val[1], mask[1]);
 	const uint8_t *p = fa->attr_vals.val;
-	CHECK_EQ(get32(p), NF4REG);
-	uint64_t size = (uint64_t)get32(p + 12) << 32 | get32(p + 16);
+	CHECK_EQ(xdr_get32(p), NF4REG);
+	uint64_t size = (uint64_t)xdr_get32(p + 12) << 32 | xdr_get32(p + 16);
 	CHECK_EQ(size, 3 << 20);
-	CHECK_EQ(get32(p + 20), 0600);
-	CHECK_EQ(get32(p + 24), 5);
+	CHECK_EQ(xdr_get32(p + 20), 0600);
+	CHECK_EQ(xdr_get32(p + 24), 5);
 	CHECK(memcmp(p + 28, "20001", 5) == 0);
 	CHECK_EQ(fa->attr_vals.len, 36);
 
