@@ -39,7 +39,7 @@
 #include "layout/policy.h"
 #include "mds/store.h"
 #include "nfsd/auth_braid.h"
-#include "nfsd/exports.h"
+#include "mds/exports.h"
 #include "nfsd/mac.h"
 #include "nfsd/nfs41.h"
 #include "nfsd/rpc.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
-#include "nfsd/exports.h"
+#include "mds/exports.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -26,8 +26,8 @@
  * Defaults are knfsd's: ro, root_squash, no_all_squash, sync, secure,
  * no_subtree_check, no_pnfs, sec=sys, anonuid=anongid=65534, no fsid.
  */
-#ifndef BRAID_NFSD_EXPORTS_H
-#define BRAID_NFSD_EXPORTS_H
+#ifndef BRAID_MDS_EXPORTS_H
+#define BRAID_MDS_EXPORTS_H
 
 #include <stdint.h>
 #include <sys/socket.h>

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nfsd/exports.h"
+#include "mds/exports.h"
 #include "tests/check.h"
 
 #define STR(x) STR2(x)
