@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "ctl/client.h"
+#include "layout/fence.h"
 #include "layout/policy.h"
 #include "mds/mds_impl.h"
 
@@ -670,6 +671,28 @@ int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out)
 	return e ? 0 : -ENOENT;
 }
 
+void mds_dsreg_device(const struct mds_ds_info *i, struct layout_device *d)
+{
+	_Static_assert(sizeof(i->addrs[0].netid) == sizeof(d->addrs[0].netid) &&
+			   sizeof(i->addrs[0].uaddr) == sizeof(d->addrs[0].uaddr) &&
+			   MDS_DS_ADDRS_MAX == LAYOUT_DEV_ADDRS_MAX &&
+			   MDS_DS_PROTOS_MAX == LAYOUT_DEV_VERS_MAX,
+		       "struct layout_device holds a struct mds_ds_info's addresses");
+	memset(d, 0, sizeof(*d));
+	d->ds_id = i->id;
+	memcpy(d->uuid, i->uuid, 16);
+	d->naddrs = i->naddrs;
+	d->nversions = i->nprotos;
+	for (unsigned k = 0; k < i->naddrs && k < MDS_DS_ADDRS_MAX; k++) {
+		memcpy(d->addrs[k].netid, i->addrs[k].netid, sizeof(d->addrs[k].netid));
+		memcpy(d->addrs[k].uaddr, i->addrs[k].uaddr, sizeof(d->addrs[k].uaddr));
+	}
+	for (unsigned k = 0; k < i->nprotos && k < MDS_DS_PROTOS_MAX; k++)
+		d->versions[k] =
+		    (struct layout_version){i->protos[k].version, i->protos[k].minorversion,
+					    i->protos[k].rsize, i->protos[k].wsize};
+}
+
 void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail)
 {
 	struct mds_dsreg *r = mds->dsreg;
@@ -829,21 +852,9 @@ void mds_data_objid(const struct mds_attr *a, struct ds_objid *id)
 
 void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid)
 {
-	/* fixed, not secret: clients see the pair in layouts anyway */
-	static const struct siphash_key k = {{0x6272616964666e63ULL, 0x652d7569642d6731ULL}};
-	uint8_t b[28];
-	size_t n = 24;
-	memcpy(b, a->objkey, 16);
-	for (int i = 0; i < 8; i++)
-		b[16 + i] = (uint8_t)(a->generation >> (8 * i));
-	if (epoch) { /* epoch 0 keeps the pair files had before fencing existed */
-		for (int i = 0; i < 4; i++)
-			b[24 + i] = (uint8_t)(epoch >> (8 * i));
-		n = 28;
-	}
-	uint64_t h = siphash24(&k, b, n);
-	*uid = 0x40000000u | (uint32_t)(h & 0x3fffffffu);
-	*gid = 0x40000000u | (uint32_t)((h >> 32) & 0x3fffffffu);
+	struct ds_objid id;
+	mds_data_objid(a, &id);
+	layout_fence_creds(&id, epoch, uid, gid);
 }
 
 void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid)

@@ -19,7 +19,8 @@
  *               MDS's metrics collectors
  *   op_layout.c LAYOUTGET LAYOUTCOMMIT LAYOUTRETURN GETDEVICEINFO
  *               GETDEVICELIST LAYOUTSTATS LAYOUTERROR; layout state, recalls,
- *               fencing (policies: layout/policy.c)
+ *               fencing (placement, encodings, device IDs, fence
+ *               credentials: layout/, liblayout.a)
  *
  * Error domains: below the protocol line 0 / -errno; op handlers return
  * nfsstat4, converting with mds_nfs4_status() (one table).
@@ -36,6 +37,7 @@
 #include "nfs4_prot.h"
 
 #include "mds/mds.h"
+#include "layout/devid.h"
 #include "layout/policy.h"
 #include "mds/store.h"
 #include "nfsd/auth_braid.h"
@@ -362,6 +364,9 @@ struct mds_ds_info {
 	struct mds_ds_addr ctl_addrs[MDS_DS_ADDRS_MAX]; /* where the MDS calls */
 	struct mds_ds_proto protos[MDS_DS_PROTOS_MAX];
 };
+/* A data server as layouts name it (layout/devid.h: its device ID, the
+ * addresses and versions of GETDEVICEINFO). */
+void mds_dsreg_device(const struct mds_ds_info *i, struct layout_device *d);
 /* Every data server ever registered, by id: up to max of them into out;
  * returns how many there are. */
 unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned max);
@@ -431,8 +436,8 @@ void mds_ds_conn_put(struct mds_ds_conn *dc);
 struct ds_objid;
 void mds_data_objid(const struct mds_attr *a, struct ds_objid *id);
 /* The synthetic uid/gid of a file's objects under fence epoch 'epoch':
- * derived from the object key, in [2^30, 2^31); a new epoch is a fresh
- * pair (mds_data_fence_new).  mds_data_fence() is epoch 0's. */
+ * layout_fence_creds() of its object (layout/fence.h); a new epoch is a
+ * fresh pair (mds_data_fence_new).  mds_data_fence() is epoch 0's. */
 void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid);
 void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid);
 
