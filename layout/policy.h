@@ -2,7 +2,7 @@
 /*
  * Where a file's bytes live: layout policies as plain C structs, with no
  * protocol in sight (mds/op_layout.c describes a segment of them as a
- * struct layout_segment that layout/flexfiles.c encodes, mds/dsreg.c
+ * struct layout_segment that layout/flexfiles.c encodes, mds/data.c
  * records them in the metadata store).
  *
  * Every policy is a grid of segments over the file's offsets.  Segment n

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "layout/policy.h"
+#include "mds/data.h"
 #include "mds/mds_impl.h"
 #include "nfsd/metrics.h"
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mds/data.h"
 #include "mds/layout_impl.h"
 
 /* ----------------------------------------------------------- hash tables */

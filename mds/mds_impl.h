@@ -12,7 +12,10 @@
  *               FREE_STATEID RECLAIM_COMPLETE DELEGRETURN; grace; client records
  *   op_io.c     READ WRITE COMMIT (proxied to braid-ds) ALLOCATE DEALLOCATE
  *               SEEK READ_PLUS
- *   dsreg.c     data servers: REGISTER/HEARTBEAT service, placement, objects
+ *   dsreg.c     data servers: REGISTER/HEARTBEAT service, placement,
+ *               connections
+ *   data.c      file objects on the data servers: maps, segments, repair,
+ *               truncation, sizes, fencing, orphans (mds/data.h)
  *   mount.c     MOUNT v3 and rpcbind registration
  *   callback.c  CB_NULL and CB_COMPOUND over the clients' back channels
  *   admin.c     braidctl's protocol (nfsd/xdr/braid_admin.x) and the
@@ -48,6 +51,7 @@
 
 struct mds_state; /* op_state.c */
 struct mds_dsreg; /* dsreg.c */
+struct mds_data;  /* data.c */
 struct mds_mount; /* mount.c */
 struct mds_cb;    /* callback.c */
 struct mds_layout; /* op_layout.c */
@@ -115,6 +119,7 @@ struct braid_mds {
 
 	struct mds_state *state;
 	struct mds_dsreg *dsreg;
+	struct mds_data *data;
 	struct mds_mount *mount;
 	struct mds_cb *cb;
 	struct mds_layout *layout;
@@ -308,7 +313,8 @@ int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *
 			    unsigned *locks);
 
 /*
- * Data servers (dsreg.c) and file data (op_io.c).
+ * Data servers (dsreg.c); what they hold of each file is data.c's
+ * (mds/data.h).
  */
 int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen);
 void mds_dsreg_release(struct braid_mds *mds);
@@ -316,23 +322,6 @@ void mds_dsreg_release(struct braid_mds *mds);
 const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds);
 /* Bytes total and free over the data servers that are up (0 and 0 if none). */
 void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail);
-/*
- * ino's data is no longer needed if it is an orphan (no links) and no
- * client holds it open: remove its data-server objects, then reap the
- * inode.  Called after REMOVE/RENAME unlink a file and after the last CLOSE.
- * Best effort: failures leave it in mds_orphan_list() for a later retry.
- */
-void mds_data_release(struct braid_mds *mds, uint64_t ino);
-/* SETATTR changed the size of ino from old to new: truncate its objects. */
-int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size);
-/*
- * A file written through RW layouts before the MDS stopped: its size moves
- * up to the end of its data servers' objects if that is past it (mtime and
- * change move with it).  0 when done (or the file is gone); -errno, e.g.
- * a data server not up yet, to try again later.
- */
-int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino);
-
 /* Largest READ and WRITE through the MDS (maxread, maxwrite) and largest file
  * (maxfilesize: the data servers' DS_STORE_MAX_SIZE). */
 #define MDS_IO_MAX   (1u << 20)
@@ -391,6 +380,17 @@ int mds_dsreg_forget(struct braid_mds *mds, uint32_t id);
  * I/O needs it).  0, or -EAGAIN when none is up.
  */
 int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id);
+/*
+ * Data servers new segments may go to (mds/data.c places them with
+ * layout/policy.h): up, taking new objects, serving NFSv3 and not in
+ * avoid; those low on space only when no other is usable, those in avoid
+ * only when nothing else is.  Weighted by free space; at most max into
+ * out, and how many.
+ */
+unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsigned navoid,
+			      struct layout_cand *out, unsigned max);
+/* A random 64-bit number (placement spreads load by it); thread safe. */
+uint64_t mds_dsreg_random(struct braid_mds *mds);
 
 /*
  * A reference to the MDS's connection to one data server: control calls
@@ -409,74 +409,6 @@ struct mds_ds_conn {
  * NFS4ERR_DELAY), -EIO (an id never registered), -errno of the connect. */
 struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err);
 void mds_ds_conn_put(struct mds_ds_conn *dc);
-
-/*
- * File objects.  A regular file's object on a data server is named by
- * (mds_attr.objkey, mds_attr.generation) and owned by the file's fence
- * uid/gid (RFC 8435 §2.2, loosely coupled); its handle is
- * ds_fh_make(&mds->key, id).  One object per (file, data server) holds
- * the file's bytes at the file's own offsets (sparse), whatever the
- * layout policy (layout/policy.h).  Objects are made lazily, when a
- * segment is first laid out (a WRITE, LAYOUTGET, size-extending SETATTR
- * or ALLOCATE reaching it).
- *
- * The maps, in the store's layouts table (keys under the inode):
- *   segment n < MDS_LAYOUT_REC: the data servers of grid segment n, mirror
- *     by mirror (layout_ds_slot); flags 0.
- *   MDS_LAYOUT_REC, the file's record: flags = layout_policy_encode() of
- *     its policy; ds[0] = its fence epoch; ds[1..] = its set of data
- *     servers, in placement order, bit MDS_LAYOUT_CREATED set once the
- *     object there is known to exist.  A file with segment 0 and no record
- *     is whole-file on segment 0's data servers, fence epoch 0.
- *   On a directory, MDS_LAYOUT_REC holds the policy new files below it
- *     take (ds[0] = 0, nds = 1): see mds_layout_policy_set().
- */
-#define MDS_LAYOUT_REC	   (UINT64_MAX - 1)
-#define MDS_LAYOUT_CREATED 0x80000000u
-struct ds_objid;
-void mds_data_objid(const struct mds_attr *a, struct ds_objid *id);
-/* The synthetic uid/gid of a file's objects under fence epoch 'epoch':
- * layout_fence_creds() of its object (layout/fence.h); a new epoch is a
- * fresh pair (mds_data_fence_new).  mds_data_fence() is epoch 0's. */
-void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid);
-void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid);
-
-/* What the store says of a file's layout. */
-struct mds_file_map {
-	struct layout_policy pol; /* recorded, legacy, or [mds]'s default */
-	bool recorded;		  /* the MDS_LAYOUT_REC record exists */
-	bool laid_out;		  /* it has a set (and maybe segments) */
-	uint32_t epoch;		  /* fence epoch */
-	unsigned nset;
-	uint32_t set[LAYOUT_SET_MAX]; /* with MDS_LAYOUT_CREATED bits */
-};
-int mds_data_map(struct braid_mds *mds, uint64_t ino, struct mds_file_map *m);
-/*
- * Segment n's map of a's file into *seg (and the file's map into *map).
- * -ENOENT when it is not laid out and !create; with create, places it
- * (never on a data server in avoid[0..navoid)) and makes its objects,
- * serialized per inode.  -EAGAIN: not enough data servers up; -ESTALE:
- * the inode is gone; -EINVAL: n past a one-segment policy.
- */
-int mds_data_segment(struct braid_mds *mds, const struct mds_attr *a, uint64_t n, bool create,
-		     const uint32_t *avoid, unsigned navoid, struct mds_file_map *map,
-		     struct mds_layout_seg *seg);
-/* Segment 0 (whole-file policies: the file's only segment). */
-int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
-		    struct mds_layout_seg *seg);
-/* The object of a's file on data server ds_id is missing (crash between
- * recording and creating it): create it again if the inode lives. */
-int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
-/* Every data server holding a segment of ino: how many (at most max), or -errno. */
-int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);
-/*
- * Fencing (RFC 8435 §2.2): a new epoch, recorded, then SETFENCE of its
- * pair on every data server of the file, so I/O with the old pair fails
- * with ACCESS.  -EAGAIN when a data server could not be reached (the
- * caller retries with mds_data_fence_apply, which sets the current pair).
- */
-int mds_data_fence_new(struct braid_mds *mds, const struct mds_attr *a, uint32_t *epoch);
-int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a);
 
 /*
  * Layouts (op_layout.c): LAYOUTGET, LAYOUTCOMMIT, LAYOUTRETURN,

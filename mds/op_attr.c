@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "mds/data.h"
 #include "mds/mds_impl.h"
 
 /* Attribute n's bit in word 0, 1 or 2 of a bitmap4. */

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mds/data.h"
 #include "mds/mds_impl.h"
 
 /* The krb5 mechanism, 1.2.840.113554.1.2.2, as the OID's DER contents

@@ -8,7 +8,7 @@
  * fencing (RFC 8435 §2.2) and device notifications (CB_NOTIFY_DEVICEID).
  *
  * Geometry comes from the file's policy (layout/policy.h) and its maps in
- * the store (mds_impl.h, "File objects"): a LAYOUTGET answers exactly one
+ * the store (mds/data.h, "File objects"): a LAYOUTGET answers exactly one
  * ff_layout4, the grid segment holding loga_offset, never reaching into a
  * neighbour on another data server.  READ and RW layouts of a range name
  * the same objects.  Loosely coupled (§2.2): each data server is told the
@@ -74,6 +74,7 @@
 
 #include "ctl/fh.h"
 #include "layout/fence.h"
+#include "mds/data.h"
 #include "mds/layout_impl.h"
 
 /* ------------------------------------------------------------- policies */

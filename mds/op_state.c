@@ -34,6 +34,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "mds/data.h"
 #include "mds/state.h"
 
 #define ACCESS_BITS OPEN4_SHARE_ACCESS_BOTH
