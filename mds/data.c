@@ -29,7 +29,10 @@
 #include "layout/fence.h"
 #include "layout/policy.h"
 #include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/state.h"
 
 #define OBJ_LOCKS      64
 #define SWEEP_BATCH    1024

@@ -49,9 +49,12 @@
 #include <unistd.h>
 
 #include "ctl/client.h"
+#include "layout/devid.h"
 #include "layout/policy.h"
 #include "mds/data.h"
+#include "mds/dsreg.h"
 #include "mds/mds_impl.h"
+#include "mds/state.h"
 
 #define DSREG_FILE	  "data-servers"
 #define SWEEP_INTERVAL_NS (60ull * 1000000000ull)

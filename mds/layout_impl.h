@@ -4,7 +4,7 @@
  * reports; its top comment says how layouts work) and mds/layout_state.c
  * (layout stateids and their ranges, recalls, fencing, device address
  * changes, the background thread).  Nothing outside those two files sees
- * these structures: the rest of the MDS uses mds_impl.h's mds_layout_*.
+ * these structures: the rest of the MDS uses mds/layout.h's mds_layout_*.
  *
  * Locking: lo->mu guards every structure below and every field of struct
  * mds_layout not marked constant or the thread's own.  It is held only
@@ -18,8 +18,8 @@
 
 #include <time.h>
 
-#include "layout/devid.h"
-#include "layout/type.h"
+#include "layout/policy.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
 
 #define LO_RANGES_MAX  1024 /* held ranges per (state, iomode): more are merged */

@@ -16,7 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "layout/devid.h"
+#include "mds/admin.h"
+#include "mds/callback.h"
 #include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/layout_impl.h"
 
 /* ----------------------------------------------------------- hash tables */

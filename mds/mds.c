@@ -17,8 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mds/admin.h"
+#include "mds/callback.h"
 #include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/mount.h"
+#include "mds/state.h"
 #include "nfsd/metrics.h"
 
 static const char *const data_io_modes[] = { "proxy", "refuse", NULL };

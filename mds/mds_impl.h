@@ -1,29 +1,43 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * braid-mds internals shared by its modules:
+ * braid-mds's core: struct braid_mds and what every op group needs (the
+ * COMPOUND's MDS, logging, the op table, the -errno to nfsstat4 table,
+ * exports, credentials and the current filehandle), all of it mds.c's.
+ * Each module's own API is in its header:
  *
- *   mds.c       settings, start/stop, exports, the op table, credentials
- *   fh.c        filehandles
- *   op_attr.c   fattr4 codec; GETATTR SETATTR VERIFY NVERIFY ACCESS;
- *               GETXATTR SETXATTR LISTXATTRS REMOVEXATTR (RFC 8276)
- *   op_dir.c    PUTROOTFH PUTPUBFH PUTFH LOOKUP LOOKUPP CREATE REMOVE RENAME
- *               LINK READLINK READDIR SECINFO SECINFO_NO_NAME
- *   op_state.c  OPEN OPEN_DOWNGRADE CLOSE LOCK LOCKT LOCKU TEST_STATEID
- *               FREE_STATEID RECLAIM_COMPLETE DELEGRETURN; grace; client records
- *   op_io.c     READ WRITE COMMIT (proxied to braid-ds) ALLOCATE DEALLOCATE
- *               SEEK READ_PLUS
- *   dsreg.c     data servers: REGISTER/HEARTBEAT service, placement,
- *               connections
- *   data.c      file objects on the data servers: maps, segments, repair,
- *               truncation, sizes, fencing, orphans (mds/data.h)
- *   mount.c     MOUNT v3 and rpcbind registration
- *   callback.c  CB_NULL and CB_COMPOUND over the clients' back channels
- *   admin.c     braidctl's protocol (nfsd/xdr/braid_admin.x) and the
- *               MDS's metrics collectors
- *   op_layout.c LAYOUTGET LAYOUTCOMMIT LAYOUTRETURN GETDEVICEINFO
- *               GETDEVICELIST LAYOUTSTATS LAYOUTERROR; layout state, recalls,
- *               fencing (placement, encodings, device IDs, fence
- *               credentials: layout/, liblayout.a)
+ *   mds.c         settings, start/stop, exports, the op table, credentials
+ *                 (this header; the daemon's API: mds/mds.h)
+ *   fh.c          filehandles (mds/fh.h)
+ *   op_attr.c     fattr4 codec; GETATTR SETATTR VERIFY NVERIFY ACCESS;
+ *                 GETXATTR SETXATTR LISTXATTRS REMOVEXATTR, RFC 8276
+ *                 (mds/attr.h)
+ *   op_dir.c      PUTROOTFH PUTPUBFH PUTFH LOOKUP LOOKUPP CREATE REMOVE
+ *                 RENAME LINK READLINK READDIR SECINFO SECINFO_NO_NAME
+ *                 (its op table only)
+ *   op_state.c    OPEN OPEN_DOWNGRADE CLOSE LOCK LOCKT LOCKU TEST_STATEID
+ *                 FREE_STATEID RECLAIM_COMPLETE DELEGRETURN; grace; client
+ *                 records; with state_lock.c (byte-range locks)
+ *                 (mds/state.h; between the two: mds/state_impl.h)
+ *   op_io.c       READ WRITE COMMIT (proxied to braid-ds) ALLOCATE
+ *                 DEALLOCATE SEEK READ_PLUS (its op table only)
+ *   dsreg.c       data servers: REGISTER/HEARTBEAT service, the registry,
+ *                 placement, connections (mds/dsreg.h)
+ *   data.c        file objects on the data servers: maps, segments,
+ *                 repair, truncation, sizes, fence epochs, orphans
+ *                 (mds/data.h)
+ *   op_layout.c   LAYOUTGET LAYOUTCOMMIT LAYOUTRETURN GETDEVICEINFO
+ *                 GETDEVICELIST LAYOUTSTATS LAYOUTERROR; policies
+ *   layout_state.c  layout state: stateids, recalls, revocation, fencing,
+ *                 device notifications (both: mds/layout.h; between the
+ *                 two: mds/layout_impl.h; placement, encodings, device IDs
+ *                 and fence credentials: layout/, liblayout.a)
+ *   callback.c    CB_NULL and CB_COMPOUND over the clients' back channels
+ *                 (mds/callback.h)
+ *   mount.c       MOUNT v3 and rpcbind registration (mds/mount.h; the
+ *                 libtirpc side: mds/rpcbind.c, mds/rpcbind.h)
+ *   admin.c       braidctl's protocol (nfsd/xdr/braid_admin.x) and the
+ *                 MDS's metrics collectors (mds/admin.h)
+ *   store.c, store_ops.c  the metadata store (mds/store.h, libmds.a)
  *
  * Error domains: below the protocol line 0 / -errno; op handlers return
  * nfsstat4, converting with mds_nfs4_status() (one table).
@@ -40,8 +54,6 @@
 #include "nfs4_prot.h"
 
 #include "mds/mds.h"
-#include "layout/devid.h"
-#include "layout/policy.h"
 #include "mds/store.h"
 #include "nfsd/auth_braid.h"
 #include "nfsd/exports.h"
@@ -49,13 +61,14 @@
 #include "nfsd/nfs41.h"
 #include "nfsd/rpc.h"
 
-struct mds_state; /* op_state.c */
-struct mds_dsreg; /* dsreg.c */
-struct mds_data;  /* data.c */
-struct mds_mount; /* mount.c */
-struct mds_cb;    /* callback.c */
-struct mds_layout; /* op_layout.c */
+struct mds_state;  /* op_state.c */
+struct mds_dsreg;  /* dsreg.c */
+struct mds_data;   /* data.c */
+struct mds_mount;  /* mount.c */
+struct mds_cb;	   /* callback.c */
+struct mds_layout; /* layout_state.c */
 struct mds_admin;  /* admin.c */
+struct mds_fh;	   /* fh.h */
 struct nfsd_metrics;
 struct nfsd_metrics_http;
 
@@ -130,7 +143,7 @@ struct braid_mds {
 	struct nfsd_metrics_http *metrics_http;
 
 	struct nfs41_op ops[OP_REMOVEXATTR + 1]; /* assembled from the group tables */
-	struct nfsd_program nfs_prog;	 /* 100003: v4 from nfs41 */
+	struct nfsd_program nfs_prog;		 /* 100003: v4 from nfs41 */
 	struct nfsd_version nfs_vers[1];
 	int ports[CONF_ADDRS_MAX];
 	unsigned nports;
@@ -193,32 +206,6 @@ static inline bool mds_sid_special(const stateid4 *id)
 }
 
 /*
- * Filehandles (fh.c).  40 bytes:
- *
- *	0   1   version (1)
- *	1   1   type (2: MDS inode)
- *	2   2   0
- *	4   4   id of the cluster key (braid_key.id)
- *	8   4   export id (0: pseudo filesystem)
- *	12  4   0
- *	16  8   inode number, big-endian
- *	24  8   inode generation, big-endian (mds_attr.generation)
- *	32  8   SipHash-2-4-64 of bytes 0..31 under the key's fh half
- *
- * Not ours (length, version, type, key, MAC): NFS4ERR_BADHANDLE.  Ours but
- * the inode is gone or has another generation: NFS4ERR_STALE.
- */
-#define MDS_FH_SIZE 40
-struct mds_fh {
-	uint64_t ino;
-	uint64_t gen;
-	uint32_t export_id;
-};
-void mds_fh_make(const struct braid_mds *mds, const struct mds_fh *fh, uint8_t out[MDS_FH_SIZE]);
-/* 0, or -EBADMSG for a handle that is not genuine. */
-int mds_fh_parse(const struct braid_mds *mds, const void *p, uint32_t len, struct mds_fh *fh);
-
-/*
  * A request's credential, after the export's squashing, and what the
  * export allows it.  Built once per COMPOUND op that needs it.
  */
@@ -254,270 +241,9 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
  * the subset allowed.  uid 0 gets everything but EXECUTE on files with no x bit. */
 uint32_t mds_access(const struct mds_cred *cred, const struct mds_attr *attr, uint32_t want);
 
-/*
- * fattr4 (op_attr.c).  Owner strings are numeric ("1000") under AUTH_SYS
- * (RFC 8881 §5.9); a non-numeric owner in SETATTR is NFS4ERR_BADOWNER.
- */
-/* The attributes asked for that the server supports, encoded from attr
- * (the current filehandle's inode: FATTR4_FILEHANDLE is c->fh).
- * fsid and fs-wide attributes come from mds (space totals from dsreg). */
-nfsstat4 mds_attr_encode(struct nfs41_compound *c, const struct mds_attr *attr,
-			 const bitmap4 *want, fattr4 *out);
-/* The same for another object (READDIR entries): fh/fhlen is its handle. */
-nfsstat4 mds_attr_encode_fh(struct nfs41_compound *c, const struct mds_attr *attr,
-			    const void *fh, uint32_t fhlen, const bitmap4 *want, fattr4 *out);
-/*
- * A READDIR entry whose attributes could not be read (RFC 8881 §5.8.1.12):
- * when want has rdattr_error, out holds just rdattr_error = err and NFS4_OK
- * is returned; otherwise err is returned for READDIR to fail with.
- */
-nfsstat4 mds_attr_encode_error(struct nfs41_compound *c, nfsstat4 err, const bitmap4 *want,
-			       fattr4 *out);
-/*
- * Decodes createattrs (OPEN, CREATE) into a->mask/values, adding to what
- * the caller put in *a; 'set' receives the bitmap of those applied
- * (attrsset).  Unsupported or read-only attributes: NFS4ERR_ATTRNOTSUPP /
- * NFS4ERR_INVAL as RFC 8881 §18.30.3 says; a malformed attrlist
- * NFS4ERR_BADXDR; a non-numeric owner NFS4ERR_BADOWNER.  mode, mode_umask
- * (RFC 8275: mode & ~umask) and mode_set_masked all give MDS_SET_MODE;
- * times give MDS_SET_[AM]TIME or _NOW.  (SETATTR decodes with its rules.)
- */
-nfsstat4 mds_attr_decode_set(struct nfs41_compound *c, const fattr4 *in,
-			     struct mds_setattr_args *a, bitmap4 *set);
-/* The supported_attrs bitmap (NFSv4.2's; a 4.1 COMPOUND sees it without
- * change_attr_type, mode_umask and xattr_support). */
-void mds_attr_supported(bitmap4 *out, struct xdr_arena *arena);
-
-/*
- * State (op_state.c).  Stateids: RFC 8881 §8.2; the special stateids
- * (anonymous all-zeros, READ bypass all-ones) are accepted for I/O subject
- * to share reservations.
- */
-int mds_state_init(struct braid_mds *mds, char *msg, size_t msglen);
-void mds_state_release(struct braid_mds *mds);
-void mds_state_client_expired(void *mds, uint64_t clientid);
-bool mds_state_client_has_state(void *mds, uint64_t clientid);
-/* READ/WRITE/SETATTR(size)/ALLOCATE...: is 'sid' (already resolved from the
- * current stateid) good for I/O of 'write' kind on ino by this client?
- * NFS4ERR_BAD_STATEID, _OLD_STATEID, _EXPIRED, _OPENMODE, _LOCKED (a
- * mandatory conflict is not enforced: Braid locks are advisory), _GRACE... */
-nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint64_t ino,
-			    bool write);
-/* Does any client hold an open of ino?  (REMOVE keeps an open file's data.) */
-bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
-/* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
-bool mds_state_in_grace(struct braid_mds *mds);
-/* Open and lock stateids a client holds (braidctl clients): 0, or -ENOENT
- * when it holds no state. */
-int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *opens,
-			    unsigned *locks);
-
-/*
- * Data servers (dsreg.c); what they hold of each file is data.c's
- * (mds/data.h).
- */
-int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen);
-void mds_dsreg_release(struct braid_mds *mds);
-/* The control program data servers call (REGISTER, HEARTBEAT). */
-const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds);
-/* Bytes total and free over the data servers that are up (0 and 0 if none). */
-void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail);
 /* Largest READ and WRITE through the MDS (maxread, maxwrite) and largest file
  * (maxfilesize: the data servers' DS_STORE_MAX_SIZE). */
 #define MDS_IO_MAX   (1u << 20)
 #define MDS_FILE_MAX (1ull << 48)
-
-/* What the MDS knows of one data server (braidctl, layouts): a snapshot. */
-#define MDS_DS_ADDRS_MAX  16 /* BRAID_CTL_ADDRS_MAX */
-#define MDS_DS_PROTOS_MAX 8  /* BRAID_CTL_PROTOS_MAX */
-struct mds_ds_addr {
-	char netid[33]; /* "tcp", "tcp6", "rdma", "rdma6" */
-	char uaddr[65]; /* RFC 5665 universal address, port included */
-};
-struct mds_ds_proto {
-	uint32_t version, minorversion, rsize, wsize;
-};
-struct mds_ds_info {
-	uint32_t id;
-	uint8_t uuid[16];
-	char hostname[256];
-	bool registered; /* has REGISTERed since this MDS started */
-	bool up;	 /* registered and heard from within [mds] ds_timeout */
-	bool drained;	 /* by the administrator (mds_dsreg_drain): placement skips it */
-	uint32_t health; /* BRAID_CTL_HEALTH_* of the last HEARTBEAT */
-	uint64_t capacity, free, objects;
-	uint64_t since_heartbeat_ms; /* since the last REGISTER or HEARTBEAT */
-	uint8_t boot_verifier[8];
-	unsigned naddrs, nctl_addrs, nprotos;
-	struct mds_ds_addr addrs[MDS_DS_ADDRS_MAX];	/* for clients (layouts) */
-	struct mds_ds_addr ctl_addrs[MDS_DS_ADDRS_MAX]; /* where the MDS calls */
-	struct mds_ds_proto protos[MDS_DS_PROTOS_MAX];
-};
-/* A data server as layouts name it (layout/devid.h: its device ID, the
- * addresses and versions of GETDEVICEINFO). */
-void mds_dsreg_device(const struct mds_ds_info *i, struct layout_device *d);
-/* Every data server ever registered, by id: up to max of them into out;
- * returns how many there are. */
-unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned max);
-/* One of them: 0, or -ENOENT. */
-int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out);
-/*
- * braidctl ds drain / ds add: placement stops (drain) or resumes choosing
- * the data server for new objects; recorded in the bindings file before
- * returning.  0, -ENOENT, or the -errno of the write (nothing changed).
- */
-int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain);
-/*
- * braidctl ds remove: forget the data server: its id is never given again
- * and, should its uuid register anew, it gets a new id.  The caller checks
- * that no file needs it (mds_layout_scan).  0, -ENOENT, -errno of the write.
- */
-int mds_dsreg_forget(struct braid_mds *mds, uint32_t id);
-/*
- * Placement: a data server for a new object, chosen at random among those
- * up and not draining or read-only, weighted by free space (those low on
- * space only when no other is up).  nfs3: one serving NFSv3 (the MDS's own
- * I/O needs it).  0, or -EAGAIN when none is up.
- */
-int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id);
-/*
- * Data servers new segments may go to (mds/data.c places them with
- * layout/policy.h): up, taking new objects, serving NFSv3 and not in
- * avoid; those low on space only when no other is usable, those in avoid
- * only when nothing else is.  Weighted by free space; at most max into
- * out, and how many.
- */
-unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsigned navoid,
-			      struct layout_cand *out, unsigned max);
-/* A random 64-bit number (placement spreads load by it); thread safe. */
-uint64_t mds_dsreg_random(struct braid_mds *mds);
-
-/*
- * A reference to the MDS's connection to one data server: control calls
- * (ctl/client.h, with mds->key) and NFSv3 calls (AUTH_SYS as the
- * object's fence), each call timed out after timeout_ms.  Fields are set
- * at creation and never change.
- */
-struct mds_ds_conn {
-	atomic_int ref;
-	uint32_t id;
-	struct nfsd_clnt *clnt;
-	uint32_t rsize3, wsize3; /* the DS's NFSv3 rsize/wsize; 0: it serves no NFSv3 */
-	unsigned timeout_ms;
-};
-/* NULL with *err: -EAGAIN (down, or not registered since the MDS started:
- * NFS4ERR_DELAY), -EIO (an id never registered), -errno of the connect. */
-struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err);
-void mds_ds_conn_put(struct mds_ds_conn *dc);
-
-/*
- * Layouts (op_layout.c): LAYOUTGET, LAYOUTCOMMIT, LAYOUTRETURN,
- * GETDEVICEINFO, GETDEVICELIST, LAYOUTSTATS, LAYOUTERROR (RFC 8881 §12,
- * RFC 8435, RFC 7862 §15.6-15.7); layout state, recalls, fencing.
- */
-int mds_layout_init(struct braid_mds *mds, char *msg, size_t msglen);
-/* Stop the background thread (before the RPC server goes). */
-void mds_layout_stop(struct braid_mds *mds);
-void mds_layout_release(struct braid_mds *mds);
-/* The policy of a file created where no directory names one ([mds] layout...). */
-void mds_layout_policy_default(struct braid_mds *mds, struct layout_policy *p);
-/*
- * A directory's policy, taken by the files created below it (the nearest
- * directory with one wins; an export's root directory gives the export's).
- * p NULL removes it.  0, -ENOTDIR, -ESTALE, -EINVAL (a bad policy).
- */
-int mds_layout_policy_set(struct braid_mds *mds, uint64_t dir, const struct layout_policy *p);
-/* The policy a file created in dir takes: 0 and *p, or -ENOENT (the default). */
-int mds_layout_policy_inherited(struct braid_mds *mds, uint64_t dir, struct layout_policy *p);
-/*
- * Exports with a layout= option (braid-exports(5)): checked (every client
- * entry of an export that gives one gives the same; it parses as a policy,
- * ':' standing for ','), then set as the policy of each such export's root
- * directory.  Exports without one leave their root's policy as it is.
- * 0, or -EINVAL with "file:line: why" in msg (nothing set then).
- */
-int mds_layout_exports_apply(struct braid_mds *mds, const struct mds_exports *x, char *msg,
-			     size_t msglen);
-/* OPEN created ino in dir: it takes dir's inherited policy (op_state.c). */
-void mds_layout_file_created(struct braid_mds *mds, uint64_t dir, uint64_t ino);
-/* The client ID ended (op_state.c's client_expired): its layouts go, and
- * files it held RW layouts of are fenced. */
-void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid);
-/* Does the client hold layouts (DESTROY_CLIENTID: CLIENTID_BUSY)? */
-/* Layout stateids alive: (client, file) pairs holding layouts (metrics). */
-uint64_t mds_layout_outstanding(struct braid_mds *mds);
-/* LAYOUTGETs answered NFS4ERR_DELAY as a duplicate of a grant just made */
-uint64_t mds_layout_dup_delayed(struct braid_mds *mds);
-bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
-/*
- * mds_data_release: true while clients hold layouts of ino; they are
- * recalled (fenced when not returned within a lease) and the release runs
- * again afterwards.
- */
-bool mds_layout_release_hold(struct braid_mds *mds, uint64_t ino);
-/*
- * CB_LAYOUTRECALL of every layout of a file, or every layout a client
- * holds (braidctl).  Returns at once: the recall proceeds in the
- * background; layouts not returned within a lease are revoked and the
- * file fenced.  0, or -ENOENT when there was nothing to recall.
- */
-int mds_layout_recall_file(struct braid_mds *mds, uint64_t ino);
-int mds_layout_recall_client(struct braid_mds *mds, uint64_t clientid);
-
-/* TEST_STATEID and FREE_STATEID (op_state.c) of what op_state.c does not
- * know: a layout stateid of this client is NFS4_OK (or _OLD_STATEID),
- * anything else NFS4ERR_BAD_STATEID; FREE_STATEID of one still holding
- * layouts is NFS4ERR_LOCKS_HELD (RFC 8881 §18.38.3). */
-nfsstat4 mds_layout_sid_test(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
-nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
-
-/* Counters from LAYOUTRETURN (ff_layoutreturn4), LAYOUTERROR and LAYOUTSTATS. */
-struct mds_layout_counters {
-	uint64_t layoutgets, layoutreturns, recalls, revoked;
-	uint64_t dup_delayed; /* LAYOUTGETs of a range just granted: DELAY */
-	uint64_t ioerrors;    /* device errors reported */
-	uint64_t ioerr_access; /* of which NFS4ERR_ACCESS (fenced) */
-	uint64_t read_ops, read_bytes, write_ops, write_bytes;
-};
-/* 0 and *out, or -ENOENT (no such client holding layout state). */
-int mds_layout_counters_client(struct braid_mds *mds, uint64_t clientid,
-			       struct mds_layout_counters *out);
-/* Per data server (any id: zeros when nothing was reported). */
-void mds_layout_counters_ds(struct braid_mds *mds, uint32_t ds_id,
-			    struct mds_layout_counters *out);
-
-/*
- * Administration (admin.c): the braid_admin.x program braidctl calls (only
- * AUTH_BRAID callers: holders of the cluster key), and collectors that put
- * data servers, clients and layouts in the metrics.
- */
-int mds_admin_init(struct braid_mds *mds, char *msg, size_t msglen);
-void mds_admin_release(struct braid_mds *mds);
-const struct nfsd_program *mds_admin_program(struct braid_mds *mds);
-/* A layout recall ended after ns: returned by the client, or revoked
- * (braid_mds_layout_recall_duration_seconds; op_layout.c calls it). */
-void mds_metrics_recall_done(struct braid_mds *mds, uint64_t ns, bool revoked);
-
-int mds_mount_init(struct braid_mds *mds, char *msg, size_t msglen);
-void mds_mount_release(struct braid_mds *mds);
-/* MOUNT v3 (100005), or NULL when [mds] mount = no. */
-const struct nfsd_program *mds_mount_program(struct braid_mds *mds);
-/* After the server listens: register NFS and MOUNT with rpcbind when
- * [mds] rpcbind = yes and one runs (none running is not an error). */
-void mds_mount_rpcbind_set(struct braid_mds *mds);
-void mds_mount_rpcbind_unset(struct braid_mds *mds);
-
-/*
- * Callbacks (callback.c), from worker threads (they wait for the reply).
- * Return 0 when the client replied (CB_COMPOUND: its status in res), or
- * -ENOTCONN (no back channel: the client's SEQUENCE then sees
- * CB_PATH_DOWN), -ETIMEDOUT, -ECONNRESET, -EPROTO.
- */
-int mds_cb_init(struct braid_mds *mds);
-void mds_cb_release(struct braid_mds *mds);
-int mds_cb_null(struct braid_mds *mds, uint64_t clientid);
-/* CB_SEQUENCE, then ops; res (and what it points to) in arena. */
-int mds_cb_compound(struct braid_mds *mds, uint64_t clientid, const nfs_cb_argop4 *ops,
-		    unsigned nops, CB_COMPOUND4res *res, struct xdr_arena *arena);
 
 #endif

@@ -49,7 +49,9 @@
 #include "ctl/client.h"
 #include "ctl/fh.h"
 #include "mds/data.h"
+#include "mds/dsreg.h"
 #include "mds/mds_impl.h"
+#include "mds/state.h"
 
 #define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */
 

@@ -73,9 +73,15 @@
 #include <string.h>
 
 #include "ctl/fh.h"
+#include "layout/devid.h"
 #include "layout/fence.h"
+#include "layout/type.h"
 #include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/layout_impl.h"
+#include "mds/state.h"
 
 /* ------------------------------------------------------------- policies */
 

@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "mds/data.h"
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 #include "nfsd/mac.h"
 #include "tests/fuzz/compound.h"
