@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where a file's bytes live: layout policies as plain C structs, with no
- * protocol in sight (mds/op_layout.c turns them into RFC 8435 flexfiles
- * layouts, mds/dsreg.c records them in the metadata store).
+ * protocol in sight (mds/op_layout.c describes a segment of them as a
+ * struct layout_segment that layout/flexfiles.c encodes, mds/data.c
+ * records them in the metadata store).
  *
  * Every policy is a grid of segments over the file's offsets.  Segment n
  * is [n * S, (n + 1) * S) for a segment size S = 2^seg_shift, or the whole

@@ -28,7 +28,12 @@
 #include <time.h>
 
 #include "layout/policy.h"
+#include "mds/admin.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/state.h"
 #include "nfsd/metrics.h"
 
 #define NOAUTH                                                                                     \

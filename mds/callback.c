@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mds/callback.h"
 #include "mds/mds_impl.h"
 
 #define CB_TIMEOUT_MS 10000

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* MDS filehandles: layout and rules in mds_impl.h. */
+/* MDS filehandles: layout and rules in mds/fh.h. */
 #include "config.h"
 
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
 
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 
 #define FH_VERSION 1

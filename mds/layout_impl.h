@@ -4,7 +4,7 @@
  * reports; its top comment says how layouts work) and mds/layout_state.c
  * (layout stateids and their ranges, recalls, fencing, device address
  * changes, the background thread).  Nothing outside those two files sees
- * these structures: the rest of the MDS uses mds_impl.h's mds_layout_*.
+ * these structures: the rest of the MDS uses mds/layout.h's mds_layout_*.
  *
  * Locking: lo->mu guards every structure below and every field of struct
  * mds_layout not marked constant or the thread's own.  It is held only
@@ -18,23 +18,20 @@
 
 #include <time.h>
 
+#include "layout/policy.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
 
-#define LO_RANGES_MAX  1024	  /* held ranges per (state, iomode): more are merged */
-#define LO_RECENT      16	  /* grants remembered per state (duplicate LAYOUTGETs) */
-#define LO_DS_MAX      32	  /* data servers one state's layouts name, tracked */
-#define LO_IO_MAX      (1u << 20) /* ffdv_rsize / ffdv_wsize: the Linux client's maximum */
-#define LO_CB_PAR      32	  /* CB_LAYOUTRECALLs in flight at once */
-#define LO_BACKOFF_MIN 100	  /* ms between CB_LAYOUTRECALL retries, doubling */
+#define LO_RANGES_MAX  1024 /* held ranges per (state, iomode): more are merged */
+#define LO_RECENT      16   /* grants remembered per state (duplicate LAYOUTGETs) */
+#define LO_DS_MAX      32   /* data servers one state's layouts name, tracked */
+#define LO_CB_PAR      32   /* CB_LAYOUTRECALLs in flight at once */
+#define LO_BACKOFF_MIN 100  /* ms between CB_LAYOUTRECALL retries, doubling */
 #define LO_BACKOFF_MAX 2000
 #define LO_FENCE_RETRY 2000 /* ms between fencing retries */
 #define LO_FENCE_TRIES 150  /* about 5 minutes of them */
 #define LO_REFENCE_GAP 1000 /* ms: ACCESS reports fence a file at most this often */
 #define LO_SCAN_MS     1000 /* device address changes are looked for this often */
-#define LO_BODY_MAX    4096 /* an ff_layout4 or ff_device_addr4 we encode */
-
-/* the last 4 bytes of our device IDs (op_layout.c's top) */
-#define LO_DEV_MAGIC "bRd\1"
 
 /* ----------------------------------------------------------- structures */
 
@@ -106,7 +103,7 @@ struct lo_state {
 		layoutiomode4 iomode;
 	} recent[LO_RECENT];
 	unsigned recent_next;
-	bool had_rw;		  /* an RW layout was granted: [rw_lo, rw_hi) hulls them */
+	bool had_rw; /* an RW layout was granted: [rw_lo, rw_hi) hulls them */
 	uint64_t rw_lo, rw_hi;
 	uint32_t ds[LO_DS_MAX]; /* data servers its layouts named */
 	unsigned nds;
@@ -230,10 +227,8 @@ void lo_recall_start(struct mds_layout *lo, struct lo_state *s, bool changed, ui
 /* Every layout of f (-ENOENT: none out). */
 int lo_recall_file(struct mds_layout *lo, struct lo_file *f, bool changed);
 
-/* Device IDs (op_layout.c's top); lo_dev_id_of and lo_dev_ds need no
- * lock, lo_dev_watch takes it. */
-void lo_dev_id_of(const struct mds_ds_info *i, uint8_t out[NFS4_DEVICEID4_SIZE]);
-uint32_t lo_dev_ds(const uint8_t id[NFS4_DEVICEID4_SIZE]);
+/* Device IDs handed out (layout/devid.h makes them); lo_dev_watch takes
+ * the lock. */
 struct lo_dev *lo_dev_get(struct mds_layout *lo, const uint8_t id[NFS4_DEVICEID4_SIZE],
 			  uint32_t ds_id);
 void lo_dev_watch(struct mds_layout *lo, const uint8_t id[NFS4_DEVICEID4_SIZE], uint32_t ds_id,

@@ -16,6 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "layout/devid.h"
+#include "mds/admin.h"
+#include "mds/callback.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/layout_impl.h"
 
 /* ----------------------------------------------------------- hash tables */
@@ -460,49 +467,6 @@ int lo_recall_file(struct mds_layout *lo, struct lo_file *f, bool changed)
 }
 
 /* -------------------------------------------------------------- device IDs */
-
-/* The device ID of a data server as it registered (op_layout.c's top). */
-void lo_dev_id_of(const struct mds_ds_info *i, uint8_t out[NFS4_DEVICEID4_SIZE])
-{
-	uint8_t b[16 + 4 + MDS_DS_ADDRS_MAX * 100 + 4 + MDS_DS_PROTOS_MAX * 16];
-	size_t n = 0;
-	memcpy(b, i->uuid, 16);
-	n = 16;
-	xdr_put32(b + n, i->naddrs);
-	n += 4;
-	for (unsigned k = 0; k < i->naddrs && k < MDS_DS_ADDRS_MAX; k++) {
-		size_t l1 = strnlen(i->addrs[k].netid, sizeof(i->addrs[k].netid));
-		size_t l2 = strnlen(i->addrs[k].uaddr, sizeof(i->addrs[k].uaddr));
-		b[n++] = (uint8_t)l1;
-		memcpy(b + n, i->addrs[k].netid, l1);
-		n += l1;
-		b[n++] = (uint8_t)l2;
-		memcpy(b + n, i->addrs[k].uaddr, l2);
-		n += l2;
-	}
-	xdr_put32(b + n, i->nprotos);
-	n += 4;
-	for (unsigned k = 0; k < i->nprotos && k < MDS_DS_PROTOS_MAX; k++) {
-		xdr_put32(b + n, i->protos[k].version);
-		xdr_put32(b + n + 4, i->protos[k].minorversion);
-		xdr_put32(b + n + 8, i->protos[k].rsize);
-		xdr_put32(b + n + 12, i->protos[k].wsize);
-		n += 16;
-	}
-	/* fixed, not secret: an ID must survive restarts of the MDS */
-	static const struct siphash_key devkey = {{0x6272616964646576ULL, 0x6963652d69642d31ULL}};
-	uint64_t h = siphash24(&devkey, b, n);
-	xdr_put32(out, i->id);
-	for (int k = 0; k < 8; k++)
-		out[4 + k] = (uint8_t)(h >> (56 - 8 * k));
-	memcpy(out + 12, LO_DEV_MAGIC, 4);
-}
-
-/* The data server a device ID names, whatever its address list (0: not ours). */
-uint32_t lo_dev_ds(const uint8_t id[NFS4_DEVICEID4_SIZE])
-{
-	return memcmp(id + 12, LO_DEV_MAGIC, 4) ? 0 : xdr_get32(id);
-}
 
 /* The record of a device ID handed out (made on first use); with lo->mu held. */
 struct lo_dev *lo_dev_get(struct mds_layout *lo, const uint8_t id[NFS4_DEVICEID4_SIZE],
@@ -1097,15 +1061,20 @@ static void devices_run(struct mds_layout *lo)
 	}
 	pthread_mutex_unlock(&lo->mu);
 	struct mds_ds_info *info = malloc(sizeof(*info));
-	if (!info)
+	struct layout_device *dev = malloc(sizeof(*dev));
+	if (!info || !dev) {
+		free(info);
+		free(dev);
 		return;
+	}
 	struct dev_job jobs[64];
 	unsigned nj = 0;
 	for (unsigned i = 0; i < ns; i++) {
 		uint8_t cur[NFS4_DEVICEID4_SIZE];
 		if (mds_dsreg_get(mds, seen[i].ds, info) || !info->registered)
 			continue; /* not registered since we started: nothing to compare */
-		lo_dev_id_of(info, cur);
+		mds_dsreg_device(info, dev);
+		layout_devid_make(dev, cur);
 		if (!memcmp(cur, seen[i].id, NFS4_DEVICEID4_SIZE))
 			continue;
 		pthread_mutex_lock(&lo->mu);
@@ -1144,6 +1113,7 @@ static void devices_run(struct mds_layout *lo)
 		pthread_mutex_unlock(&lo->mu);
 	}
 	free(info);
+	free(dev);
 	for (unsigned i = 0; i < nj; i++)
 		send_dev_delete(mds, jobs[i].clientid, jobs[i].id);
 }

@@ -17,7 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mds/admin.h"
+#include "mds/callback.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/mount.h"
+#include "mds/state.h"
 #include "nfsd/metrics.h"
 
 static const char *const data_io_modes[] = { "proxy", "refuse", NULL };
@@ -771,6 +779,11 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		snprintf(msg, msglen, "out of memory");
 		goto fail;
 	}
+	if (!(mds->data = mds_data_new())) {
+		rc = -ENOMEM;
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
 	    (rc = mds_layout_init(mds, msg, msglen)) || (rc = mds_mount_init(mds, msg, msglen)) ||
 	    (rc = mds_admin_init(mds, msg, msglen)))
@@ -842,6 +855,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_mount_release(mds);
 	mds_dsreg_release(mds);
 	mds_layout_release(mds); /* after dsreg's thread, which asks it */
+	mds_data_free(mds->data); /* after both threads, which use it */
 	mds_state_release(mds);
 	mds_cb_release(mds);
 	braid_auth_free(mds->auth);

@@ -34,7 +34,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
+#include "mds/mount.h"
 #include "mds/rpcbind.h"
 
 #define MNT_RECS_MAX 4096

@@ -18,7 +18,12 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "mds/attr.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
+#include "mds/state.h"
 
 /* Attribute n's bit in word 0, 1 or 2 of a bitmap4. */
 #define A0(n) (1u << (n))

@@ -25,7 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mds/attr.h"
+#include "mds/data.h"
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
+#include "mds/state.h"
 
 /* The krb5 mechanism, 1.2.840.113554.1.2.2, as the OID's DER contents
  * (what sec_oid4 carries, RFC 8881 §18.29.2). */

@@ -4,7 +4,7 @@
  * §18.32, §18.3) and NFSv4.2's ALLOCATE, DEALLOCATE, SEEK and READ_PLUS
  * (RFC 7862 §15.1, §15.4, §15.11, §15.10).
  *
- * The data lives on the data servers (mds_impl.h, "File objects"): the MDS
+ * The data lives on the data servers (mds/data.h, "File objects"): the MDS
  * proxies each request to the data server holding the file's object, over
  * NFSv3 (RFC 1813) as the object's fence uid/gid (AUTH_SYS), through the
  * connection dsreg.c keeps.  Clients with layouts go to the data servers
@@ -48,7 +48,10 @@
 
 #include "ctl/client.h"
 #include "ctl/fh.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
 #include "mds/mds_impl.h"
+#include "mds/state.h"
 
 #define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */
 

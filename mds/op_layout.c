@@ -8,23 +8,25 @@
  * fencing (RFC 8435 §2.2) and device notifications (CB_NOTIFY_DEVICEID).
  *
  * Geometry comes from the file's policy (layout/policy.h) and its maps in
- * the store (mds_impl.h, "File objects"): a LAYOUTGET answers exactly one
+ * the store (mds/data.h, "File objects"): a LAYOUTGET answers exactly one
  * ff_layout4, the grid segment holding loga_offset, never reaching into a
  * neighbour on another data server.  READ and RW layouts of a range name
  * the same objects.  Loosely coupled (§2.2): each data server is told the
- * file's synthetic uid/gid (numeric strings), the anonymous stateid and the
+ * file's synthetic uid/gid (layout/fence.h), the anonymous stateid and the
  * object's handle once per NFS version it speaks.  logr_return_on_close
  * is false: layouts outlive CLOSE, and go by LAYOUTRETURN, recall, or the
  * client's end.
  *
- * Devices: one device ID per data server and address list (and versions):
- *	0  4  data server id, big-endian
- *	4  8  SipHash of its uuid, addresses and versions
- *	12 4  "bRd\1"
- * so an ID never changes its address list: a data server registering
- * other addresses gets a new ID.  The old one is then recalled: layouts
- * naming it are recalled, and clients that asked for notifications get
- * CB_NOTIFY_DEVICEID(DELETE) once none of their layouts name it.
+ * This file fills plain structs (layout/type.h) and calls the layout
+ * type's ops, which encode them and decode the bodies clients send
+ * (LAYOUT4_FLEX_FILES: layout/flexfiles.c).
+ *
+ * Devices: one device ID per data server and address list (and versions,
+ * layout/devid.h), so an ID never changes its address list: a data server
+ * registering other addresses gets a new ID.  The old one is then
+ * recalled: layouts naming it are recalled, and clients that asked for
+ * notifications get CB_NOTIFY_DEVICEID(DELETE) once none of their layouts
+ * name it.
  *
  * Layout stateids (§12.5.3): one per (client, file), "other" = 'L', 3
  * bytes of this instance, 8 bytes of a keyed PRF of a counter; seqid 1 at
@@ -65,15 +67,21 @@
  */
 #include "config.h"
 
-#include "flexfiles.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl/fh.h"
+#include "layout/devid.h"
+#include "layout/fence.h"
+#include "layout/type.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/layout_impl.h"
+#include "mds/state.h"
 
 /* ------------------------------------------------------------- policies */
 
@@ -224,69 +232,18 @@ int mds_layout_policy_for_create(struct braid_mds *mds, uint64_t dir, struct mds
 
 /* ---------------------------------------------------------------- devices */
 
-/* A current device ID: 0 and the data server's info, or -ENOENT. */
+/* A current device ID: 0, the data server's info and it as a device, or
+ * -ENOENT. */
 static int dev_lookup(struct braid_mds *mds, const uint8_t id[NFS4_DEVICEID4_SIZE],
-		      struct mds_ds_info *info)
+		      struct mds_ds_info *info, struct layout_device *dev)
 {
-	uint32_t ds = lo_dev_ds(id);
+	uint32_t ds = layout_devid_ds(id);
 	uint8_t cur[NFS4_DEVICEID4_SIZE];
 	if (!ds || mds_dsreg_get(mds, ds, info) || !info->registered)
 		return -ENOENT;
-	lo_dev_id_of(info, cur);
+	mds_dsreg_device(info, dev);
+	layout_devid_make(dev, cur);
 	return memcmp(cur, id, NFS4_DEVICEID4_SIZE) ? -ENOENT : 0;
-}
-
-/* Versions a layout may name (RFC 8435 §5.1): NFSv3, NFSv4.1, NFSv4.2. */
-static bool proto_ok(const struct mds_ds_proto *p)
-{
-	bool v = (p->version == 3 && p->minorversion == 0) ||
-		 (p->version == 4 && (p->minorversion == 1 || p->minorversion == 2));
-	return v && p->rsize && p->wsize;
-}
-
-static unsigned versions_of(const struct mds_ds_info *i)
-{
-	unsigned n = 0;
-	for (unsigned k = 0; k < i->nprotos && k < MDS_DS_PROTOS_MAX; k++)
-		n += proto_ok(&i->protos[k]);
-	return n;
-}
-
-/* ff_device_addr4 of a data server (RFC 8435 §4.1) into arena memory. */
-static nfsstat4 dev_addr_encode(struct nfs41_compound *c, const struct mds_ds_info *i,
-				xdr_opaque *out)
-{
-	netaddr4 na[MDS_DS_ADDRS_MAX];
-	ff_device_versions4 v[MDS_DS_PROTOS_MAX];
-	ff_device_addr4 da = {.ffda_netaddrs = {0, na}, .ffda_versions = {0, v}};
-	for (unsigned k = 0; k < i->naddrs && k < MDS_DS_ADDRS_MAX; k++)
-		na[da.ffda_netaddrs.len++] =
-		    (netaddr4){xdr_string_of(i->addrs[k].netid), xdr_string_of(i->addrs[k].uaddr)};
-	/* in the data server's order, its preferred version first; the Linux
-	 * client uses only the first */
-	for (unsigned k = 0; k < i->nprotos && k < MDS_DS_PROTOS_MAX; k++) {
-		const struct mds_ds_proto *p = &i->protos[k];
-		if (!proto_ok(p))
-			continue;
-		v[da.ffda_versions.len++] = (ff_device_versions4){
-		    .ffdv_version = p->version,
-		    .ffdv_minorversion = p->minorversion,
-		    .ffdv_rsize = p->rsize < LO_IO_MAX ? p->rsize : LO_IO_MAX,
-		    .ffdv_wsize = p->wsize < LO_IO_MAX ? p->wsize : LO_IO_MAX,
-		    .ffdv_tightly_coupled = false,
-		};
-	}
-	uint8_t stack[LO_BODY_MAX];
-	struct iovec iov[8];
-	struct xdr_enc e;
-	xdr_enc_init(&e, iov, 8, stack, sizeof(stack), c->arena);
-	xdr_enc_ff_device_addr4(&e, &da);
-	uint8_t *p = e.err ? NULL : xdr_arena_alloc(c->arena, e.len ? e.len : 1);
-	if (!p)
-		return NFS4ERR_SERVERFAULT;
-	xdr_enc_flatten(&e, p);
-	*out = xdr_opaque_of(p, e.len);
-	return NFS4_OK;
 }
 
 /* RFC 8881 §18.40 */
@@ -295,17 +252,18 @@ static nfsstat4 op_getdeviceinfo(struct nfs41_compound *c, nfs_argop4 *arg, nfs_
 	GETDEVICEINFO4args *a = &arg->u.opgetdeviceinfo;
 	GETDEVICEINFO4res *r = &res->u.opgetdeviceinfo;
 	struct braid_mds *mds = mds_of(c);
-	if (a->gdia_layout_type != LAYOUT4_FLEX_FILES)
+	const struct layout_type_ops *ops = layout_type_find(a->gdia_layout_type);
+	if (!ops)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
 	struct mds_ds_info *info = xdr_arena_alloc(c->arena, sizeof(*info));
-	if (!info)
+	struct layout_device *dev = xdr_arena_alloc(c->arena, sizeof(*dev));
+	if (!info || !dev)
 		return NFS4ERR_SERVERFAULT;
-	if (dev_lookup(mds, a->gdia_device_id, info) || !versions_of(info))
+	if (dev_lookup(mds, a->gdia_device_id, info, dev) || !ops->device_versions(dev))
 		return NFS4ERR_NOENT;
 	xdr_opaque body;
-	nfsstat4 st = dev_addr_encode(c, info, &body);
-	if (st)
-		return st;
+	if (ops->encode_devaddr(dev, c->arena, &body))
+		return NFS4ERR_SERVERFAULT;
 	/* device_addr4: type, body length, body and its padding */
 	uint32_t need = 8 + ((body.len + 3) & ~3u);
 	if (a->gdia_maxcount && need > a->gdia_maxcount) {
@@ -313,11 +271,11 @@ static nfsstat4 op_getdeviceinfo(struct nfs41_compound *c, nfs_argop4 *arg, nfs_
 		return NFS4ERR_TOOSMALL;
 	}
 	GETDEVICEINFO4resok *ok = &r->u.gdir_resok4;
-	ok->gdir_device_addr.da_layout_type = LAYOUT4_FLEX_FILES;
+	ok->gdir_device_addr.da_layout_type = ops->type;
 	/* maxcount 0: the client only renews its notifications */
 	ok->gdir_device_addr.da_addr_body = a->gdia_maxcount ? body : xdr_opaque_of(NULL, 0);
 	uint32_t want = a->gdia_notify_types.len ? a->gdia_notify_types.val[0] : 0;
-	uint32_t grant = want & ((1u << NOTIFY_DEVICEID4_CHANGE) | (1u << NOTIFY_DEVICEID4_DELETE));
+	uint32_t grant = want & ops->notify_types;
 	ok->gdir_notification.len = 0;
 	if (grant) {
 		uint32_t *w = xdr_arena_alloc(c->arena, sizeof(*w));
@@ -334,7 +292,7 @@ static nfsstat4 op_getdeviceinfo(struct nfs41_compound *c, nfs_argop4 *arg, nfs_
 static uint32_t getdeviceinfo_bound(const nfs_argop4 *arg)
 {
 	(void)arg;
-	return 64 + LO_BODY_MAX;
+	return 64 + LAYOUT_BODY_MAX;
 }
 
 /* RFC 8881 §18.41: the current devices, by data server id (the cookie). */
@@ -347,7 +305,8 @@ static nfsstat4 op_getdevicelist(struct nfs41_compound *c, nfs_argop4 *arg, nfs_
 	nfsstat4 st = mds_cfh(c, NULL, NULL, NULL);
 	if (st)
 		return st;
-	if (a->gdla_layout_type != LAYOUT4_FLEX_FILES)
+	const struct layout_type_ops *ops = layout_type_find(a->gdla_layout_type);
+	if (!ops)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
 	if (!a->gdla_maxdevices)
 		return NFS4ERR_INVAL;
@@ -368,14 +327,18 @@ static nfsstat4 op_getdevicelist(struct nfs41_compound *c, nfs_argop4 *arg, nfs_
 	uint32_t got = 0;
 	uint64_t cookie = a->gdla_cookie;
 	bool eof = true;
+	struct layout_device dev;
 	for (unsigned k = 0; k < n; k++) {
-		if (v[k].id <= a->gdla_cookie || !v[k].registered || !versions_of(&v[k]))
+		if (v[k].id <= a->gdla_cookie || !v[k].registered)
+			continue;
+		mds_dsreg_device(&v[k], &dev);
+		if (!ops->device_versions(&dev))
 			continue;
 		if (got == max) {
 			eof = false;
 			break;
 		}
-		lo_dev_id_of(&v[k], ids[got++]);
+		layout_devid_make(&dev, ids[got++]);
 		cookie = v[k].id;
 	}
 	ok->gdlr_cookie = cookie;
@@ -422,74 +385,56 @@ struct seg_ds {
 	uint32_t id;
 	struct mds_ds_info *info; /* arena memory */
 	uint8_t dev[NFS4_DEVICEID4_SIZE];
-	bool healthy; /* up, not avoided, speaks a version we can name */
+	unsigned nvers; /* versions the layout type names it by */
+	bool healthy;	/* up, not avoided, speaks a version we can name */
 };
 
 /*
- * The ff_layout4 of one segment: mirrors in the order given (order[0..nm)),
- * each with its stripes' data servers.
+ * The layout of one segment: mirrors in the order given (order[0..nm)),
+ * each with its stripes' data servers, encoded by the layout type.
  */
-static nfsstat4 layout_encode(struct nfs41_compound *c, const struct mds_attr *a,
-			      const struct mds_file_map *map, const struct seg_ds *sd,
-			      const unsigned *order, unsigned nm, xdr_opaque *out)
+static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_type_ops *ops,
+			       const struct mds_attr *a, const struct mds_file_map *map,
+			       const struct seg_ds *sd, const unsigned *order, unsigned nm,
+			       xdr_opaque *out)
 {
 	struct braid_mds *mds = mds_of(c);
 	unsigned S = map->pol.stripes;
-	ff_mirror4 *mir = xdr_arena_alloc(c->arena, nm * sizeof(*mir));
-	ff_data_server4 *dsv = xdr_arena_alloc(c->arena, nm * S * sizeof(*dsv));
+	struct layout_mirror *mir = xdr_arena_alloc(c->arena, nm * sizeof(*mir));
+	struct layout_dserver *dsv = xdr_arena_alloc(c->arena, nm * S * sizeof(*dsv));
 	uint8_t *fh = xdr_arena_alloc(c->arena, DS_FH_SIZE);
-	char *user = xdr_arena_alloc(c->arena, 16), *group = xdr_arena_alloc(c->arena, 16);
-	if (!mir || !dsv || !fh || !user || !group)
+	if (!mir || !dsv || !fh)
 		return NFS4ERR_SERVERFAULT;
 	struct ds_objid oid;
 	uint32_t uid, gid;
 	mds_data_objid(a, &oid);
 	ds_fh_make(&mds->key, &oid, fh);
-	mds_data_fence_epoch(a, map->epoch, &uid, &gid);
-	/* RFC 8435 §5.1: loosely coupled ids are numeric strings */
-	snprintf(user, 16, "%u", uid);
-	snprintf(group, 16, "%u", gid);
+	layout_fence_creds(&oid, map->epoch, &uid, &gid);
 	for (unsigned p = 0; p < nm; p++) {
-		mir[p].ffm_data_servers.len = S;
-		mir[p].ffm_data_servers.val = dsv + p * S;
+		mir[p].nds = S;
+		mir[p].ds = dsv + p * S;
 		for (unsigned s = 0; s < S; s++) {
 			const struct seg_ds *d = &sd[order[p] * S + s];
-			ff_data_server4 *x = &dsv[p * S + s];
-			unsigned nv = versions_of(d->info);
-			nfs_fh4 *fv = xdr_arena_alloc(c->arena, nv * sizeof(*fv));
-			if (!fv)
-				return NFS4ERR_SERVERFAULT;
-			/* one handle per version offered: the same object */
-			for (unsigned k = 0; k < nv; k++)
-				fv[k] = xdr_opaque_of(fh, DS_FH_SIZE);
-			memcpy(x->ffds_deviceid, d->dev, NFS4_DEVICEID4_SIZE);
+			struct layout_dserver *x = &dsv[p * S + s];
+			memcpy(x->devid, d->dev, NFS4_DEVICEID4_SIZE);
 			/* the client reads from the most efficient: the order given */
-			x->ffds_efficiency = nm - p;
+			x->efficiency = nm - p;
 			/* §5.1: loosely coupled, the anonymous stateid */
-			memset(&x->ffds_stateid, 0, sizeof(x->ffds_stateid));
-			x->ffds_fh_vers.len = nv;
-			x->ffds_fh_vers.val = fv;
-			x->ffds_user = xdr_string_of(user);
-			x->ffds_group = xdr_string_of(group);
+			memset(&x->stateid, 0, sizeof(x->stateid));
+			x->fh = fh;
+			x->fhlen = DS_FH_SIZE;
+			x->nversions = d->nvers;
+			x->uid = uid;
+			x->gid = gid;
 		}
 	}
-	ff_layout4 fl = {
-	    .ffl_stripe_unit = S > 1 ? 1ull << map->pol.unit_shift : 0,
-	    .ffl_mirrors = {nm, mir},
-	    .ffl_flags = mds->set.data_io == MDS_DATA_REFUSE ? FF_FLAGS_NO_IO_THRU_MDS : 0,
-	    .ffl_stats_collect_hint = 0,
+	struct layout_segment seg = {
+	    .stripe_unit = S > 1 ? 1ull << map->pol.unit_shift : 0,
+	    .mirrors = mir,
+	    .nmirrors = nm,
+	    .flags = mds->set.data_io == MDS_DATA_REFUSE ? LAYOUT_FLAG_NO_IO_THRU_MDS : 0,
 	};
-	uint8_t stack[LO_BODY_MAX];
-	struct iovec iov[8];
-	struct xdr_enc e;
-	xdr_enc_init(&e, iov, 8, stack, sizeof(stack), c->arena);
-	xdr_enc_ff_layout4(&e, &fl);
-	uint8_t *body = e.err ? NULL : xdr_arena_alloc(c->arena, e.len);
-	if (!body)
-		return NFS4ERR_SERVERFAULT;
-	xdr_enc_flatten(&e, body);
-	*out = xdr_opaque_of(body, e.len);
-	return NFS4_OK;
+	return ops->encode_layout(&seg, c->arena, out) ? NFS4ERR_SERVERFAULT : NFS4_OK;
 }
 
 /* The data servers now avoided (LAYOUTERROR, ioerrors), into v. */
@@ -569,7 +514,8 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	nfsstat4 st = mds_cfh(c, &fh, &at, NULL);
 	if (st || (st = mds_reg_file(&at)))
 		return st;
-	if (a->loga_layout_type != LAYOUT4_FLEX_FILES)
+	const struct layout_type_ops *ops = layout_type_find(a->loga_layout_type);
+	if (!ops)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
 	if (a->loga_iomode != LAYOUTIOMODE4_READ && a->loga_iomode != LAYOUTIOMODE4_RW)
 		return NFS4ERR_BADIOMODE;
@@ -665,6 +611,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		return M ? NFS4ERR_SERVERFAULT : NFS4ERR_LAYOUTUNAVAILABLE;
 	}
 	uint64_t now = now_ns();
+	struct layout_device ld;
 	for (unsigned j = 0; j < M * S; j++) {
 		sd[j].id = seg.ds[j];
 		sd[j].info = NULL;
@@ -679,11 +626,13 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 			unpin(lo, f);
 			return NFS4ERR_LAYOUTUNAVAILABLE; /* a map naming no data server */
 		}
-		lo_dev_id_of(sd[j].info, sd[j].dev);
+		mds_dsreg_device(sd[j].info, &ld);
+		layout_devid_make(&ld, sd[j].dev);
+		sd[j].nvers = ops->device_versions(&ld);
 		pthread_mutex_lock(&lo->mu);
 		bool avoided = lo_ds_avoided(lo, sd[j].id, now);
 		pthread_mutex_unlock(&lo->mu);
-		sd[j].healthy = sd[j].info->up && !avoided && versions_of(sd[j].info);
+		sd[j].healthy = sd[j].info->up && !avoided && sd[j].nvers;
 	}
 	/* healthy mirrors first; READ leaves out the others when it can, RW
 	 * must write every mirror (RFC 8435 §8.1) */
@@ -703,7 +652,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		return NFS4ERR_LAYOUTTRYLATER;
 	}
 	xdr_opaque body;
-	if ((st = layout_encode(c, &at, &map, sd, order, nm, &body))) {
+	if ((st = segment_encode(c, ops, &at, &map, sd, order, nm, &body))) {
 		unpin(lo, f);
 		return st;
 	}
@@ -746,7 +695,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	if (!fresh)
 		lo_state_bump(mine);
 	mine->recent[mine->recent_next++ % LO_RECENT] =
-	    (struct lo_grant){ .s = s0, .e = end, .ns = now, .iomode = a->loga_iomode };
+	    (struct lo_grant){.s = s0, .e = end, .ns = now, .iomode = a->loga_iomode};
 	mine->export_id = fh.export_id;
 	mine->igen = at.generation;
 	if (rw) {
@@ -776,7 +725,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	l->lo_offset = s0;
 	l->lo_length = len == LAYOUT_ALL ? NFS4_UINT64_MAX : len;
 	l->lo_iomode = a->loga_iomode;
-	l->lo_content.loc_type = LAYOUT4_FLEX_FILES;
+	l->lo_content.loc_type = ops->type;
 	l->lo_content.loc_body = body;
 	/* layouts outlive CLOSE (DESIGN.md: a return costs every segment) */
 	ok->logr_return_on_close = false;
@@ -789,7 +738,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 static uint32_t layoutget_bound(const nfs_argop4 *arg)
 {
 	(void)arg;
-	return 96 + LO_BODY_MAX;
+	return 96 + LAYOUT_BODY_MAX;
 }
 
 /* ----------------------------------------------------------- LAYOUTCOMMIT */
@@ -813,7 +762,7 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	nfsstat4 st = mds_cfh(c, &fh, &at, &cred);
 	if (st || (st = mds_reg_file(&at)))
 		return st;
-	if (a->loca_layoutupdate.lou_type != LAYOUT4_FLEX_FILES)
+	if (!layout_type_find(a->loca_layoutupdate.lou_type))
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
 	bool newoff = a->loca_last_write_offset.no_newoffset;
 	uint64_t lwo = a->loca_last_write_offset.u.no_offset;
@@ -886,33 +835,34 @@ static bool status_steers(nfsstat4 s)
 }
 
 /*
- * One device_error4 of a client about ino: counted for the client and
+ * One device error of a client about ino: counted for the client and
  * the data server; steering and refencing as the top of this file says.
  * With lo->mu held.
  */
 static void report_error(struct mds_layout *lo, struct lo_client *cl, uint64_t ino,
-			 const device_error4 *e, uint64_t now)
+			 const struct layout_ioerr *e, uint64_t now)
 {
-	uint32_t ds = lo_dev_ds(e->de_deviceid);
+	nfsstat4 status = (nfsstat4)e->status;
+	uint32_t ds = layout_devid_ds(e->devid);
 	struct lo_dsmark *mk = ds ? lo_mark_get(lo, ds) : NULL;
 	if (cl) {
 		cl->ctr.ioerrors++;
-		cl->ctr.ioerr_access += e->de_status == NFS4ERR_ACCESS;
+		cl->ctr.ioerr_access += status == NFS4ERR_ACCESS;
 	}
 	if (mk) {
 		mk->ctr.ioerrors++;
-		mk->ctr.ioerr_access += e->de_status == NFS4ERR_ACCESS;
-		if (status_steers(e->de_status)) {
+		mk->ctr.ioerr_access += status == NFS4ERR_ACCESS;
+		if (status_steers(status)) {
 			if (mk->avoid_until_ns <= now)
 				mds_log("client %016llx reports error %d from data server %u "
 					"(inode %llu): new layouts avoid it for %llu s",
-					cl ? (unsigned long long)cl->h.key : 0ull,
-					(int)e->de_status, ds, (unsigned long long)ino,
+					cl ? (unsigned long long)cl->h.key : 0ull, (int)status, ds,
+					(unsigned long long)ino,
 					(unsigned long long)(lo->steer_ns / 1000000000ull));
 			mk->avoid_until_ns = now + lo->steer_ns;
 		}
 	}
-	if (e->de_status == NFS4ERR_ACCESS && ino) {
+	if (status == NFS4ERR_ACCESS && ino) {
 		struct lo_file *f = lo_file_get(lo, ino);
 		if (f && now - f->refence_ns >= LO_REFENCE_GAP * 1000000ull) {
 			f->refence_ns = now;
@@ -923,18 +873,17 @@ static void report_error(struct mds_layout *lo, struct lo_client *cl, uint64_t i
 	}
 }
 
-static void report_io(struct mds_layout *lo, struct lo_client *cl, const uint8_t *dev,
-		      const io_info4 *rd, const io_info4 *wr)
+static void report_io(struct mds_layout *lo, struct lo_client *cl, const struct layout_iostat *io)
 {
-	uint32_t ds = dev ? lo_dev_ds(dev) : 0;
+	uint32_t ds = layout_devid_ds(io->devid);
 	struct lo_dsmark *mk = ds ? lo_mark_get(lo, ds) : NULL;
 	struct mds_layout_counters *v[2] = {cl ? &cl->ctr : NULL, mk ? &mk->ctr : NULL};
 	for (int i = 0; i < 2; i++)
 		if (v[i]) {
-			v[i]->read_ops += rd->ii_count;
-			v[i]->read_bytes += rd->ii_bytes;
-			v[i]->write_ops += wr->ii_count;
-			v[i]->write_bytes += wr->ii_bytes;
+			v[i]->read_ops += io->read_count;
+			v[i]->read_bytes += io->read_bytes;
+			v[i]->write_ops += io->write_count;
+			v[i]->write_bytes += io->write_bytes;
 		}
 }
 
@@ -961,13 +910,19 @@ static nfsstat4 op_layouterror(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
 	if (!st && !ls)
 		st = NFS4ERR_BAD_STATEID;
-	for (uint32_t i = 0; !st && i < a->lea_errors.len; i++)
-		report_error(lo, ls->cl, at.ino, &a->lea_errors.val[i], now);
+	for (uint32_t i = 0; !st && i < a->lea_errors.len; i++) {
+		const device_error4 *de = &a->lea_errors.val[i];
+		struct layout_ioerr e = {.status = (uint32_t)de->de_status,
+					 .opnum = (uint32_t)de->de_opnum};
+		memcpy(e.devid, de->de_deviceid, NFS4_DEVICEID4_SIZE);
+		report_error(lo, ls->cl, at.ino, &e, now);
+	}
 	pthread_mutex_unlock(&lo->mu);
 	return st;
 }
 
-/* RFC 7862 §15.7; the body is an ff_layoutupdate4 (RFC 8435 §9.2.2). */
+/* RFC 7862 §15.7; the body is the layout type's (flexfiles: an
+ * ff_layoutupdate4, RFC 8435 §9.2.2). */
 static nfsstat4 op_layoutstats(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
 	LAYOUTSTATS4args *a = &arg->u.oplayoutstats;
@@ -977,18 +932,14 @@ static nfsstat4 op_layoutstats(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 	nfsstat4 st = mds_cfh(c, NULL, &at, NULL);
 	if (st || (st = mds_reg_file(&at)))
 		return st;
-	if (a->lsa_layoutupdate.lou_type != LAYOUT4_FLEX_FILES)
+	const struct layout_type_ops *ops = layout_type_find(a->lsa_layoutupdate.lou_type);
+	if (!ops)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
 	if (a->lsa_length != NFS4_UINT64_MAX && a->lsa_offset > UINT64_MAX - a->lsa_length)
 		return NFS4ERR_INVAL;
-	if (a->lsa_layoutupdate.lou_body.len) {
-		ff_layoutupdate4 u;
-		struct xdr_dec d;
-		xdr_dec_init(&d, a->lsa_layoutupdate.lou_body.val, a->lsa_layoutupdate.lou_body.len,
-			     c->arena);
-		if (xdr_dec_ff_layoutupdate4(&d, &u) || xdr_dec_left(&d))
-			return NFS4ERR_BADXDR;
-	}
+	if (a->lsa_layoutupdate.lou_body.len &&
+	    ops->decode_update(a->lsa_layoutupdate.lou_body, c->arena))
+		return NFS4ERR_BADXDR;
 	stateid4 sid = a->lsa_stateid;
 	if ((st = nfs41_compound_stateid(c, &sid)))
 		return st;
@@ -996,37 +947,39 @@ static nfsstat4 op_layoutstats(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
 	if (!st && !ls)
 		st = NFS4ERR_BAD_STATEID;
-	if (!st)
-		report_io(lo, ls->cl, a->lsa_deviceid, &a->lsa_read, &a->lsa_write);
+	if (!st) {
+		struct layout_iostat io = {.read_count = a->lsa_read.ii_count,
+					   .read_bytes = a->lsa_read.ii_bytes,
+					   .write_count = a->lsa_write.ii_count,
+					   .write_bytes = a->lsa_write.ii_bytes};
+		memcpy(io.devid, a->lsa_deviceid, NFS4_DEVICEID4_SIZE);
+		report_io(lo, ls->cl, &io);
+	}
 	pthread_mutex_unlock(&lo->mu);
 	return st;
 }
 
 /* ----------------------------------------------------------- LAYOUTRETURN */
 
-/* ff_layoutreturn4 (RFC 8435 §9.3): counted, and errors acted on. */
-static nfsstat4 return_body(struct nfs41_compound *c, const xdr_opaque *body, uint64_t ino)
+/* The layout type's body (flexfiles: ff_layoutreturn4, RFC 8435 §9.3):
+ * counted, and errors acted on. */
+static nfsstat4 return_body(struct nfs41_compound *c, const struct layout_type_ops *ops,
+			    const xdr_opaque *body, uint64_t ino)
 {
 	if (!body->len)
 		return NFS4_OK;
 	struct mds_layout *lo = mds_of(c)->layout;
-	ff_layoutreturn4 r;
-	struct xdr_dec d;
-	xdr_dec_init(&d, body->val, body->len, c->arena);
-	if (xdr_dec_ff_layoutreturn4(&d, &r) || xdr_dec_left(&d))
-		return NFS4ERR_BADXDR;
+	struct layout_report r;
+	int rc = ops->decode_return(*body, c->arena, &r);
+	if (rc)
+		return rc == -EBADMSG ? NFS4ERR_BADXDR : NFS4ERR_SERVERFAULT;
 	uint64_t now = now_ns();
 	pthread_mutex_lock(&lo->mu);
 	struct lo_client *cl = lo_client_get(lo, c->clientid);
-	for (uint32_t i = 0; i < r.fflr_ioerr_report.len; i++) {
-		const ff_ioerr4 *e = &r.fflr_ioerr_report.val[i];
-		for (uint32_t k = 0; k < e->ffie_errors.len; k++)
-			report_error(lo, cl, ino, &e->ffie_errors.val[k], now);
-	}
-	for (uint32_t i = 0; i < r.fflr_iostats_report.len; i++) {
-		const ff_iostats4 *s = &r.fflr_iostats_report.val[i];
-		report_io(lo, cl, s->ffis_deviceid, &s->ffis_read, &s->ffis_write);
-	}
+	for (unsigned i = 0; i < r.nerrors; i++)
+		report_error(lo, cl, ino, &r.errors[i], now);
+	for (unsigned i = 0; i < r.nstats; i++)
+		report_io(lo, cl, &r.stats[i]);
 	pthread_mutex_unlock(&lo->mu);
 	return NFS4_OK;
 }
@@ -1058,7 +1011,8 @@ static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	struct braid_mds *mds = mds_of(c);
 	struct mds_layout *lo = mds->layout;
 	const layoutreturn4 *lr = &a->lora_layoutreturn;
-	if (a->lora_layout_type != LAYOUT4_FLEX_FILES)
+	const struct layout_type_ops *ops = layout_type_find(a->lora_layout_type);
+	if (!ops)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
 	if (a->lora_iomode != LAYOUTIOMODE4_READ && a->lora_iomode != LAYOUTIOMODE4_RW &&
 	    a->lora_iomode != LAYOUTIOMODE4_ANY)
@@ -1107,7 +1061,7 @@ static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	if (st)
 		return st;
 	/* the report first: a malformed body returns nothing */
-	if ((st = return_body(c, &rf->lrf_body, at.ino)))
+	if ((st = return_body(c, ops, &rf->lrf_body, at.ino)))
 		return st;
 	pthread_mutex_lock(&lo->mu);
 	/* looked up again: the thread may have revoked it meanwhile */

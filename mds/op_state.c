@@ -5,7 +5,7 @@
  * OPEN_DOWNGRADE, CLOSE, TEST_STATEID, FREE_STATEID, DELEGRETURN and
  * RECLAIM_COMPLETE; the grace period after a restart and the client records
  * that make it possible.  Byte-range locks are in state_lock.c; the shared
- * structures and the locking rules in state.h.
+ * structures and the locking rules in state_impl.h.
  *
  * No delegations are granted, so every delegation stateid a client presents
  * is one that cannot exist (NFS4ERR_BAD_STATEID, §8.2.4), and the
@@ -34,7 +34,12 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "mds/attr.h"
+#include "mds/data.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/state.h"
+#include "mds/state_impl.h"
 
 #define ACCESS_BITS OPEN4_SHARE_ACCESS_BOTH
 #define DENY_BITS   OPEN4_SHARE_DENY_BOTH

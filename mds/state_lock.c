@@ -8,14 +8,15 @@
  * WRITEW_LT) are answered at once like the others; a client polls.
  *
  * A lock stateid stands for one lock-owner's locks on one file, so its
- * ranges are exactly the owner's there.  State and locking rules: state.h.
+ * ranges are exactly the owner's there.  State and locking rules: state_impl.h.
  */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "mds/state.h"
+#include "mds/fh.h"
+#include "mds/state_impl.h"
 
 /* READW/WRITEW are READ/WRITE that the client may wait for (§9.6). */
 static nfsstat4 lock_type(int32_t t, int32_t *out)

@@ -61,6 +61,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mds/data.h"
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 #include "nfsd/mac.h"
 #include "tests/fuzz/compound.h"

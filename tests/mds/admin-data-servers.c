@@ -15,6 +15,9 @@
 #include "tests/mds/mds-ds-test.h"
 #include "tests/mds/admin-test.h"
 
+#include "mds/data.h"
+#include "mds/dsreg.h"
+
 #define CONF  "heartbeat_interval = 1s\nds_timeout = 3s\n"
 #define FILES 24
 

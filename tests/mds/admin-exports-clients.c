@@ -16,6 +16,8 @@
 #include "tests/mds/state-test.h"
 #include "tests/mds/admin-test.h"
 
+#include "layout/policy.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
 
 static struct mt M;

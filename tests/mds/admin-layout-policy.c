@@ -20,6 +20,8 @@
 
 #include "tests/mds/layout-test.h"
 #include "tests/mds/admin-test.h"
+
+#include "mds/data.h"
 #include "tools/braidctl_lib.h"
 
 static struct lt L;

@@ -14,6 +14,7 @@
 
 #include "tests/mds/mds-test.h"
 
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 
 /* A session whose COMPOUNDs we build ourselves (slot 0, our seqids). */

@@ -25,6 +25,8 @@
 #include "tests/mds/mds-test.h"
 #include "tests/mds/state-test.h"
 
+#include "mds/data.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
 
 #define POLICY "segments,segment_size=4M,width=2"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers for the namespace op tests (mds/op_dir.c): argument builders,
- * the filehandle fields a test may read (layout in mds/mds_impl.h), and
+ * the filehandle fields a test may read (layout in mds/fh.h), and
  * setup straight through the in-process MDS's store.
  *
  * Include "config.h" and "tests/mds/mds-test.h" before this header.

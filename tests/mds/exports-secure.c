@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 #include "tests/mds/mds-test.h"
 #include "tests/mds/dir-test.h"

@@ -21,6 +21,9 @@
 #include "tests/mds/mds-ds-test.h"
 #include "tests/mds/state-test.h"
 
+#include "mds/fh.h"
+#include "mds/layout.h"
+
 #define MiB    (1u << 20)
 #define LT_NDS 4
 

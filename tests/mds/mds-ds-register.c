@@ -12,6 +12,8 @@
 
 #include "tests/mds/mds-ds-test.h"
 
+#include "mds/dsreg.h"
+
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
 
 static struct mt M;

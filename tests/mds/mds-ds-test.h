@@ -19,6 +19,9 @@
 #include "tests/dataserver/ds-test.h"
 #include "tests/mds/mds-test.h"
 
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 
 /* The MDS's config with its port fixed, so mt_stop + mt_boot keep it. */

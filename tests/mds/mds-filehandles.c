@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Filehandles (mds/mds_impl.h, RFC 8881 §4.2.3, §15.1.2): PUTFH of a
+ * Filehandles (mds/fh.h, RFC 8881 §4.2.3, §15.1.2): PUTFH of a
  * handle that is not genuine (any bit flipped, cut short, grown, all
  * zeros, made under another cluster key or key id) is NFS4ERR_BADHANDLE;
  * a genuine handle of an inode that is gone, of another generation of the
@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 #include "tests/mds/mds-test.h"
 #include "tests/mds/dir-test.h"

@@ -15,6 +15,7 @@
 #include "tests/mds/mds-ds-test.h"
 #include "tests/nfsd/metrics-test.h"
 
+#include "mds/admin.h"
 #include "nfsd/metrics.h"
 
 static struct mt M;

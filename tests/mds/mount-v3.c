@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include "mds/fh.h"
 #include "mds/mds_impl.h"
 #include "tests/mds/mds-test.h"
 

@@ -10,6 +10,8 @@
 
 #include "tests/mds/mds-ds-test.h"
 
+#include "mds/mds_impl.h"
+
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
 #define MiB  (1u << 20)
 #define KiB  1024u

@@ -29,6 +29,10 @@
 
 #include "tests/mds/layout-test.h"
 
+#include "mds/data.h"
+#include "mds/fh.h"
+#include "mds/layout.h"
+
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
 
 static struct lt L;

@@ -19,6 +19,9 @@
 
 #include "tests/mds/layout-test.h"
 
+#include "mds/fh.h"
+#include "mds/layout.h"
+
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
 
 static struct lt L;

@@ -29,6 +29,8 @@
 
 #include "tests/mds/layout-test.h"
 
+#include "mds/layout.h"
+
 static struct lt L;
 
 static uint64_t delayed(struct nfs41c_session *s)

@@ -24,6 +24,9 @@
 #include "nfsd/metrics.h"
 #include "tests/mds/layout-test.h"
 
+#include "mds/data.h"
+#include "mds/layout.h"
+
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\nlease_time = 3s\n"
 
 static struct lt L;

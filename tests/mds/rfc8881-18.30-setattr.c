@@ -18,6 +18,8 @@
 
 #include "tests/mds/attr-test.h"
 
+#include "mds/attr.h"
+
 static struct mt t;
 static struct at a;
 static struct xdr_arena arena;

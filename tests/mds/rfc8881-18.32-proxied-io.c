@@ -14,6 +14,9 @@
 #include "tests/mds/mds-ds-test.h"
 #include "tests/mds/state-test.h"
 
+#include "mds/data.h"
+#include "mds/mds_impl.h"
+
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
 #define MiB  (1u << 20)
 

@@ -15,7 +15,7 @@
 
 #include <stdatomic.h>
 
-#include "mds/mds_impl.h"
+#include "mds/callback.h"
 #include "tests/mds/mds-test.h"
 
 #define CBPROG 0x40000000u

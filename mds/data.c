@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File objects (mds/data.h): the life of a regular file's objects on the
+ * data servers (creation, repair, truncation, size reconciliation,
+ * fencing, removal of orphans) with the maps that say where each segment
+ * of a file lives; layout/policy.h places them among the data servers
+ * mds/dsreg.c offers, over its connections.
+ *
+ * Segments.  A file's set of data servers is chosen when it is first laid
+ * out and each segment is placed when first reached (a WRITE through the
+ * MDS or a LAYOUTGET), both under the inode's object lock; placement skips
+ * data servers that are down, draining, read-only, without NFSv3 (the MDS
+ * proxies over it) or reported failing by clients.
+ *
+ * Orphans.  The data-server thread (mds/dsreg.c) retries the removal of
+ * orphans' objects outside the grace period (at start, after every
+ * REGISTER, and every minute).  An orphan whose layouts clients still hold
+ * waits until they are returned or fenced (mds_layout_release_hold).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/client.h"
+#include "layout/fence.h"
+#include "layout/policy.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/layout.h"
+#include "mds/mds_impl.h"
+#include "mds/state.h"
+
+#define OBJ_LOCKS      64
+#define SWEEP_BATCH    1024
+#define RELEASE_MAX_DS 64
+
+/*
+ * obj_mu[ino % 64] serializes creating, repairing and removing one inode's
+ * objects (held across control calls, never taken while holding
+ * mds/dsreg.c's locks).
+ */
+struct mds_data {
+	pthread_mutex_t obj_mu[OBJ_LOCKS];
+};
+
+struct mds_data *mds_data_new(void)
+{
+	struct mds_data *d = calloc(1, sizeof(*d));
+	for (int i = 0; d && i < OBJ_LOCKS; i++)
+		pthread_mutex_init(&d->obj_mu[i], NULL);
+	return d;
+}
+
+void mds_data_free(struct mds_data *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < OBJ_LOCKS; i++)
+		pthread_mutex_destroy(&d->obj_mu[i]);
+	free(d);
+}
+
+/* ------------------------------------------------------------- objects */
+
+void mds_data_objid(const struct mds_attr *a, struct ds_objid *id)
+{
+	memcpy(id->key, a->objkey, DS_KEY_SIZE);
+	id->gen = a->generation;
+}
+
+void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid)
+{
+	struct ds_objid id;
+	mds_data_objid(a, &id);
+	layout_fence_creds(&id, epoch, uid, gid);
+}
+
+void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid)
+{
+	mds_data_fence_epoch(a, 0, uid, gid);
+}
+
+static pthread_mutex_t *obj_lock(struct braid_mds *mds, uint64_t ino)
+{
+	return &mds->data->obj_mu[(ino ^ (ino >> 17)) % OBJ_LOCKS];
+}
+
+/* CREATE of a's object on data server ds_id (idempotent), owned by the
+ * fence of that epoch. */
+static int obj_create(struct braid_mds *mds, uint32_t ds_id, const struct mds_attr *a,
+		      uint32_t epoch)
+{
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ds_id, &rc);
+	if (!dc)
+		return rc;
+	struct ds_objid id;
+	uint32_t uid, gid, fhlen;
+	uint8_t fh[DS_CTL_FH_MAX];
+	mds_data_objid(a, &id);
+	mds_data_fence_epoch(a, epoch, &uid, &gid);
+	rc = ds_ctl_create(dc->clnt, &mds->key, &id, uid, gid, 0600, fh, &fhlen);
+	mds_ds_conn_put(dc);
+	if (rc == -EEXIST) {
+		/* the key is derived from (ino, generation): another generation
+		 * there means the data server holds a stale object */
+		mds_log("data server %u holds inode %llu's key at another generation", ds_id,
+			(unsigned long long)a->ino);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+int mds_data_map(struct braid_mds *mds, uint64_t ino, struct mds_file_map *m)
+{
+	memset(m, 0, sizeof(*m));
+	struct mds_layout_seg l;
+	int rc = mds_layout_get(mds->store, ino, MDS_LAYOUT_REC, &l);
+	if (!rc) {
+		if (layout_policy_decode(l.flags, &m->pol)) {
+			mds_log("inode %llu: layout record %#x is not a policy",
+				(unsigned long long)ino, l.flags);
+			return -EIO;
+		}
+		m->recorded = true;
+		m->epoch = l.ds[0];
+		for (uint32_t k = 1; k < l.nds && m->nset < LAYOUT_SET_MAX; k++)
+			m->set[m->nset++] = l.ds[k];
+		m->laid_out = m->nset > 0;
+		return 0;
+	}
+	if (rc != -ENOENT)
+		return rc;
+	/* no record: whole-file on segment 0's data servers, or not laid out */
+	rc = mds_layout_get(mds->store, ino, 0, &l);
+	if (rc == -ENOENT) {
+		mds_layout_policy_default(mds, &m->pol);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	layout_policy_default(&m->pol);
+	m->pol.mirrors = (uint8_t)(l.nds < LAYOUT_MIRRORS_MAX ? l.nds : LAYOUT_MIRRORS_MAX);
+	m->laid_out = true;
+	for (uint32_t k = 0; k < l.nds && m->nset < LAYOUT_SET_MAX; k++)
+		m->set[m->nset++] = l.ds[k];
+	return 0;
+}
+
+/* The record of m (flags, epoch, set) for ino. */
+static void map_args(uint64_t ino, const struct mds_file_map *m, struct mds_layout_args *la)
+{
+	memset(la, 0, sizeof(*la));
+	la->ino = ino;
+	la->seg = MDS_LAYOUT_REC;
+	la->l.flags = layout_policy_encode(&m->pol);
+	la->l.nds = 1 + m->nset;
+	la->l.ds[0] = m->epoch;
+	memcpy(la->l.ds + 1, m->set, m->nset * sizeof(m->set[0]));
+}
+
+static int map_record(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m)
+{
+	struct mds_layout_args la;
+	map_args(ino, m, &la);
+	return mds_layout_set(mds->store, &la);
+}
+
+/* Two waits for two ops submitted together: one commit usually covers both. */
+struct two_ops {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	int left;
+};
+
+static void two_ops_done(struct mds_op *op)
+{
+	struct two_ops *t = op->priv;
+	pthread_mutex_lock(&t->mu);
+	t->left--;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* LAYOUT_SET of a, then of b (in that order), durably; the first error. */
+static int layout_set_two(struct braid_mds *mds, const struct mds_layout_args *a,
+			  const struct mds_layout_args *b)
+{
+	struct two_ops t = {.left = 2};
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.cond, NULL);
+	struct mds_op op[2] = {{.type = MDS_OP_LAYOUT_SET, .args.layout = *a},
+			       {.type = MDS_OP_LAYOUT_SET, .args.layout = *b}};
+	for (int i = 0; i < 2; i++) {
+		op[i].done = two_ops_done;
+		op[i].priv = &t;
+		mds_store_submit(mds->store, &op[i]);
+	}
+	pthread_mutex_lock(&t.mu);
+	while (t.left)
+		pthread_cond_wait(&t.cond, &t.mu);
+	pthread_mutex_unlock(&t.mu);
+	pthread_cond_destroy(&t.cond);
+	pthread_mutex_destroy(&t.mu);
+	return op[0].status ? op[0].status : op[1].status;
+}
+
+static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
+static uint64_t rng_cb(void *arg)
+{
+	return mds_dsreg_random(arg);
+}
+
+/*
+ * With the inode's object lock held: places segment n of the file (and
+ * its set, for a file not yet laid out), records the maps, then makes the
+ * objects the set does not yet know to exist.  Maps are recorded before
+ * objects are made, so a crash between the two leaves a map whose object
+ * is missing (repaired on use), never an object no map names.
+ */
+static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, uint64_t n,
+			       const uint32_t *avoid, unsigned navoid, struct mds_file_map *m,
+			       struct mds_layout_seg *seg)
+{
+	int rc = mds_data_map(mds, a->ino, m);
+	if (rc)
+		return rc;
+	if ((rc = mds_layout_get(mds->store, a->ino, n, seg)) != -ENOENT)
+		return rc; /* made meanwhile, or an error */
+	if (n && !m->pol.seg_shift)
+		return -EINVAL; /* one segment: only segment 0 exists */
+	struct mds_attr cur;
+	if ((rc = mds_inode_getattr(mds->store, a->ino, &cur)))
+		return rc;
+	if (cur.generation != a->generation)
+		return -ESTALE;
+	if (cur.type != MDS_REG)
+		return -EINVAL;
+	struct layout_cand usable[256];
+	unsigned nu = mds_dsreg_candidates(mds, avoid, navoid, usable, 256);
+	bool rec = !m->recorded;
+	uint32_t ids[LAYOUT_SET_MAX];
+	if (!m->nset) {
+		unsigned k = layout_set_size(&m->pol, nu);
+		if (!k)
+			return -EAGAIN;
+		m->nset = layout_set_choose(usable, nu, k, rng_cb, mds, m->set);
+		rec = true;
+	}
+	for (unsigned i = 0; i < m->nset; i++)
+		ids[i] = m->set[i] & ~MDS_LAYOUT_CREATED;
+	unsigned w = layout_seg_width(&m->pol);
+	memset(seg, 0, sizeof(*seg));
+	if ((rc = layout_seg_place(&m->pol, ids, m->nset, n, usable, nu, seg->ds)))
+		return rc;
+	seg->nds = w;
+	/* a substitute from outside the set joins it while there is room */
+	for (unsigned j = 0; j < w; j++)
+		if (!id_in(ids, m->nset, seg->ds[j]) && m->nset < LAYOUT_SET_MAX) {
+			ids[m->nset] = seg->ds[j];
+			m->set[m->nset++] = seg->ds[j];
+			rec = true;
+		}
+	struct mds_layout_args la = {.ino = a->ino, .seg = n, .l = *seg}, ra;
+	if (rec) {
+		map_args(a->ino, m, &ra);
+		if ((rc = layout_set_two(mds, &ra, &la))) {
+			/* never a segment without the record that says how to read it */
+			struct mds_layout_args rm = {.ino = a->ino, .seg = n};
+			mds_layout_remove(mds->store, &rm);
+			return rc;
+		}
+	} else if ((rc = mds_layout_set(mds->store, &la))) {
+		return rc;
+	}
+	bool bits = false;
+	for (unsigned j = 0; j < w && !rc; j++) {
+		unsigned i = 0;
+		while (i < m->nset && ids[i] != seg->ds[j])
+			i++;
+		if (i < m->nset && (m->set[i] & MDS_LAYOUT_CREATED))
+			continue;
+		if ((rc = obj_create(mds, seg->ds[j], &cur, m->epoch)))
+			break;
+		/* one segment: nothing would ever ask again */
+		if (i < m->nset && m->pol.seg_shift) {
+			m->set[i] |= MDS_LAYOUT_CREATED;
+			bits = true;
+		}
+	}
+	if (rc) {
+		struct mds_layout_args rm = {.ino = a->ino, .seg = n};
+		mds_layout_remove(mds->store, &rm);
+		return rc;
+	}
+	if (bits)
+		map_record(mds, a->ino, m); /* best effort: CREATE is idempotent */
+	return 0;
+}
+
+int mds_data_segment(struct braid_mds *mds, const struct mds_attr *a, uint64_t n, bool create,
+		     const uint32_t *avoid, unsigned navoid, struct mds_file_map *map,
+		     struct mds_layout_seg *seg)
+{
+	int rc = mds_data_map(mds, a->ino, map);
+	if (rc)
+		return rc;
+	if (n && !map->pol.seg_shift)
+		return -EINVAL;
+	rc = mds_layout_get(mds->store, a->ino, n, seg);
+	if (rc != -ENOENT || !create)
+		return rc;
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	rc = segment_make_locked(mds, a, n, avoid, navoid, map, seg);
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
+		    struct mds_layout_seg *seg)
+{
+	struct mds_file_map m;
+	return mds_data_segment(mds, a, 0, create, NULL, 0, &m, seg);
+}
+
+int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id)
+{
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	struct mds_attr cur;
+	struct mds_file_map m;
+	int rc = mds_inode_getattr(mds->store, a->ino, &cur);
+	if (!rc && cur.generation != a->generation)
+		rc = -ESTALE;
+	/* an orphan nobody holds open is being released: never bring it back */
+	if (!rc && cur.nlink == 0 && !mds_state_ino_open(mds, a->ino))
+		rc = -ESTALE;
+	if (!rc)
+		rc = mds_data_map(mds, a->ino, &m);
+	if (!rc) {
+		mds_log("inode %llu: object missing on data server %u, creating it again",
+			(unsigned long long)a->ino, ds_id);
+		rc = obj_create(mds, ds_id, &cur, m.epoch);
+	}
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+struct ds_set {
+	uint32_t id[RELEASE_MAX_DS];
+	unsigned n;
+	bool overflow;
+};
+
+static int ds_set_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct ds_set *s = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0; /* the file's record names no segment */
+	for (uint32_t k = 0; k < l->nds && k < MDS_LAYOUT_MAX_DS; k++) {
+		unsigned j = 0;
+		while (j < s->n && s->id[j] != l->ds[k])
+			j++;
+		if (j < s->n)
+			continue;
+		if (s->n == RELEASE_MAX_DS) {
+			s->overflow = true;
+			return 1;
+		}
+		s->id[s->n++] = l->ds[k];
+	}
+	return 0;
+}
+
+/* Every data server a's file has objects on (deduplicated). */
+static int ds_set_of(struct braid_mds *mds, uint64_t ino, struct ds_set *s)
+{
+	memset(s, 0, sizeof(*s));
+	int rc = mds_layout_list(mds->store, ino, ds_set_add, s);
+	if (rc < 0)
+		return rc;
+	return s->overflow ? -E2BIG : 0;
+}
+
+int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max)
+{
+	struct ds_set s;
+	int rc = ds_set_of(mds, ino, &s);
+	if (rc)
+		return rc;
+	if (s.n > max)
+		return -E2BIG;
+	memcpy(ids, s.id, s.n * sizeof(ids[0]));
+	return (int)s.n;
+}
+
+/* With the object lock held: SETFENCE of the current epoch's pair on every
+ * data server of the file; -EAGAIN when one could not be reached. */
+static int fence_apply_locked(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch)
+{
+	struct ds_set s;
+	int rc = ds_set_of(mds, a->ino, &s);
+	if (rc)
+		return rc;
+	struct ds_objid id;
+	uint32_t uid, gid;
+	mds_data_objid(a, &id);
+	mds_data_fence_epoch(a, epoch, &uid, &gid);
+	for (unsigned k = 0; k < s.n; k++) {
+		int err;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+		if (dc) {
+			err = ds_ctl_setfence(dc->clnt, &mds->key, &id, uid, gid);
+			mds_ds_conn_put(dc);
+		}
+		/* NOENT: no object there yet; it is made with the new pair */
+		if (err && err != -ENOENT) {
+			if (err != -EAGAIN)
+				mds_log("inode %llu: fencing on data server %u: %s",
+					(unsigned long long)a->ino, s.id[k], strerror(-err));
+			rc = err == -ESTALE ? -EIO : -EAGAIN;
+		}
+	}
+	return rc;
+}
+
+int mds_data_fence_new(struct braid_mds *mds, const struct mds_attr *a, uint32_t *epoch)
+{
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, a->ino, &m);
+	if (!rc && m.laid_out) {
+		/* recorded first: a crash after it leaves the objects to the old
+		 * pair, which the retry (or the next I/O's repair) moves */
+		m.epoch = m.epoch + 1 ? m.epoch + 1 : 1;
+		if (!(rc = map_record(mds, a->ino, &m)))
+			rc = fence_apply_locked(mds, a, m.epoch);
+	}
+	if (epoch)
+		*epoch = m.epoch;
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a)
+{
+	pthread_mutex_t *mu = obj_lock(mds, a->ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, a->ino, &m);
+	if (!rc && m.laid_out)
+		rc = fence_apply_locked(mds, a, m.epoch);
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+void mds_data_release(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_attr a;
+	if (!mds->dsreg || mds_inode_getattr(mds->store, ino, &a) || a.nlink || a.type != MDS_REG)
+		return;
+	if (mds_state_ino_open(mds, ino))
+		return; /* the last CLOSE calls again */
+	/* clients may still write through layouts: the objects go once those
+	 * are returned or fenced, and the layout layer calls again */
+	if (mds_layout_release_hold(mds, ino))
+		return;
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct ds_set s;
+	int rc = ds_set_of(mds, ino, &s);
+	bool left = rc != 0;
+	struct ds_objid id;
+	mds_data_objid(&a, &id);
+	for (unsigned k = 0; !rc && k < s.n; k++) {
+		int err;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+		if (!dc) {
+			left = true;
+			continue;
+		}
+		err = ds_ctl_remove(dc->clnt, &mds->key, &id);
+		mds_ds_conn_put(dc);
+		/* NOENT: removed already (a repeat); STALE: not our generation there */
+		if (err && err != -ENOENT && err != -ESTALE) {
+			mds_log("inode %llu: removing its object from data server %u: %s",
+				(unsigned long long)ino, s.id[k], strerror(-err));
+			left = true;
+		}
+	}
+	if (!left && (rc = mds_inode_reap(mds->store, ino)) && rc != -ESTALE && rc != -EBUSY)
+		mds_log("inode %llu: reap: %s", (unsigned long long)ino, strerror(-rc));
+	pthread_mutex_unlock(mu);
+}
+
+int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino)
+{
+	for (unsigned tries = 0; tries < 8; tries++) {
+		struct mds_attr at;
+		int rc = mds_inode_getattr(mds->store, ino, &at);
+		if (rc == -ENOENT || (!rc && at.type != MDS_REG))
+			return 0; /* gone: nothing to count */
+		if (rc)
+			return rc;
+		struct ds_set s;
+		if ((rc = ds_set_of(mds, ino, &s)))
+			return rc;
+		struct ds_objid id;
+		mds_data_objid(&at, &id);
+		uint64_t end = 0;
+		for (unsigned k = 0; k < s.n; k++) {
+			int err;
+			struct ds_ctl_stat st;
+			struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+			if (!dc)
+				return err ? err : -EAGAIN; /* that data server is not up yet */
+			err = ds_ctl_stat(dc->clnt, &mds->key, &id, &st);
+			mds_ds_conn_put(dc);
+			/* NOENT: no object there, nothing written; STALE: not ours */
+			if (err == -ENOENT || err == -ESTALE)
+				continue;
+			if (err)
+				return err;
+			if (st.size > end)
+				end = st.size;
+		}
+		if (end <= at.size)
+			return 0;
+		/* guarded: a truncation meanwhile may have cut the objects */
+		struct mds_setattr_args sa = {.ino = ino,
+					      .mask = MDS_SET_SIZE_MAX | MDS_SET_MTIME_NOW |
+						      MDS_SET_CHANGE_GUARD,
+					      .size = end,
+					      .guard = at.change};
+		struct mds_setattr_res sr;
+		rc = mds_inode_setattr(mds->store, &sa, &sr);
+		if (rc == -EAGAIN)
+			continue;
+		if (!rc)
+			mds_log("inode %llu: size %llu -> %llu, from its data servers' objects",
+				(unsigned long long)ino, (unsigned long long)sr.old_size,
+				(unsigned long long)sr.attr.size);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	return -EAGAIN;
+}
+
+int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size)
+{
+	if (attr->type != MDS_REG)
+		return 0;
+	pthread_mutex_t *mu = obj_lock(mds, attr->ino);
+	pthread_mutex_lock(mu);
+	struct ds_set s;
+	int rc = ds_set_of(mds, attr->ino, &s);
+	if (!rc && s.n == 0) {
+		/* no object: a missing object reads as zeros, so only an
+		 * extension makes one, holding the new end (best effort: its data
+		 * servers may all be down, and the file reads right without it) */
+		struct mds_layout_seg seg;
+		struct mds_file_map m;
+		uint64_t n = attr->size ? attr->size - 1 : 0;
+		if (attr->size <= old_size || (rc = mds_data_map(mds, attr->ino, &m)) ||
+		    segment_make_locked(mds, attr, layout_seg_index(&m.pol, n), NULL, 0, &m,
+					&seg)) {
+			pthread_mutex_unlock(mu);
+			return 0;
+		}
+		for (uint32_t k = 0; k < seg.nds; k++)
+			s.id[s.n++] = seg.ds[k];
+	}
+	struct ds_objid id;
+	mds_data_objid(attr, &id);
+	for (unsigned k = 0; !rc && k < s.n; k++) {
+		int err;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+		if (dc) {
+			/* each object is the file's bytes at the file's offsets
+			 * (sparse), so every one is cut (or grown) to the size */
+			err = ds_ctl_truncate(dc->clnt, &mds->key, &id, attr->size);
+			mds_ds_conn_put(dc);
+		}
+		/* NOENT: the object is missing, nothing beyond the size to drop */
+		if (err && err != -ENOENT)
+			rc = err == -ESTALE ? -EIO : err;
+	}
+	pthread_mutex_unlock(mu);
+	/* RFC 8881 §12.5.5: layouts of a shrunk file are recalled, so clients
+	 * drop what they cached of it; an extension changes no mapping */
+	if (!rc && attr->size < old_size)
+		mds_layout_recall_file(mds, attr->ino);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- orphans */
+
+struct ino_vec {
+	uint64_t *v;
+	unsigned n, cap;
+};
+
+static int orphan_collect(void *arg, const struct mds_attr *a)
+{
+	struct ino_vec *iv = arg;
+	if (iv->n == iv->cap)
+		return 1; /* the rest next time */
+	iv->v[iv->n++] = a->ino;
+	return 0;
+}
+
+void mds_data_orphan_sweep(struct braid_mds *mds, bool (*stop)(void *arg), void *arg)
+{
+	struct ino_vec iv = {.cap = SWEEP_BATCH};
+	if (!(iv.v = malloc(SWEEP_BATCH * sizeof(*iv.v))))
+		return;
+	mds_orphan_list(mds->store, orphan_collect, &iv);
+	for (unsigned i = 0; i < iv.n; i++) {
+		if (stop(arg))
+			break;
+		mds_data_release(mds, iv.v[i]);
+	}
+	free(iv.v);
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File objects (mds/data.c): a regular file's objects on the data servers
+ * and the maps that say where each segment of it lives.
+ *
+ * A regular file's object on a data server is named by
+ * (mds_attr.objkey, mds_attr.generation) and owned by the file's fence
+ * uid/gid (RFC 8435 §2.2, loosely coupled); its handle is
+ * ds_fh_make(&mds->key, id).  One object per (file, data server) holds
+ * the file's bytes at the file's own offsets (sparse), whatever the
+ * layout policy (layout/policy.h).  Objects are made lazily, when a
+ * segment is first laid out (a WRITE, LAYOUTGET, size-extending SETATTR
+ * or ALLOCATE reaching it).
+ *
+ * The maps, in the store's layouts table (keys under the inode):
+ *   segment n < MDS_LAYOUT_REC: the data servers of grid segment n, mirror
+ *     by mirror (layout_ds_slot); flags 0.
+ *   MDS_LAYOUT_REC, the file's record: flags = layout_policy_encode() of
+ *     its policy; ds[0] = its fence epoch; ds[1..] = its set of data
+ *     servers, in placement order, bit MDS_LAYOUT_CREATED set once the
+ *     object there is known to exist.  A file with segment 0 and no record
+ *     is whole-file on segment 0's data servers, fence epoch 0.
+ *   On a directory, MDS_LAYOUT_REC holds the policy new files below it
+ *     take (ds[0] = 0, nds = 1): see mds_layout_policy_set().
+ *
+ * Errors: 0 or -errno.
+ */
+#ifndef BRAID_MDS_DATA_H
+#define BRAID_MDS_DATA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout/policy.h"
+#include "mds/store.h"
+
+struct braid_mds;
+struct ds_objid;
+
+#define MDS_LAYOUT_REC	   (UINT64_MAX - 1)
+#define MDS_LAYOUT_CREATED 0x80000000u
+
+/* The module's state (mds->data: its per-inode object locks); NULL when
+ * out of memory. */
+struct mds_data *mds_data_new(void);
+void mds_data_free(struct mds_data *d);
+
+void mds_data_objid(const struct mds_attr *a, struct ds_objid *id);
+/* The synthetic uid/gid of a file's objects under fence epoch 'epoch':
+ * layout_fence_creds() of its object (layout/fence.h); a new epoch is a
+ * fresh pair (mds_data_fence_new).  mds_data_fence() is epoch 0's. */
+void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid);
+void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid);
+
+/* What the store says of a file's layout. */
+struct mds_file_map {
+	struct layout_policy pol; /* recorded, legacy, or [mds]'s default */
+	bool recorded;		  /* the MDS_LAYOUT_REC record exists */
+	bool laid_out;		  /* it has a set (and maybe segments) */
+	uint32_t epoch;		  /* fence epoch */
+	unsigned nset;
+	uint32_t set[LAYOUT_SET_MAX]; /* with MDS_LAYOUT_CREATED bits */
+};
+int mds_data_map(struct braid_mds *mds, uint64_t ino, struct mds_file_map *m);
+/*
+ * Segment n's map of a's file into *seg (and the file's map into *map).
+ * -ENOENT when it is not laid out and !create; with create, places it
+ * (never on a data server in avoid[0..navoid)) and makes its objects,
+ * serialized per inode.  -EAGAIN: not enough data servers up; -ESTALE:
+ * the inode is gone; -EINVAL: n past a one-segment policy.
+ */
+int mds_data_segment(struct braid_mds *mds, const struct mds_attr *a, uint64_t n, bool create,
+		     const uint32_t *avoid, unsigned navoid, struct mds_file_map *map,
+		     struct mds_layout_seg *seg);
+/* Segment 0 (whole-file policies: the file's only segment). */
+int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
+		    struct mds_layout_seg *seg);
+/* The object of a's file on data server ds_id is missing (crash between
+ * recording and creating it): create it again if the inode lives. */
+int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
+/* Every data server holding a segment of ino: how many (at most max), or -errno. */
+int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);
+/*
+ * Fencing (RFC 8435 §2.2): a new epoch, recorded, then SETFENCE of its
+ * pair on every data server of the file, so I/O with the old pair fails
+ * with ACCESS.  -EAGAIN when a data server could not be reached (the
+ * caller retries with mds_data_fence_apply, which sets the current pair).
+ */
+int mds_data_fence_new(struct braid_mds *mds, const struct mds_attr *a, uint32_t *epoch);
+int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a);
+
+/*
+ * ino's data is no longer needed if it is an orphan (no links) and no
+ * client holds it open: remove its data-server objects, then reap the
+ * inode.  Called after REMOVE/RENAME unlink a file and after the last CLOSE.
+ * Best effort: failures leave it in mds_orphan_list() for a later retry.
+ */
+void mds_data_release(struct braid_mds *mds, uint64_t ino);
+/* The later retry: mds_data_release() of each orphan (a batch at a time),
+ * until stop(arg) is true.  The data-server thread (dsreg.c) calls it. */
+void mds_data_orphan_sweep(struct braid_mds *mds, bool (*stop)(void *arg), void *arg);
+/* SETATTR changed the size of ino from old to new: truncate its objects. */
+int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64_t old_size);
+/*
+ * A file written through RW layouts before the MDS stopped: its size moves
+ * up to the end of its data servers' objects if that is past it (mtime and
+ * change move with it).  0 when done (or the file is gone); -errno, e.g.
+ * a data server not up yet, to try again later.
+ */
+int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino);
+
+#endif

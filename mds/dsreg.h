@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* braid-mds data servers (mds/dsreg.c): the registry, placement and the
+ * MDS's connections to them. */
+#ifndef BRAID_MDS_DSREG_H
+#define BRAID_MDS_DSREG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct braid_mds;
+struct layout_cand;
+struct layout_device;
+struct nfsd_clnt;
+struct nfsd_program;
+
+/*
+ * Data servers (dsreg.c); what they hold of each file is data.c's
+ * (mds/data.h).
+ */
+int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen);
+void mds_dsreg_release(struct braid_mds *mds);
+/* The control program data servers call (REGISTER, HEARTBEAT). */
+const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds);
+/* Bytes total and free over the data servers that are up (0 and 0 if none). */
+void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail);
+
+/* What the MDS knows of one data server (braidctl, layouts): a snapshot. */
+#define MDS_DS_ADDRS_MAX  16 /* BRAID_CTL_ADDRS_MAX */
+#define MDS_DS_PROTOS_MAX 8  /* BRAID_CTL_PROTOS_MAX */
+struct mds_ds_addr {
+	char netid[33]; /* "tcp", "tcp6", "rdma", "rdma6" */
+	char uaddr[65]; /* RFC 5665 universal address, port included */
+};
+struct mds_ds_proto {
+	uint32_t version, minorversion, rsize, wsize;
+};
+struct mds_ds_info {
+	uint32_t id;
+	uint8_t uuid[16];
+	char hostname[256];
+	bool registered; /* has REGISTERed since this MDS started */
+	bool up;	 /* registered and heard from within [mds] ds_timeout */
+	bool drained;	 /* by the administrator (mds_dsreg_drain): placement skips it */
+	uint32_t health; /* BRAID_CTL_HEALTH_* of the last HEARTBEAT */
+	uint64_t capacity, free, objects;
+	uint64_t since_heartbeat_ms; /* since the last REGISTER or HEARTBEAT */
+	uint8_t boot_verifier[8];
+	unsigned naddrs, nctl_addrs, nprotos;
+	struct mds_ds_addr addrs[MDS_DS_ADDRS_MAX];	/* for clients (layouts) */
+	struct mds_ds_addr ctl_addrs[MDS_DS_ADDRS_MAX]; /* where the MDS calls */
+	struct mds_ds_proto protos[MDS_DS_PROTOS_MAX];
+};
+/* A data server as layouts name it (layout/devid.h: its device ID, the
+ * addresses and versions of GETDEVICEINFO). */
+void mds_dsreg_device(const struct mds_ds_info *i, struct layout_device *d);
+/* Every data server ever registered, by id: up to max of them into out;
+ * returns how many there are. */
+unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned max);
+/* One of them: 0, or -ENOENT. */
+int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out);
+/*
+ * braidctl ds drain / ds add: placement stops (drain) or resumes choosing
+ * the data server for new objects; recorded in the bindings file before
+ * returning.  0, -ENOENT, or the -errno of the write (nothing changed).
+ */
+int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain);
+/*
+ * braidctl ds remove: forget the data server: its id is never given again
+ * and, should its uuid register anew, it gets a new id.  The caller checks
+ * that no file needs it (mds_layout_scan).  0, -ENOENT, -errno of the write.
+ */
+int mds_dsreg_forget(struct braid_mds *mds, uint32_t id);
+/*
+ * Placement: a data server for a new object, chosen at random among those
+ * up and not draining or read-only, weighted by free space (those low on
+ * space only when no other is up).  nfs3: one serving NFSv3 (the MDS's own
+ * I/O needs it).  0, or -EAGAIN when none is up.
+ */
+int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id);
+/*
+ * Data servers new segments may go to (mds/data.c places them with
+ * layout/policy.h): up, taking new objects, serving NFSv3 and not in
+ * avoid; those low on space only when no other is usable, those in avoid
+ * only when nothing else is.  Weighted by free space; at most max into
+ * out, and how many.
+ */
+unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsigned navoid,
+			      struct layout_cand *out, unsigned max);
+/* A random 64-bit number (placement spreads load by it); thread safe. */
+uint64_t mds_dsreg_random(struct braid_mds *mds);
+
+/*
+ * A reference to the MDS's connection to one data server: control calls
+ * (ctl/client.h, with mds->key) and NFSv3 calls (AUTH_SYS as the
+ * object's fence), each call timed out after timeout_ms.  Fields are set
+ * at creation and never change.
+ */
+struct mds_ds_conn {
+	atomic_int ref;
+	uint32_t id;
+	struct nfsd_clnt *clnt;
+	uint32_t rsize3, wsize3; /* the DS's NFSv3 rsize/wsize; 0: it serves no NFSv3 */
+	unsigned timeout_ms;
+};
+/* NULL with *err: -EAGAIN (down, or not registered since the MDS started:
+ * NFS4ERR_DELAY), -EIO (an id never registered), -errno of the connect. */
+struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err);
+void mds_ds_conn_put(struct mds_ds_conn *dc);
+
+#endif
