@@ -504,7 +504,7 @@ static int c_register(struct nfsd_req *req, void *argp, void *resp)
 	n->i.registered = true;
 	n->i.drained = e->i.drained; /* the administrator's, not the data server's */
 	n->i.health = 0;
-	n->hb_ns = now_ns();
+	n->hb_ns = nfsd_now_ns();
 	n->was_up = e->was_up;
 	n->epoch = e->epoch + 1;
 	n->conn = NULL; /* made afresh at the next use: addresses may have changed */
@@ -542,7 +542,7 @@ static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
 		e->i.free = a->hb_free;
 		e->i.objects = a->hb_objects;
 		e->i.health = a->hb_health;
-		e->hb_ns = now_ns();
+		e->hb_ns = nfsd_now_ns();
 		res->hb_status = BRAID_CTL_OK;
 		res->u.hb_heartbeat_interval = hb_interval_s(mds);
 	}
@@ -571,7 +571,7 @@ const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds)
 unsigned mds_dsreg_list(struct braid_mds *mds, struct mds_ds_info *out, unsigned max)
 {
 	struct mds_dsreg *r = mds->dsreg;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&r->mu);
 	unsigned n = 0;
 	/* in id order: ids are assigned increasingly and entries appended */
@@ -658,7 +658,7 @@ int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out)
 	pthread_mutex_lock(&r->mu);
 	struct ds_ent *e = ent_find(r, id);
 	if (e)
-		ent_copy(r, e, now_ns(), out);
+		ent_copy(r, e, nfsd_now_ns(), out);
 	pthread_mutex_unlock(&r->mu);
 	return e ? 0 : -ENOENT;
 }
@@ -691,7 +691,7 @@ void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail)
 	*total = *avail = 0;
 	if (!r)
 		return;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&r->mu);
 	for (unsigned i = 0; i < r->nents; i++)
 		if (ent_up(r, r->ents[i], now)) {
@@ -724,7 +724,7 @@ static uint64_t rng_next(struct mds_dsreg *r)
 int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id)
 {
 	struct mds_dsreg *r = mds->dsreg;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	int rc = -EAGAIN;
 	pthread_mutex_lock(&r->mu);
 	/* tier 0: not low on space; tier 1: any that takes new objects */
@@ -778,7 +778,7 @@ unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsi
 			      struct layout_cand *out, unsigned max)
 {
 	struct mds_dsreg *r = mds->dsreg;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	unsigned n = 0;
 	pthread_mutex_lock(&r->mu);
 	/* tier 2: those avoided too, rather than none at all */
@@ -817,7 +817,7 @@ struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err
 	struct mds_dsreg *r = mds->dsreg;
 	pthread_mutex_lock(&r->mu);
 	struct ds_ent *e = ent_find(r, id);
-	if (!e || !ent_up(r, e, now_ns())) {
+	if (!e || !ent_up(r, e, nfsd_now_ns())) {
 		pthread_mutex_unlock(&r->mu);
 		*err = e ? -EAGAIN : -EIO;
 		return NULL;
@@ -878,7 +878,7 @@ struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err
 
 static void note_transitions(struct mds_dsreg *r)
 {
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	char lines[8][320];
 	unsigned nl = 0;
 	pthread_mutex_lock(&r->mu);
@@ -921,7 +921,7 @@ static void *dsreg_main(void *arg)
 		if (stop)
 			break;
 		note_transitions(r);
-		uint64_t now = now_ns();
+		uint64_t now = nfsd_now_ns();
 		if ((kick || now >= next_sweep) && !mds_state_in_grace(r->mds)) {
 			mds_data_orphan_sweep(r->mds, thread_stopping, r);
 			next_sweep = now + SWEEP_INTERVAL_NS;
@@ -948,7 +948,7 @@ int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen)
 	r->next_id = 1;
 	uint64_t t = mds->set.ds_timeout_ms;
 	r->call_timeout_ms = (unsigned)(t < 5000 ? 5000 : t > 30000 ? 30000 : t);
-	atomic_init(&r->rng, now_ns() ^ (uint64_t)getpid() << 32);
+	atomic_init(&r->rng, nfsd_now_ns() ^ (uint64_t)getpid() << 32);
 	snprintf(r->path, sizeof(r->path), "%s/%s", mds->set.store_dir, DSREG_FILE);
 	int rc = bindings_load(r, msg, msglen);
 	if (rc)

@@ -21,6 +21,8 @@
 #include "layout/policy.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "nfsd/bytes.h"
+#include "nfsd/htab.h"
 
 #define LO_RANGES_MAX  1024 /* held ranges per (state, iomode): more are merged */
 #define LO_RECENT      16   /* grants remembered per state (duplicate LAYOUTGETs) */
@@ -35,16 +37,6 @@
 
 /* ----------------------------------------------------------- structures */
 
-/* An intrusive chained hash table; entries begin with struct lo_node. */
-struct lo_node {
-	struct lo_node *next;
-	uint64_t key;
-};
-struct lo_htab {
-	struct lo_node **b;
-	size_t mask, n;
-};
-
 /* [start, end): end UINT64_MAX stands for "to the end of the file". */
 struct lo_range {
 	uint64_t start, end;
@@ -58,14 +50,16 @@ struct lo_state;
 
 /* A client holding (or having held) layouts: its states and counters. */
 struct lo_client {
-	struct lo_node h; /* in lo->clients, by client ID */
+	struct htab_node h; /* in lo->clients, by nfsd_mix64(id) */
+	uint64_t id;	    /* client ID */
 	struct lo_state *states;
 	struct mds_layout_counters ctr;
 };
 
 /* A file with layout state, or one being fenced. */
 struct lo_file {
-	struct lo_node h; /* in lo->files, by inode */
+	struct htab_node h; /* in lo->files, by nfsd_mix64(ino) */
+	uint64_t ino;
 	unsigned pins;	  /* operations and jobs using it besides its states */
 	struct lo_state *states;
 	bool recall;  /* its layouts are being recalled: LAYOUTGET gets RECALLCONFLICT */
@@ -88,7 +82,7 @@ struct lo_file {
 
 /* The layout state of one client for one file (RFC 8881 §12.5.3). */
 struct lo_state {
-	struct lo_node h; /* in lo->sids, by the PRF half of other */
+	struct htab_node h; /* in lo->sids, by the PRF half of other */
 	uint8_t other[NFS4_OTHER_SIZE];
 	uint32_t seqid;
 	struct lo_client *cl;
@@ -161,7 +155,7 @@ struct mds_layout {
 	pthread_t thread;
 	uint64_t next_sid;
 	uint64_t dup_delayed; /* LAYOUTGETs answered DELAY as duplicates */
-	struct lo_htab sids, files, clients;
+	struct htab sids, files, clients;
 	struct lo_dev *devs;
 	struct lo_dsmark *marks;
 	unsigned nmarks, marks_cap;
@@ -175,13 +169,6 @@ struct mds_layout {
 	uint64_t next_scan_ns;	       /* the thread's own */
 	uint64_t next_reconcile_ns;    /* the thread's own */
 };
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
 
 /* layout_state.c: with lo->mu held unless said otherwise */
 

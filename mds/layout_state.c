@@ -25,69 +25,6 @@
 #include "mds/layout.h"
 #include "mds/layout_impl.h"
 
-/* ----------------------------------------------------------- hash tables */
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-static int htab_init(struct lo_htab *t)
-{
-	t->mask = 63;
-	t->n = 0;
-	t->b = calloc(t->mask + 1, sizeof(*t->b));
-	return t->b ? 0 : -ENOMEM;
-}
-
-static void htab_add(struct lo_htab *t, struct lo_node *e, uint64_t key)
-{
-	if (t->n >= 2 * (t->mask + 1)) {
-		/* grow; on failure keep the longer chains */
-		size_t nm = 2 * (t->mask + 1) - 1;
-		struct lo_node **nb = calloc(nm + 1, sizeof(*nb));
-		if (nb) {
-			for (size_t i = 0; i <= t->mask; i++)
-				for (struct lo_node *x = t->b[i], *nx; x; x = nx) {
-					nx = x->next;
-					size_t k = mix64(x->key) & nm;
-					x->next = nb[k];
-					nb[k] = x;
-				}
-			free(t->b);
-			t->b = nb;
-			t->mask = nm;
-		}
-	}
-	e->key = key;
-	size_t k = mix64(key) & t->mask;
-	e->next = t->b[k];
-	t->b[k] = e;
-	t->n++;
-}
-
-static void htab_del(struct lo_htab *t, struct lo_node *e)
-{
-	for (struct lo_node **pp = &t->b[mix64(e->key) & t->mask]; *pp; pp = &(*pp)->next)
-		if (*pp == e) {
-			*pp = e->next;
-			t->n--;
-			return;
-		}
-}
-
-static struct lo_node *htab_first(const struct lo_htab *t, uint64_t key)
-{
-	for (struct lo_node *x = t->b[mix64(key) & t->mask]; x; x = x->next)
-		if (x->key == key)
-			return x;
-	return NULL;
-}
-
 /* ---------------------------------------------------------------- ranges */
 
 static int ranges_reserve(struct lo_ranges *r, unsigned n)
@@ -183,27 +120,31 @@ int lo_ranges_sub(struct lo_ranges *r, uint64_t s, uint64_t e)
 
 struct lo_client *lo_client_find(struct mds_layout *lo, uint64_t id)
 {
-	return (struct lo_client *)htab_first(&lo->clients, id);
+	return (struct lo_client *)htab_find(&lo->clients, nfsd_mix64(id));
 }
 
 struct lo_client *lo_client_get(struct mds_layout *lo, uint64_t id)
 {
 	struct lo_client *cl = lo_client_find(lo, id);
-	if (!cl && (cl = calloc(1, sizeof(*cl))))
-		htab_add(&lo->clients, &cl->h, id);
+	if (!cl && (cl = calloc(1, sizeof(*cl)))) {
+		cl->id = id;
+		htab_add(&lo->clients, &cl->h, nfsd_mix64(id));
+	}
 	return cl;
 }
 
 struct lo_file *lo_file_find(struct mds_layout *lo, uint64_t ino)
 {
-	return (struct lo_file *)htab_first(&lo->files, ino);
+	return (struct lo_file *)htab_find(&lo->files, nfsd_mix64(ino));
 }
 
 struct lo_file *lo_file_get(struct mds_layout *lo, uint64_t ino)
 {
 	struct lo_file *f = lo_file_find(lo, ino);
-	if (!f && (f = calloc(1, sizeof(*f))))
-		htab_add(&lo->files, &f->h, ino);
+	if (!f && (f = calloc(1, sizeof(*f)))) {
+		f->ino = ino;
+		htab_add(&lo->files, &f->h, nfsd_mix64(ino));
+	}
 	return f;
 }
 
@@ -215,7 +156,7 @@ void lo_file_put_unused(struct mds_layout *lo, struct lo_file *f)
 		/* no layout out and none being granted: the mark can go */
 		struct lo_release *r = malloc(sizeof(*r));
 		if (r) {
-			r->ino = f->h.key;
+			r->ino = f->ino;
 			r->next = lo->wclears;
 			lo->wclears = r;
 			f->wmark = LO_WM_CLEARING;
@@ -240,7 +181,7 @@ int lo_wmark_ensure(struct mds_layout *lo, struct lo_file *f)
 	pthread_mutex_unlock(&lo->mu);
 	if (!mark)
 		return 0;
-	int rc = mds_wlayout_mark(lo->mds->store, f->h.key);
+	int rc = mds_wlayout_mark(lo->mds->store, f->ino);
 	pthread_mutex_lock(&lo->mu);
 	f->wmark = rc ? LO_WM_NONE : LO_WM_MARKED;
 	pthread_cond_broadcast(&lo->wcv);
@@ -250,10 +191,10 @@ int lo_wmark_ensure(struct mds_layout *lo, struct lo_file *f)
 
 struct lo_state *lo_sid_lookup(struct mds_layout *lo, const uint8_t *other)
 {
-	uint64_t k = get64(other + 4);
-	for (struct lo_node *n = lo->sids.b[mix64(k) & lo->sids.mask]; n; n = n->next) {
+	uint64_t h = get_le64(other + 4);
+	for (struct htab_node *n = htab_find(&lo->sids, h); n; n = htab_next(n, h)) {
 		struct lo_state *s = (struct lo_state *)n;
-		if (n->key == k && !memcmp(s->other, other, NFS4_OTHER_SIZE))
+		if (!memcmp(s->other, other, NFS4_OTHER_SIZE))
 			return s;
 	}
 	return NULL;
@@ -262,7 +203,7 @@ struct lo_state *lo_sid_lookup(struct mds_layout *lo, const uint8_t *other)
 struct lo_state *lo_state_of(struct lo_file *f, uint64_t clientid)
 {
 	for (struct lo_state *s = f->states; s; s = s->fnext)
-		if (s->cl->h.key == clientid)
+		if (s->cl->id == clientid)
 			return s;
 	return NULL;
 }
@@ -286,7 +227,7 @@ struct lo_state *lo_state_new(struct mds_layout *lo, struct lo_client *cl, struc
 	f->states = s;
 	s->cnext = cl->states;
 	cl->states = s;
-	htab_add(&lo->sids, &s->h, get64(s->other + 4));
+	htab_add(&lo->sids, &s->h, get_le64(s->other + 4));
 	return s;
 }
 
@@ -327,7 +268,7 @@ void lo_file_settle(struct mds_layout *lo, struct lo_file *f)
 	if (!f->states && f->release) {
 		struct lo_release *r = malloc(sizeof(*r));
 		if (r) {
-			r->ino = f->h.key;
+			r->ino = f->ino;
 			r->next = lo->releases;
 			lo->releases = r;
 			lo_kick(lo);
@@ -353,7 +294,7 @@ void lo_state_free(struct mds_layout *lo, struct lo_state *s)
 		}
 	/* a recall ends when its state goes: returned, or revoked */
 	if (s->recalling)
-		mds_metrics_recall_done(lo->mds, now_ns() - s->recall_start_ns, s->revoked);
+		mds_metrics_recall_done(lo->mds, nfsd_now_ns() - s->recall_start_ns, s->revoked);
 	for (struct lo_state **pp = &lo->recalls; s->recalling && *pp; pp = &(*pp)->rnext)
 		if (*pp == s) {
 			*pp = s->rnext;
@@ -458,7 +399,7 @@ int lo_recall_file(struct mds_layout *lo, struct lo_file *f, bool changed)
 {
 	if (!f->states)
 		return -ENOENT;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	f->recall = true;
 	f->gen++;
 	for (struct lo_state *s = f->states; s; s = s->fnext)
@@ -530,7 +471,7 @@ int mds_layout_recall_client(struct braid_mds *mds, uint64_t clientid)
 	pthread_mutex_lock(&lo->mu);
 	struct lo_client *cl = lo_client_find(lo, clientid);
 	int rc = cl && cl->states ? 0 : -ENOENT;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	for (struct lo_state *s = cl ? cl->states : NULL; s; s = s->cnext) {
 		s->f->gen++;
 		lo_recall_start(lo, s, false, now);
@@ -564,13 +505,13 @@ void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid)
 	pthread_mutex_lock(&lo->mu);
 	struct lo_client *cl = lo_client_find(lo, clientid);
 	if (cl) {
-		uint64_t now = now_ns();
+		uint64_t now = nfsd_now_ns();
 		while (cl->states) {
 			struct lo_state *s = cl->states;
 			struct lo_file *f = s->f;
 			/* RFC 8435 §2.2: its writes must stop reaching the data */
 			if (s->held[LAYOUTIOMODE4_RW - 1].n)
-				lo_fence_queue(lo, f->h.key, false, now);
+				lo_fence_queue(lo, f->ino, false, now);
 			lo_state_free(lo, s);
 			lo_file_settle(lo, f);
 		}
@@ -624,7 +565,7 @@ static nfsstat4 sid_lookup_test(struct mds_layout *lo, uint64_t clientid, const 
 {
 	struct lo_state *s = lo_sid_lookup(lo, sid->other);
 	*out = NULL;
-	if (!s || s->cl->h.key != clientid)
+	if (!s || s->cl->id != clientid)
 		return NFS4ERR_BAD_STATEID;
 	if (sid->seqid && sid->seqid != s->seqid)
 		return (int32_t)(sid->seqid - s->seqid) < 0 ? NFS4ERR_OLD_STATEID
@@ -770,10 +711,10 @@ static void revoke_locked(struct mds_layout *lo, struct lo_state *s, uint64_t no
 {
 	struct lo_file *f = s->f;
 	mds_log("client %016llx did not return its layout of inode %llu: revoked%s",
-		(unsigned long long)s->cl->h.key, (unsigned long long)f->h.key,
+		(unsigned long long)s->cl->id, (unsigned long long)f->ino,
 		s->held[LAYOUTIOMODE4_RW - 1].n ? ", fencing it" : "");
 	if (s->held[LAYOUTIOMODE4_RW - 1].n)
-		lo_fence_queue(lo, f->h.key, false, now);
+		lo_fence_queue(lo, f->ino, false, now);
 	s->cl->ctr.revoked++;
 	s->revoked = true;
 	lo_state_free(lo, s);
@@ -784,7 +725,7 @@ static void revoke_locked(struct mds_layout *lo, struct lo_state *s, uint64_t no
  * have gone meanwhile). */
 static void recall_answered(struct mds_layout *lo, const struct cb_job *j, int rc, nfsstat4 status)
 {
-	uint64_t t = now_ns();
+	uint64_t t = nfsd_now_ns();
 	struct lo_state *s = lo_sid_lookup(lo, j->other);
 	if (!s || !s->recalling)
 		return;
@@ -846,10 +787,10 @@ static void recalls_run(struct mds_layout *lo, uint64_t now)
 			break;
 		t->lo = lo;
 		struct cb_job *j = &t->j;
-		j->clientid = s->cl->h.key;
+		j->clientid = s->cl->id;
 		memcpy(j->other, s->other, NFS4_OTHER_SIZE);
 		lo_sid_out(s, &j->sid);
-		struct mds_fh h = {.ino = s->f->h.key, .gen = s->igen, .export_id = s->export_id};
+		struct mds_fh h = {.ino = s->f->ino, .gen = s->igen, .export_id = s->export_id};
 		mds_fh_make(mds, &h, j->fh);
 		j->changed = s->changed;
 		s->cb_busy = true;
@@ -923,7 +864,7 @@ static void fences_run(struct mds_layout *lo, uint64_t now)
 		} else if (rc) {
 			/* -EAGAIN: a data server missed it; else the store failed */
 			x->apply = x->apply || rc == -EAGAIN;
-			x->next_ns = now_ns() + LO_FENCE_RETRY * 1000000ull;
+			x->next_ns = nfsd_now_ns() + LO_FENCE_RETRY * 1000000ull;
 			x->next = lo->fences;
 			lo->fences = x;
 			x = NULL;
@@ -1088,7 +1029,7 @@ static void devices_run(struct mds_layout *lo)
 				"device ID",
 				d->ds_id);
 			for (size_t b = 0; b <= lo->sids.mask; b++)
-				for (struct lo_node *x = lo->sids.b[b]; x; x = x->next) {
+				for (struct htab_node *x = lo->sids.b[b]; x; x = x->next) {
 					struct lo_state *s = (struct lo_state *)x;
 					if (lo_state_names_ds(s, d->ds_id) && !s->f->recall)
 						lo_recall_file(lo, s->f, true);
@@ -1143,19 +1084,19 @@ static void *layout_main(void *arg)
 	struct mds_layout *lo = arg;
 	for (;;) {
 		pthread_mutex_lock(&lo->mu);
-		uint64_t now = now_ns(), until = next_event(lo, now);
+		uint64_t now = nfsd_now_ns(), until = next_event(lo, now);
 		while (!lo->stop && !lo->kick && until > now) {
 			struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
 					      .tv_nsec = (long)(until % 1000000000ull)};
 			pthread_cond_timedwait(&lo->cond, &lo->mu, &ts);
-			now = now_ns();
+			now = nfsd_now_ns();
 		}
 		bool stop = lo->stop;
 		lo->kick = false;
 		pthread_mutex_unlock(&lo->mu);
 		if (stop)
 			break;
-		now = now_ns();
+		now = nfsd_now_ns();
 		recalls_run(lo, now);
 		fences_run(lo, now);
 		releases_run(lo);
@@ -1192,7 +1133,7 @@ int mds_layout_init(struct braid_mds *mds, char *msg, size_t msglen)
 		return rc;
 	/* instance-unique, unguessable stateids: a key from the clock, pid
 	 * and the cluster key's fh half */
-	uint64_t seed[4] = {now_ns(), (uint64_t)getpid(), mds->boot_sec,
+	uint64_t seed[4] = {nfsd_now_ns(), (uint64_t)getpid(), mds->boot_sec,
 			    siphash24(&mds->key.fh, "braid-layout", 12)};
 	struct siphash_key k0 = {{0x6272616964206c61ULL, 0x796f75742073696dULL}};
 	lo->key.k[0] = siphash24(&k0, seed, sizeof(seed));
@@ -1204,7 +1145,7 @@ int mds_layout_init(struct braid_mds *mds, char *msg, size_t msglen)
 		lo->verf[i] = (uint8_t)(mds->boot_sec >> (56 - 8 * i));
 	uint64_t steer = mds->set.ds_timeout_ms > 10000 ? mds->set.ds_timeout_ms : 10000;
 	lo->steer_ns = steer * 1000000ull;
-	if (htab_init(&lo->sids) || htab_init(&lo->files) || htab_init(&lo->clients)) {
+	if (htab_init(&lo->sids, 64) || htab_init(&lo->files, 64) || htab_init(&lo->clients, 64)) {
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1285,9 +1226,9 @@ void mds_layout_release(struct braid_mds *mds)
 			free(r);
 		}
 	free(lo->marks);
-	free(lo->sids.b);
-	free(lo->files.b);
-	free(lo->clients.b);
+	htab_release(&lo->sids);
+	htab_release(&lo->files);
+	htab_release(&lo->clients);
 	pthread_cond_destroy(&lo->cond);
 	pthread_cond_destroy(&lo->wcv);
 	pthread_mutex_destroy(&lo->mu);

@@ -523,7 +523,7 @@ static bool port_ok(const struct export_client *cl, uint32_t flavor, const struc
 		return true;
 	static _Atomic uint64_t last_ns;
 	static atomic_uint quiet;
-	uint64_t now = now_ns(), then = atomic_load(&last_ns);
+	uint64_t now = nfsd_now_ns(), then = atomic_load(&last_ns);
 	if ((then && now - then < 10000000000ull) ||
 	    !atomic_compare_exchange_strong(&last_ns, &then, now)) {
 		atomic_fetch_add(&quiet, 1);

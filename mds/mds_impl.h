@@ -54,9 +54,10 @@
 #include "nfs4_prot.h"
 
 #include "mds/mds.h"
+#include "mds/exports.h"
 #include "mds/store.h"
 #include "nfsd/auth_braid.h"
-#include "mds/exports.h"
+#include "nfsd/clock.h"
 #include "nfsd/mac.h"
 #include "nfsd/nfs41.h"
 #include "nfsd/rpc.h"
@@ -157,13 +158,6 @@ static inline struct braid_mds *mds_of(const struct nfs41_compound *c)
 
 void mds_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 /* The peer's port, -1 if not IP; with host, its address as text too ("?"). */
 int mds_peer_text(const struct sockaddr_storage *ss, char host[INET6_ADDRSTRLEN]);
 

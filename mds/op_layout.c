@@ -372,7 +372,7 @@ static struct lo_state *sid_check(struct mds_layout *lo, const stateid4 *id, uin
 	struct lo_state *s = lo_sid_lookup(lo, id->other);
 	if (!s)
 		return NULL;
-	if (s->cl->h.key != clientid || s->f->h.key != ino || id->seqid == 0 ||
+	if (s->cl->id != clientid || s->f->ino != ino || id->seqid == 0 ||
 	    (int32_t)(id->seqid - s->seqid) > 0) {
 		*st = NFS4ERR_BAD_STATEID;
 		return NULL;
@@ -440,7 +440,7 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 /* The data servers now avoided (LAYOUTERROR, ioerrors), into v. */
 static unsigned avoided_list(struct mds_layout *lo, uint32_t *v, unsigned max)
 {
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	unsigned n = 0;
 	pthread_mutex_lock(&lo->mu);
 	for (unsigned i = 0; i < lo->nmarks && n < max; i++)
@@ -610,7 +610,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		unpin(lo, f);
 		return M ? NFS4ERR_SERVERFAULT : NFS4ERR_LAYOUTUNAVAILABLE;
 	}
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	struct layout_device ld;
 	for (unsigned j = 0; j < M * S; j++) {
 		sd[j].id = seg.ds[j];
@@ -856,7 +856,7 @@ static void report_error(struct mds_layout *lo, struct lo_client *cl, uint64_t i
 			if (mk->avoid_until_ns <= now)
 				mds_log("client %016llx reports error %d from data server %u "
 					"(inode %llu): new layouts avoid it for %llu s",
-					cl ? (unsigned long long)cl->h.key : 0ull, (int)status, ds,
+					cl ? (unsigned long long)cl->id : 0ull, (int)status, ds,
 					(unsigned long long)ino,
 					(unsigned long long)(lo->steer_ns / 1000000000ull));
 			mk->avoid_until_ns = now + lo->steer_ns;
@@ -905,7 +905,7 @@ static nfsstat4 op_layouterror(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 	for (uint32_t i = 0; i < a->lea_errors.len; i++)
 		if (a->lea_errors.val[i].de_status == NFS4_OK)
 			return NFS4ERR_INVAL; /* §15.6.3: errors, not successes */
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&lo->mu);
 	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
 	if (!st && !ls)
@@ -973,7 +973,7 @@ static nfsstat4 return_body(struct nfs41_compound *c, const struct layout_type_o
 	int rc = ops->decode_return(*body, c->arena, &r);
 	if (rc)
 		return rc == -EBADMSG ? NFS4ERR_BADXDR : NFS4ERR_SERVERFAULT;
-	uint64_t now = now_ns();
+	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&lo->mu);
 	struct lo_client *cl = lo_client_get(lo, c->clientid);
 	for (unsigned i = 0; i < r.nerrors; i++)

@@ -48,80 +48,12 @@
 	 OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED)
 #define DEFAULT_MODE 0600 /* a create without mode: the owner only (cf. §18.16.4) */
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-/* ------------------------------------------------------------ hash tables */
-
-static int htab_init(struct st_htab *t, size_t nb)
-{
-	t->b = calloc(nb, sizeof(*t->b));
-	t->mask = nb - 1;
-	t->n = 0;
-	return t->b ? 0 : -ENOMEM;
-}
-
-static void htab_grow(struct st_htab *t)
-{
-	size_t nb = (t->mask + 1) * 2;
-	struct st_hnode **b = calloc(nb, sizeof(*b));
-	if (!b)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i <= t->mask; i++)
-		while (t->b[i]) {
-			struct st_hnode *e = t->b[i];
-			t->b[i] = e->next;
-			e->next = b[e->hash & (nb - 1)];
-			b[e->hash & (nb - 1)] = e;
-		}
-	free(t->b);
-	t->b = b;
-	t->mask = nb - 1;
-}
-
-static void htab_add(struct st_htab *t, struct st_hnode *e, uint64_t hash)
-{
-	if (t->n >= 2 * (t->mask + 1))
-		htab_grow(t);
-	e->hash = hash;
-	e->next = t->b[hash & t->mask];
-	t->b[hash & t->mask] = e;
-	t->n++;
-}
-
-static void htab_del(struct st_htab *t, struct st_hnode *e)
-{
-	struct st_hnode **pp = &t->b[e->hash & t->mask];
-	while (*pp != e)
-		pp = &(*pp)->next;
-	*pp = e->next;
-	t->n--;
-}
-
-static struct st_hnode *htab_first(const struct st_htab *t, uint64_t hash)
-{
-	return t->b[hash & t->mask];
-}
-
 /* ------------------------------------------------------------ clients, owners, files */
 
 static struct st_client *client_find(struct mds_state *st, uint64_t id)
 {
-	uint64_t h = mix64(id);
-	for (struct st_hnode *n = htab_first(&st->clients, h); n; n = n->next) {
+	uint64_t h = nfsd_mix64(id);
+	for (struct htab_node *n = htab_find(&st->clients, h); n; n = htab_next(n, h)) {
 		struct st_client *cl = (struct st_client *)n;
 		if (cl->id == id)
 			return cl;
@@ -155,21 +87,21 @@ struct st_client *st_client_get(struct mds_state *st, struct nfs41_compound *c)
 	cl->owner_len = (uint32_t)(len < sizeof(cl->owner) ? len : sizeof(cl->owner));
 	if (st->in_grace)
 		cl->prev = prev_match(st, cl);
-	htab_add(&st->clients, &cl->h, mix64(cl->id));
+	htab_add(&st->clients, &cl->h, nfsd_mix64(cl->id));
 	return cl;
 }
 
 static uint64_t owner_hash(const struct mds_state *st, const struct st_client *cl, uint8_t kind,
 			   const xdr_opaque *name)
 {
-	return siphash24(&st->key, name->val, name->len) ^ mix64(cl->id * 4 + kind);
+	return siphash24(&st->key, name->val, name->len) ^ nfsd_mix64(cl->id * 4 + kind);
 }
 
 struct st_owner *st_owner_get(struct mds_state *st, struct st_client *cl, uint8_t kind,
 			      const xdr_opaque *name, bool create)
 {
 	uint64_t h = owner_hash(st, cl, kind, name);
-	for (struct st_hnode *n = htab_first(&st->owners, h); n; n = n->next) {
+	for (struct htab_node *n = htab_find(&st->owners, h); n; n = htab_next(n, h)) {
 		struct st_owner *ow = (struct st_owner *)n;
 		if (n->hash == h && ow->cl == cl && ow->kind == kind && ow->len == name->len &&
 		    (!name->len || !memcmp(ow->name, name->val, name->len)))
@@ -199,8 +131,8 @@ void st_owner_put_unused(struct mds_state *st, struct st_owner *ow)
 
 struct st_file *st_file_get(struct mds_state *st, uint64_t ino, bool create)
 {
-	uint64_t h = mix64(ino);
-	for (struct st_hnode *n = htab_first(&st->files, h); n; n = n->next) {
+	uint64_t h = nfsd_mix64(ino);
+	for (struct htab_node *n = htab_find(&st->files, h); n; n = htab_next(n, h)) {
 		struct st_file *f = (struct st_file *)n;
 		if (f->ino == ino)
 			return f;
@@ -253,8 +185,8 @@ nfsstat4 st_sid_arg(struct nfs41_compound *c, const stateid4 *in, bool keep_seqi
 
 static struct st_sid *sid_lookup(struct mds_state *st, const uint8_t *other)
 {
-	uint64_t h = get64(other + 4);
-	for (struct st_hnode *n = htab_first(&st->sids, h); n; n = n->next) {
+	uint64_t h = get_le64(other + 4);
+	for (struct htab_node *n = htab_find(&st->sids, h); n; n = htab_next(n, h)) {
 		struct st_sid *s = (struct st_sid *)n;
 		if (n->hash == h && !memcmp(s->other, other, NFS4_OTHER_SIZE))
 			return s;
@@ -329,7 +261,7 @@ struct st_sid *st_sid_new(struct mds_state *st, uint8_t type, struct st_owner *o
 		s->cnext->cpprev = &s->cnext;
 	s->cl->sids = s;
 	s->cpprev = &s->cl->sids;
-	htab_add(&st->sids, &s->h, get64(s->other + 4));
+	htab_add(&st->sids, &s->h, get_le64(s->other + 4));
 	return s;
 }
 
@@ -420,7 +352,7 @@ static struct st_prev *grace_end_locked(struct mds_state *st, unsigned *n)
 	*n = 0;
 	if (!st->in_grace)
 		return NULL;
-	if (now_ns() < st->grace_end_ns && st->nprev_complete < st->nprev)
+	if (nfsd_now_ns() < st->grace_end_ns && st->nprev_complete < st->nprev)
 		return NULL;
 	st->in_grace = false;
 	atomic_store(&st->grace, false);
@@ -428,8 +360,8 @@ static struct st_prev *grace_end_locked(struct mds_state *st, unsigned *n)
 	*n = st->nprev;
 	st->prev = NULL;
 	st->nprev = st->nprev_complete = st->prev_cap = 0;
-	for (struct st_hnode **b = st->clients.b; b <= &st->clients.b[st->clients.mask]; b++)
-		for (struct st_hnode *e = *b; e; e = e->next)
+	for (struct htab_node **b = st->clients.b; b <= &st->clients.b[st->clients.mask]; b++)
+		for (struct htab_node *e = *b; e; e = e->next)
 			((struct st_client *)e)->prev = 0;
 	return p;
 }
@@ -498,10 +430,10 @@ int mds_state_init(struct braid_mds *mds, char *msg, size_t msglen)
 	if (!st || htab_init(&st->sids, 1024) || htab_init(&st->clients, 64) ||
 	    htab_init(&st->owners, 256) || htab_init(&st->files, 1024)) {
 		if (st) {
-			free(st->sids.b);
-			free(st->clients.b);
-			free(st->owners.b);
-			free(st->files.b);
+			htab_release(&st->sids);
+			htab_release(&st->clients);
+			htab_release(&st->owners);
+			htab_release(&st->files);
 		}
 		free(st);
 		snprintf(msg, msglen, "out of memory");
@@ -535,7 +467,7 @@ int mds_state_init(struct braid_mds *mds, char *msg, size_t msglen)
 	if (st->nprev && mds->set.grace_ms) {
 		st->in_grace = true;
 		atomic_store(&st->grace, true);
-		st->grace_end_ns = now_ns() + mds->set.grace_ms * 1000000ull;
+		st->grace_end_ns = nfsd_now_ns() + mds->set.grace_ms * 1000000ull;
 		mds_log("grace period: %u client(s) may reclaim for %llu ms", st->nprev,
 			(unsigned long long)mds->set.grace_ms);
 	} else if (st->nprev) {
@@ -587,10 +519,10 @@ void mds_state_release(struct braid_mds *mds)
 		while (st->clients.b[b])
 			client_free_locked(st, (struct st_client *)st->clients.b[b], NULL, NULL);
 	prev_free(st->prev, st->nprev);
-	free(st->sids.b);
-	free(st->clients.b);
-	free(st->owners.b);
-	free(st->files.b);
+	htab_release(&st->sids);
+	htab_release(&st->clients);
+	htab_release(&st->owners);
+	htab_release(&st->files);
 	pthread_mutex_destroy(&st->mu);
 	pthread_mutex_destroy(&st->rec_mu);
 	free(st);

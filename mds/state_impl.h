@@ -29,24 +29,15 @@
 
 #include "mds/mds_impl.h"
 #include "mds/state.h"
-
-/* An intrusive chained hash table; entries begin with struct st_hnode. */
-struct st_hnode {
-	struct st_hnode *next;
-	uint64_t hash;
-};
-struct st_htab {
-	struct st_hnode **b; /* malloc'd; power-of-two count */
-	size_t mask;
-	size_t n;
-};
+#include "nfsd/bytes.h"
+#include "nfsd/htab.h"
 
 struct st_file;
 struct st_sid;
 
 /* A client ID holding state (RFC 8881 §2.4, §8.1). */
 struct st_client {
-	struct st_hnode h; /* in st->clients, by id */
+	struct htab_node h; /* in st->clients, by id */
 	uint64_t id;
 	struct st_sid *sids;   /* every stateid of the client (cnext) */
 	bool reclaim_complete; /* sent a global RECLAIM_COMPLETE (§18.51) */
@@ -61,7 +52,7 @@ enum { ST_OPEN_OWNER = 1, ST_LOCK_OWNER = 2 };
 
 /* An open-owner or lock-owner: the client's opaque name for it (§2.4). */
 struct st_owner {
-	struct st_hnode h; /* in st->owners, by (client, kind, name) */
+	struct htab_node h; /* in st->owners, by (client, kind, name) */
 	struct st_client *cl;
 	uint8_t kind;
 	unsigned refs; /* stateids naming it; freed at 0 */
@@ -86,7 +77,7 @@ enum { ST_SID_OPEN = 1, ST_SID_LOCK = 2 };
  * the instance and not guessable.
  */
 struct st_sid {
-	struct st_hnode h; /* in st->sids, by the PRF half of other */
+	struct htab_node h; /* in st->sids, by the PRF half of other */
 	uint8_t other[NFS4_OTHER_SIZE];
 	uint32_t seqid; /* current; 1 at creation, never 0 (wraps to 1) */
 	uint8_t type;
@@ -105,7 +96,7 @@ struct st_sid {
 
 /* A file with opens or locks. */
 struct st_file {
-	struct st_hnode h; /* in st->files, by ino */
+	struct htab_node h; /* in st->files, by ino */
 	uint64_t ino;
 	struct st_sid *opens;	 /* open stateids */
 	struct st_sid *lockers;	 /* lock stateids */
@@ -128,7 +119,7 @@ struct mds_state {
 	pthread_mutex_t rec_mu; /* the store's client records; held across store I/O */
 	pthread_mutex_t mu;
 	uint64_t next_sid;
-	struct st_htab sids, clients, owners, files;
+	struct htab sids, clients, owners, files;
 	/* grace (§8.4.2.1) */
 	bool in_grace;
 	uint64_t grace_end_ns; /* CLOCK_MONOTONIC */
