@@ -102,13 +102,13 @@ static int peek_result(struct peek *k, bool ok, size_t *off, size_t *len)
 static int locate_read3(const uint8_t *rec, size_t have, size_t rec_len, size_t *off, size_t *len)
 {
 	(void)rec_len;
-	struct peek k = { rec, have, 0, false };
+	struct peek k = {rec, have, 0, false};
 	bool ok = peek_reply_ok(&k) && peek32(&k) == 0;
 	uint32_t attrs = peek32(&k);
 	ok = ok && attrs <= 1;
 	if (attrs == 1)
 		peek_skip(&k, 84); /* fattr3 */
-	peek32(&k); /* count */
+	peek32(&k);		   /* count */
 	ok = ok && peek32(&k) <= 1;
 	return peek_result(&k, ok, off, len);
 }
@@ -117,7 +117,7 @@ static int locate_read3(const uint8_t *rec, size_t have, size_t rec_len, size_t 
 static int locate_read4(const uint8_t *rec, size_t have, size_t rec_len, size_t *off, size_t *len)
 {
 	(void)rec_len;
-	struct peek k = { rec, have, 0, false };
+	struct peek k = {rec, have, 0, false};
 	bool ok = peek_reply_ok(&k) && peek32(&k) == NFS4_OK;
 	uint32_t tl = peek32(&k);
 	ok = ok && tl <= NFS4_OPAQUE_LIMIT;
@@ -217,10 +217,10 @@ static void rpc_issue(struct rpc *r)
 	r->eof = false;
 	r->sunk = 0;
 	/* a READ's data straight into the caller's buffer */
-	r->sink = (struct nfsd_sink){ .buf = r->rbuf,
-				      .len = r->len,
-				      .locate = r->kind == RK_DS3 ? locate_read3 : locate_read4,
-				      .got = &r->sunk };
+	r->sink = (struct nfsd_sink){.buf = r->rbuf,
+				     .len = r->len,
+				     .locate = r->kind == RK_DS3 ? locate_read3 : locate_read4,
+				     .got = &r->sunk};
 	pthread_mutex_lock(&r->io->mu);
 	r->io->inflight++;
 	pthread_mutex_unlock(&r->io->mu);
