@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ffclient internals shared by its two files:
+ * ffclient internals shared by its files:
  *
- *   ffclient.c         the mount, opens, the I/O engine (RPCs to the data
- *                      servers and the MDS, routing, fallback), the
- *                      service thread
+ *   ffclient.c         the mount, calls on the MDS session, attributes,
+ *                      the service thread
+ *   ffclient_file.c    opens and the calls on them (OPEN, pread, pwrite,
+ *                      fsync, CLOSE), mkdir and remove
+ *   ffclient_io.c      the I/O engine: RPCs to the data servers and the
+ *                      MDS, routing, retries, fallback to the MDS
  *   ffclient_layout.c  the back channel (CB_LAYOUTRECALL,
  *                      CB_NOTIFY_DEVICEID), devices (GETDEVICEINFO,
  *                      connections, data-server sessions), layout segments
@@ -293,6 +296,13 @@ int ffc_mds_call(struct ffc *c, const nfs_argop4 *ops, unsigned n, COMPOUND4res 
 bitmap4 ffc_bm_of(uint32_t w[3], const unsigned *attrs, unsigned n);
 int ffc_attrs_decode(const fattr4 *fa, struct attrs *a, struct xdr_arena *ar);
 bool ffc_attr_has(const struct attrs *a, unsigned n);
+
+/* ------------------------------------------------------- ffclient_io.c */
+
+/* One pread or pwrite of an open (osid its stateid) through the layouts or
+ * the MDS: 0 or -errno.  Called without ino->mu, which it takes. */
+int ffc_io_run(struct ffc_inode *f, const stateid4 *osid, bool write, uint8_t *buf, uint64_t len,
+	       uint64_t off);
 
 /* ------------------------------------------------------- ffclient_layout.c */
 

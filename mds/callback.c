@@ -2,9 +2,10 @@
 /*
  * Calls from braid-mds to its clients over their sessions' back channels
  * (RFC 8881 §2.10.3.1, §20): CB_NULL and CB_COMPOUND with CB_SEQUENCE
- * first.  nfs41.c picks the connection: the most recently bound back
- * channel connection of the client's session, never a connection the
- * client did not bind for callbacks (nconnect clients bind only one).
+ * first.  nfsd/nfs41_session.c picks the connection: the most recently
+ * bound back channel connection of the client's session, never a
+ * connection the client did not bind for callbacks (nconnect clients bind
+ * only one).
  *
  * Slots: we use slot 0 of each session's back channel, one call at a time
  * per session (the Linux client offers one back channel slot).  A call

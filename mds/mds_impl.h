@@ -165,7 +165,8 @@ int mds_peer_text(const struct sockaddr_storage *ss, char host[INET6_ADDRSTRLEN]
  * The op table.  Each group file defines a table of rows ending with
  * { 0 }; mds.c copies them into mds->ops (indexed by nfs_opnum4) at start.
  * An op no group defines answers NFS4ERR_NOTSUPP (nfs41.c).  The session
- * ops (EXCHANGE_ID ... SEQUENCE, GETFH, SAVEFH, RESTOREFH) are nfs41.c's.
+ * ops (EXCHANGE_ID ... SEQUENCE, GETFH, SAVEFH, RESTOREFH) are the session
+ * module's (nfsd/nfs41*.c; nfsd/nfs41_impl.h says which file has which).
  */
 struct mds_opdef {
 	uint32_t op; /* nfs_opnum4; 0 ends a table */

@@ -72,7 +72,7 @@
  * connection is known.
  *
  * Threads: COMPOUNDs run concurrently on the engine's worker threads;
- * handlers may block.  Locks are internal (see nfs41.c).  Hooks are never
+ * handlers may block.  Locks are internal (see nfs41_impl.h).  Hooks are never
  * called with them held.
  */
 #ifndef BRAID_NFSD_NFS41_H

@@ -1363,7 +1363,7 @@ static void compound_ops(struct sb *b, unsigned t)
 
 #define NTEMPLATES 19
 
-/* The session ops, sometimes (nfs41.c's own fuzz target covers them). */
+/* The session ops, sometimes (nfsd/nfs41*.c's own fuzz target covers them). */
 static void session_ops(struct sb *b, unsigned t)
 {
 	if (t == 0) {

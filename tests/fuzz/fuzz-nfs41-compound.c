@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for nfsd/nfs41.c: COMPOUND bodies fed to
+ * Fuzz target for nfsd/nfs41*.c: COMPOUND bodies fed to
  * nfs41_server_compound() directly, no sockets.  Each input is a short
  * conversation, records of [2-byte length][COMPOUND4args], against a fresh
  * server on which the target has already made a client ID and a session; a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NFSv4.1 sessions (RFC 8881 §2.10, chapter 18) through nfsd/nfs41.c on
+ * NFSv4.1 sessions (RFC 8881 §2.10, chapter 18) through nfsd/nfs41*.c on
  * loopback, driven by nfsd/nfs41_clnt.c and by raw COMPOUNDs:
  *   - COMPOUND: minor versions, tag echo, OP_ILLEGAL, GARBAGE_ARGS before
  *     anything runs, op positions (OP_NOT_IN_SESSION, SEQUENCE_POS,

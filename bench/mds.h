@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What bench/mds's files share (the benchmark is described in mds.c):
+ *
+ *   mds.c          options, the plan of sizes, main
+ *   mds_load.c     the load generator: one NFSv4.1 session to a server,
+ *                  creates, lookups and READDIR walks, the series of sizes
+ *   mds_servers.c  braid-mds and NFS-Ganesha as our children, a stage each
+ *   mds_report.c   the table, the ratios and the JSON line
+ *
+ * The results are the main thread's alone: the stages fill them, one
+ * server at a time, and the report reads them after.
+ */
+#ifndef BRAID_BENCH_MDS_H
+#define BRAID_BENCH_MDS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bench/common.h"
+#include "nfsd/rpc.h"
+
+#define NSIZES_MAX	 8
+#define CONNS_MAX	 4
+#define INFLIGHT_DEF	 64
+#define BATCH_MIN	 1000  /* timed creates at a size, at least */
+#define BATCH_MAX	 20000 /* and at most (a tenth of the size between) */
+#define LOOKUPS_DEF	 20000
+#define WALK_CAP_DEF	 2000000
+#define DIR_NAME	 "mds-bench"
+#define READDIR_DIRCOUNT 32768
+#define READDIR_MAXCOUNT 65536
+#define PROGRESS_S	 10.0
+#define WALK_MIN_ENTRIES 100000 /* a small directory is walked again up to this */
+
+/* ---------------------------------------------------------------- options */
+
+struct mds_opts {
+	uint64_t sizes[NSIZES_MAX]; /* ascending */
+	unsigned nsizes;
+	uint64_t max;	     /* sizes above it are not run */
+	const char *max_why; /* and why: "--quick stops at 1e6" */
+	uint64_t ganesha_max;
+	const char *dir;
+	bool keep;
+	uint32_t uid, gid;
+	unsigned inflight, conns;
+	uint64_t lookups;
+	uint64_t walk_cap; /* 0: none */
+	bool two_compound; /* OPEN and CLOSE in two COMPOUNDs on every server */
+	bool run_braid, run_ganesha;
+	char mds_path[PATH_MAX];
+};
+
+/* ---------------------------------------------------------------- results */
+
+struct phase {
+	bool ok;
+	uint64_t ops;	/* creates, lookups or entries */
+	double secs;	/* wall time */
+	double srv_cpu; /* the server's CPU seconds in it */
+	double cli_cpu; /* ours */
+	char why[256];	/* when !ok */
+};
+
+struct at_size {
+	uint64_t n;
+	bool run;
+	struct phase create, lookup, readdir;
+	bool walk_capped;
+	unsigned walks;	      /* whole READDIR walks timed together */
+	double populate_rate; /* creates/s while growing to it (not timed) */
+};
+
+struct server_res {
+	const char *name;
+	bool ran;	   /* it served: the figures below are its */
+	char why[512];	   /* why it did not */
+	unsigned slots;	   /* fore channel slots granted */
+	unsigned conns;	   /* connections used */
+	bool two_compound; /* creates as OPEN, then CLOSE */
+	char two_why[128];
+	uint64_t delegs, delays;
+	struct at_size at[NSIZES_MAX];
+};
+
+/* The two servers' results, named "braid-mds" and "ganesha" (mds.c). */
+extern struct server_res braid_res, ganesha_res;
+
+/* ------------------------------------------------------------------ mds.c */
+
+/* "1e6" for the JSON keys and the table. */
+void bench_mds_size_key(uint64_t n, char *out, size_t len);
+
+/* ------------------------------------------------------------- mds_load.c */
+
+/* Every phase of a not measured, and with no reason yet, gets why. */
+void bench_mds_at_fail(struct at_size *a, const char *why);
+/* r did not run at all, for why. */
+void bench_mds_series_missing(struct server_res *r, const char *why);
+/* A session to the server on port (pid: whose CPU to count), r's sizes run
+ * on it in order, then closed: r->ran, or r->why. */
+void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
+			 int port, pid_t pid);
+
+/* ---------------------------------------------------------- mds_servers.c */
+
+/* Start the server under work, run its stage, stop it; its files go
+ * unless --keep.  What failed is in braid_res / ganesha_res. */
+void bench_mds_braid_stage(const struct mds_opts *o, struct nfsd_server *eng, const char *work);
+void bench_mds_ganesha_stage(const struct mds_opts *o, struct nfsd_server *eng, const char *work);
+
+/* ----------------------------------------------------------- mds_report.c */
+
+void bench_mds_table_print(const struct mds_opts *o);
+void bench_mds_ratios_print(void);
+void bench_mds_json_print(const struct mds_opts *o, const char *fstype, long ncpu);
+
+#endif /* BRAID_BENCH_MDS_H */

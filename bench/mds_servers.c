@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/mds's servers: braid-mds and NFS-Ganesha, each configured in the
+ * work directory, started as our child (so that /proc gives its CPU time
+ * alone), run through its stage (mds_load.c) and stopped.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/mds.h"
+#include "nfsd/xdr/nfs4_prot.h"
+
+/* ------------------------------------------------------------- braid-mds */
+
+struct braid {
+	struct bench_child ch;
+	int port;
+	char dir[PATH_MAX];
+	char store[PATH_MAX + 16], exports[PATH_MAX + 16], key_file[PATH_MAX + 16];
+	char conf[PATH_MAX + 16], log[PATH_MAX + 16];
+};
+
+static int braid_conf_write(struct braid *d)
+{
+	FILE *f = fopen(d->exports, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "/ *(rw,no_root_squash,insecure)\n");
+	if (fclose(f))
+		return -errno;
+	f = fopen(d->conf, "w");
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"# Written by bench/mds.\n"
+		"[mds]\n"
+		"store_dir = %s\n"
+		"listen = 127.0.0.1:0\n"
+		"exports = %s\n"
+		"key_file = %s\n"
+		"# a fresh store: nothing to reclaim (Ganesha runs Graceless too)\n"
+		"grace_time = 0s\n"
+		"# a bench server: leave the system's rpcbind alone\n"
+		"rpcbind = no\n",
+		d->store, d->exports, d->key_file);
+	return fclose(f) ? -errno : 0;
+}
+
+/*
+ * Start braid-mds -c conf --ready-fd N; it writes "READY <port>" there
+ * once serving.  Gives up when it exits or after timeout seconds.
+ */
+static int braid_start(const struct mds_opts *o, const char *work, struct braid *d, char *why,
+		       size_t len)
+{
+	if (access(o->mds_path, X_OK)) {
+		bench_strfmt(why, len, "%s not built (%s)", o->mds_path, strerror(errno));
+		return -ENOENT;
+	}
+	bench_strfmt(d->dir, sizeof(d->dir), "%s/braid-mds", work);
+	bench_strfmt(d->store, sizeof(d->store), "%s/store", d->dir);
+	bench_strfmt(d->exports, sizeof(d->exports), "%s/exports", d->dir);
+	bench_strfmt(d->key_file, sizeof(d->key_file), "%s/key", d->dir);
+	bench_strfmt(d->conf, sizeof(d->conf), "%s/mds.conf", d->dir);
+	bench_strfmt(d->log, sizeof(d->log), "%s/braid-mds.log", d->dir);
+	if ((mkdir(d->dir, 0755) && errno != EEXIST) ||
+	    (mkdir(d->store, 0700) && errno != EEXIST)) {
+		bench_strfmt(why, len, "mkdir %s: %s", d->store, strerror(errno));
+		return -errno;
+	}
+	int rc = bench_key_write(d->key_file);
+	if (!rc)
+		rc = braid_conf_write(d);
+	if (rc) {
+		bench_strfmt(why, len, "write %s: %s", d->dir, strerror(-rc));
+		return rc;
+	}
+	int ready_fd;
+	rc = bench_daemon_spawn(&d->ch, "braid-mds", o->mds_path, d->conf, d->log, &ready_fd, why,
+				len);
+	if (rc)
+		return rc;
+	char line[128];
+	rc = bench_daemon_ready(ready_fd, 60, &d->port, line, sizeof(line));
+	if (!rc)
+		return 0;
+	char last[400], sb[64] = "";
+	int st = 0;
+	bool exited;
+	if (rc == -ECHILD) {
+		/* the pipe closed: it exits, or has */
+		st = bench_child_wait(&d->ch, 5);
+		exited = st != -ETIMEDOUT;
+	} else {
+		exited = bench_child_exited(&d->ch, &st);
+	}
+	if (exited) {
+		bench_status_str(st, sb, sizeof(sb));
+	} else if (rc == -ECHILD) {
+		bench_strfmt(sb, sizeof(sb), "closed --ready-fd without READY");
+	} else if (rc == -EPROTO) {
+		line[strcspn(line, "\n")] = 0;
+		bench_strfmt(sb, sizeof(sb), "ready line \"%.40s\"", line);
+	} else {
+		bench_strfmt(sb, sizeof(sb), "no READY in 60 s");
+	}
+	bench_log_tail_errors(d->log, NULL, last, sizeof(last));
+	bench_strfmt(why, len, "braid-mds failed (%s): %s", sb, last[0] ? last : "nothing logged");
+	bench_child_stop(&d->ch, 10);
+	bench_log_dump("braid-mds", d->log);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- Ganesha */
+
+struct ganesha {
+	struct bench_child ch;
+	int port;
+	char dir[PATH_MAX], export_dir[PATH_MAX + 16];
+	char conf[PATH_MAX + 16], log[PATH_MAX + 16], pidf[PATH_MAX + 16], recov[PATH_MAX + 16];
+};
+
+/*
+ * NFSv4.1 and 4.2 on 127.0.0.1 only (no rpcbind needed: without one it
+ * logs that it cannot register and serves), one VFS export as the pseudo
+ * root, no grace period, numeric owners.
+ */
+static int ganesha_conf_write(struct ganesha *g)
+{
+	FILE *f = fopen(g->conf, "w");
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"# Written by bench/mds.\n"
+		"NFS_CORE_PARAM {\n"
+		"\tProtocols = 4;\n"
+		"\tNFS_Port = %d;\n"
+		"\tBind_addr = 127.0.0.1;\n"
+		"\tEnable_NLM = false;\n"
+		"\tEnable_RQUOTA = false;\n"
+		"\tEnable_UDP = false;\n"
+		"}\n"
+		"NFSv4 {\n"
+		"\tGraceless = true;\n"
+		"\tOnly_Numeric_Owners = true;\n"
+		"\tMinor_Versions = 1, 2;\n"
+		"\tRecoveryBackend = fs;\n"
+		"\tRecoveryRoot = \"%s\";\n"
+		"}\n"
+		"NFS_KRB5 {\n"
+		"\tActive_krb5 = false;\n"
+		"}\n"
+		"EXPORT {\n"
+		"\tExport_Id = 1;\n"
+		"\tPath = \"%s\";\n"
+		"\tPseudo = \"/\";\n"
+		"\tProtocols = 4;\n"
+		"\tTransports = TCP;\n"
+		"\tAccess_Type = RW;\n"
+		"\tSquash = No_Root_Squash;\n"
+		"\tSecType = sys;\n"
+		"\tFSAL {\n"
+		"\t\tName = VFS;\n"
+		"\t}\n"
+		"}\n",
+		g->port, g->recov, g->export_dir);
+	return fclose(f) ? -errno : 0;
+}
+
+static int ganesha_start(struct nfsd_server *eng, const char *work, struct ganesha *g, char *why,
+			 size_t len)
+{
+	char exe[PATH_MAX];
+	int rc = bench_ganesha_find(exe, sizeof(exe), why, len);
+	if (rc)
+		return rc;
+	bench_strfmt(g->dir, sizeof(g->dir), "%s/ganesha", work);
+	bench_strfmt(g->export_dir, sizeof(g->export_dir), "%s/export", g->dir);
+	bench_strfmt(g->recov, sizeof(g->recov), "%s/recov", g->dir);
+	bench_strfmt(g->conf, sizeof(g->conf), "%s/ganesha.conf", g->dir);
+	bench_strfmt(g->log, sizeof(g->log), "%s/ganesha.log", g->dir);
+	bench_strfmt(g->pidf, sizeof(g->pidf), "%s/ganesha.pid", g->dir);
+	const char *mk[] = {g->dir, g->export_dir, g->recov};
+	for (int i = 0; i < 3; i++)
+		if (mkdir(mk[i], 0755) && errno != EEXIST) {
+			bench_strfmt(why, len, "mkdir %s: %s", mk[i], strerror(errno));
+			return -errno;
+		}
+	g->port = bench_port_pick();
+	rc = ganesha_conf_write(g);
+	if (rc) {
+		bench_strfmt(why, len, "write %s: %s", g->conf, strerror(-rc));
+		return rc;
+	}
+	char *argv[] = {exe,  "-F",    "-L", g->log,	  "-f", g->conf,
+			"-p", g->pidf, "-N", "NIV_EVENT", NULL};
+	rc = bench_child_spawn(&g->ch, "ganesha.nfsd", argv, g->log, -1);
+	if (rc) {
+		bench_strfmt(why, len, "cannot start ganesha.nfsd: %s", strerror(-rc));
+		return rc;
+	}
+	int st = 0;
+	rc = bench_wait_null(eng, &g->ch, g->port, NFS4_PROGRAM, 4, 30, &st);
+	if (rc)
+		bench_child_not_ready(&g->ch, rc, st, bench_ganesha_err_marks, "ganesha.nfsd",
+				      "no error logged", why, len);
+	return rc;
+}
+
+/* ----------------------------------------------------------------- stages */
+
+static void server_stop(struct bench_child *ch, const char *log)
+{
+	if (ch->pid <= 0)
+		return;
+	pid_t pid = ch->pid;
+	int st = 0;
+	/* still running, as it should be: stop it */
+	if (bench_child_exited(ch, &st)) {
+		char sb[64];
+		bench_status_str(st, sb, sizeof(sb));
+		fprintf(stderr, "%s: %s (pid %d) had exited during the run (%s)\n", bench_prog,
+			ch->name, (int)pid, sb);
+		bench_log_dump(ch->name, log);
+		return;
+	}
+	if (!bench_child_stop(ch, 20))
+		fprintf(stderr, "%s: %s needed SIGKILL\n", bench_prog, ch->name);
+}
+
+void bench_mds_braid_stage(const struct mds_opts *o, struct nfsd_server *eng, const char *work)
+{
+	struct braid d = {0};
+	char why[512];
+	if (braid_start(o, work, &d, why, sizeof(why))) {
+		bench_mds_series_missing(&braid_res, why);
+		return;
+	}
+	fprintf(stderr, "%s: braid-mds serving on port %d\n", bench_prog, d.port);
+	bench_mds_stage_run(o, eng, &braid_res, d.port, d.ch.pid);
+	server_stop(&d.ch, d.log);
+	if (!o->keep)
+		bench_tree_remove(d.dir);
+}
+
+void bench_mds_ganesha_stage(const struct mds_opts *o, struct nfsd_server *eng, const char *work)
+{
+	struct ganesha g = {0};
+	char why[512];
+	if (ganesha_start(eng, work, &g, why, sizeof(why))) {
+		bench_mds_series_missing(&ganesha_res, why);
+		return;
+	}
+	fprintf(stderr, "%s: ganesha.nfsd serving %s on port %d\n", bench_prog, g.export_dir,
+		g.port);
+	bench_mds_stage_run(o, eng, &ganesha_res, g.port, g.ch.pid);
+	server_stop(&g.ch, g.log);
+	if (!o->keep) {
+		fprintf(stderr, "%s: removing %s\n", bench_prog, g.dir);
+		bench_tree_remove(g.dir);
+	}
+}
