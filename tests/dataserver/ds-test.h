@@ -34,20 +34,25 @@ struct dt {
 	struct nfsd_clnt *c;
 };
 
+/* path (created or truncated) holding text, with mode. */
 void dt_write_file(const char *path, const char *text, mode_t mode);
 
 /* A scratch dir with a key file and a config naming store_dir inside it. */
 void dt_prepare(struct dt *t, const char *extra_conf);
 
+/* Another connection of the client engine, to port on loopback. */
 struct nfsd_clnt *dt_connect(struct dt *t, int port);
 
 /* Start the data server in this process and connect a client. */
 void dt_start(struct dt *t);
 
+/* Stop the data server (the store stays: dt_start() again restarts it). */
 void dt_stop(struct dt *t);
 
+/* dt_stop() and the client engine freed. */
 void dt_finish(struct dt *t);
 
+/* Object id n (unique per n), generation gen. */
 struct ds_objid dt_id(unsigned n, uint64_t gen);
 
 /* Create an object owned by DT_UID/DT_GID mode 0600 and return its handle. */
@@ -73,8 +78,8 @@ static inline uint8_t dt_pat(uint64_t off, unsigned seed)
 	return (uint8_t)(x >> (8 * (off % 8)));
 }
 
+/* len bytes of the pattern from file offset off; whether buf holds them. */
 void dt_fill(uint8_t *buf, uint64_t off, size_t len, unsigned seed);
-
 bool dt_check(const uint8_t *buf, uint64_t off, size_t len, unsigned seed);
 
 /* WRITE as DT_UID; returns the nfsstat3 (or -1 when no reply); verf out. */

@@ -25,6 +25,7 @@ const char *st_tmp_make(void);
 /* A subdirectory of the scratch directory, for one store. */
 const char *st_subdir(const char *name);
 
+/* Object id n, generation gen. */
 struct ds_objid st_id(uint32_t n, uint64_t gen);
 
 /* The byte a pattern puts at object offset x. */
@@ -33,10 +34,13 @@ static inline uint8_t st_pat(uint64_t x, unsigned seed)
 	return (uint8_t)(x * 131 + seed * 71 + (x >> 12) * 17 + 1);
 }
 
+/* n bytes of the pattern from object offset off. */
 void st_fill(uint8_t *p, uint64_t off, size_t n, unsigned seed);
 
+/* A store in dir, created if need be; the test fails if it does not open. */
 struct ds_store *st_open(const char *dir, bool direct, enum ds_store_io io);
 
+/* ds_store_write() of one buffer. */
 ssize_t st_write(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		 uint64_t off, const void *buf, size_t len, enum ds_stable how);
 
