@@ -18,7 +18,9 @@
 #   data    write files of every size in PNFS_SIZES (MiB) under /whole
 #           (layout=whole) and /striped (layout=segments, 1 MiB
 #           segments), and PNFS_SPREAD 1 MiB files under /whole; read all
-#           back after drop_caches and compare.
+#           back after drop_caches and compare.  The client's dirty page
+#           limits are PNFS_DIRTY_KIB (a quarter of it in the background)
+#           meanwhile: see pnfs-run.sh.
 #   mirror  write a PNFS_MIRROR_MIB file under /mirrored (whole, 2
 #           mirrors), then read it back 1 MiB at a time with a pause
 #           between the lines "@@PNFS read-start" and "@@PNFS read-done":
@@ -39,8 +41,8 @@
 # "PNFS-OK" and status 0 only if every check passed.
 #
 # Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from pnfs-run.sh:
-# PNFS_CHECK PNFS_SIZES PNFS_SPREAD PNFS_MIRROR_MIB PNFS_TRUNK_MIB
-# PNFS_DS_METRICS EXPECT_VERS.
+# PNFS_CHECK PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
+# PNFS_TRUNK_MIB PNFS_DS_METRICS EXPECT_VERS.
 
 FAILS=0
 CH=16 # MiB per chunk
@@ -226,6 +228,14 @@ W=$(hostname)
 
 case $PNFS_CHECK in
 data)
+	# A file larger than the dirty limits is written back while the
+	# application still writes it, its writer throttled.
+	if [ -n "$PNFS_DIRTY_KIB" ]; then
+		echo $((PNFS_DIRTY_KIB * 1024 / 4)) > /proc/sys/vm/dirty_background_bytes
+		echo $((PNFS_DIRTY_KIB * 1024)) > /proc/sys/vm/dirty_bytes
+		echo "data: vm.dirty_background_bytes $(cat /proc/sys/vm/dirty_background_bytes)," \
+			"vm.dirty_bytes $(cat /proc/sys/vm/dirty_bytes)"
+	fi
 	step spread "$PNFS_SPREAD files of 1 MiB under /whole"
 	mkdir -p "$MNT/whole/$W" "$MNT/striped/$W" || die "mkdir under $MNT/whole and $MNT/striped"
 	i=0
