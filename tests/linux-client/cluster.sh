@@ -1,5 +1,5 @@
 # cluster.sh -- sourced by the Linux-client drivers (posix-run.sh,
-# pnfs-run.sh): the guest's files, the VM lock, and braid-mds with its
+# run.sh): the guest's files, the VM lock, and braid-mds with its
 # braid-ds data servers on this host's loopback, started and stopped.
 #
 # The caller defines PROG, here (this directory), top_builddir, T (its

@@ -5,8 +5,8 @@
  * sends offset 0, length 0 and no new offset while it knows no last write
  * (its UNSTABLE writes to the data servers not yet committed), on fsync,
  * close and stat.  Refused, the stat(2) behind it fails with EINVAL (seen
- * in tests/linux-client/pnfs-uml-v42.sh).  Here, against braid-mds with one
- * real braid-ds:
+ * in the Linux client tier's pNFS data check, over NFSv4.2).  Here,
+ * against braid-mds with one real braid-ds:
  *  - length 0, no new offset, the layout stateid of an RW layout: NFS4_OK,
  *    the size stays, the change attribute moves (the times are committed);
  *  - length 0 with a new offset: NFS4ERR_INVAL (an offset needs a range);

@@ -1,24 +1,23 @@
-# pnfs.sh -- pNFS flexfiles through the stock Linux NFSv4.1/4.2 client.
+# guest.sh -- the checks of one Linux-client run, in one booted guest: the
+# POSIX workload and pNFS flexfiles through the stock Linux NFSv4.1/4.2
+# client.
 #
 # Guest workload for tests/linux-client/clientvm, run with --no-mount by
-# pnfs-run.sh, which starts braid-mds (data_io = refuse: READ and WRITE to
-# the MDS fail, so every byte must go through a layout) and its data
-# servers, and checks from the host what the guest cannot see (where the
-# bytes landed, per data server).  Under busybox sh as root; it mounts
-# $SERVER:$PORT/ on $MNT with $MOUNT_OPTS itself.
+# run.sh, which starts braid-mds (data_io = refuse: READ and WRITE to the
+# MDS fail, so every byte must go through a layout) and its data servers,
+# and checks from the host what the guest cannot see (where the bytes
+# landed, per data server).  Under busybox sh as root.
 #
-# Files are written from random bytes staged 16 MiB at a time in the
-# guest's /tmp, in whole 1 MiB write(2)s, and the md5 of each 16 MiB chunk
-# is kept; reading back compares every chunk.  (One stream through tee and
-# md5sum crawls under UML, whose every small pipe read and write is a trip
-# through the host; and whole blocks make the client send every page once,
-# so the host can count each data server's bytes exactly.)
-#
-# PNFS_CHECK selects the workload:
+# GUEST_CHECKS lists the checks, run in that order; each mounts
+# $SERVER:$PORT/ on $MNT with $MOUNT_OPTS itself and unmounts it when done,
+# so each has its own mount (and mountstats):
+#   posix   /files/posix.sh, the POSIX workload (its header says what it
+#           checks), exporting EXPORT=/.
 #   data    write files of every size in PNFS_SIZES (MiB) under /whole
 #           (layout=whole) and /striped (layout=segments, 1 MiB
 #           segments), and PNFS_SPREAD 1 MiB files under /whole; read all
-#           back after drop_caches and compare.
+#           back after drop_caches and compare.  The client's dirty page
+#           limits are lowered meanwhile (PNFS_DIRTY_KIB; see run.sh).
 #   mirror  write a PNFS_MIRROR_MIB file under /mirrored (whole, 2
 #           mirrors), then read it back 1 MiB at a time with a pause
 #           between the lines "@@PNFS read-start" and "@@PNFS read-done":
@@ -26,21 +25,34 @@
 #           must give the bytes written.  Then a new 8 MiB file is written
 #           with that server gone; after "@@PNFS restart-killed" the host
 #           starts it again, and the guest waits until every data server's
-#           metrics (PNFS_DS_METRICS, host:port as the guest sees them)
-#           answer, then reads the new file back.
+#           metrics answer, then reads the new file back.
 #   trunk   write and read a PNFS_TRUNK_MIB file under /striped, with the
 #           data servers on two guest NICs; print what the client has
 #           connected (sunrpc's sysfs, /proc/fs/nfsfs/servers, netstat).
 #
-# Every check prints "ok: ..." or "FAIL: ..."; lines "@@PNFS FILE <path>
-# <bytes> <digest>" list what was written (the host asks braid where it
-# went); at the end the mount's /proc/self/mountstats section is printed
-# between "@@PNFS mountstats-begin" and "@@PNFS mountstats-end", then
-# "PNFS-OK" and status 0 only if every check passed.
+# The pNFS checks write files from random bytes staged 16 MiB at a time in
+# the guest's /tmp, in whole 1 MiB write(2)s, and keep the md5 of each 16
+# MiB chunk; reading back compares every chunk.  (One stream through tee
+# and md5sum crawls under UML, whose every small pipe read and write is a
+# trip through the host; and whole blocks make the client send every page
+# once, so the host can count each data server's bytes exactly.)
 #
-# Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from pnfs-run.sh:
-# PNFS_CHECK PNFS_SIZES PNFS_SPREAD PNFS_MIRROR_MIB PNFS_TRUNK_MIB
-# PNFS_DS_METRICS EXPECT_VERS.
+# Output, for the host (run.sh): a check's lines lie between "@@CHECK begin
+# NAME" and "@@CHECK end NAME FAILED" (the number of its checks that
+# failed).  Every check prints "ok: ..." or "FAIL: ..."; lines "@@PNFS FILE
+# <path> <bytes> <digest>" list what was written (the host asks braid
+# where it went); a pNFS check's mount's /proc/self/mountstats section is
+# printed between "@@PNFS mountstats-begin" and "@@PNFS mountstats-end".
+# Before the first check and after each, every daemon's counters that the
+# host judges are printed, one line each: "@@M AFTER DAEMON SAMPLE VALUE"
+# (AFTER: "start" or the check's name; DAEMON: mds, ds1, ds2, ...), so the
+# host can tell each check's share.  At the end, "CHECKS-OK" and status 0
+# only if every check passed.
+#
+# Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from run.sh:
+# GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
+# PNFS_TRUNK_MIB PNFS_METRICS (DAEMON=host:port as the guest sees them)
+# EXPECT_VERS.
 
 FAILS=0
 CH=16 # MiB per chunk
@@ -51,7 +63,7 @@ fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() {
 	echo "FAIL: $* (cannot go on)"
 	echo "--- dmesg (tail)"; dmesg | tail -30
-	echo "PNFS-FAILED"
+	echo "CHECKS-FAILED"
 	exit 1
 }
 eq() {
@@ -208,24 +220,65 @@ trace_report() {
 	echo "@@PNFS trace-end"
 }
 
-echo "pnfs.sh: $PNFS_CHECK: server $SERVER:$PORT on $MNT, options $MOUNT_OPTS"
-[ "$CLIENTVM_MOUNT" = 0 ] || die "run with clientvm --no-mount"
-nfs-mount "$SERVER:$PORT" / "$MNT" "$MOUNT_OPTS" || die "mount $SERVER:$PORT/ on $MNT ($MOUNT_OPTS)"
-T mounted-by-workload
-trace_start
-mline=$(grep " $MNT nfs4 " /proc/mounts)
-[ -n "$mline" ] || die "$MNT is not an nfs4 mount"
-echo "mount: $mline"
-if [ -n "$EXPECT_VERS" ]; then
-	case ",${mline#* nfs4 }," in
-	*,vers=$EXPECT_VERS,*) ok "negotiated vers=$EXPECT_VERS";;
-	*) fail "mount is not vers=$EXPECT_VERS: $mline";;
-	esac
-fi
-W=$(hostname)
+# snapshot AFTER: the counters of every daemon (PNFS_METRICS) that the host
+# judges, as "@@M AFTER DAEMON SAMPLE VALUE" lines; "@@M-FAIL AFTER DAEMON"
+# for one that does not answer
+snapshot() {
+	for dm in $PNFS_METRICS; do
+		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
+			grep -E '^braid_(ds_id|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total)[ {]' \
+				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
+		else
+			echo "@@M-FAIL $1 ${dm%%=*}"
+		fi
+	done
+	rm -f /tmp/metrics
+}
 
-case $PNFS_CHECK in
-data)
+# pnfs_mount: $SERVER:$PORT/ on $MNT for one pNFS check, at the version
+# expected
+pnfs_mount() {
+	nfs-mount "$SERVER:$PORT" / "$MNT" "$MOUNT_OPTS" || die "mount $SERVER:$PORT/ on $MNT ($MOUNT_OPTS)"
+	T mounted-by-workload
+	trace_start
+	mline=$(grep " $MNT nfs4 " /proc/mounts)
+	[ -n "$mline" ] || die "$MNT is not an nfs4 mount"
+	echo "mount: $mline"
+	if [ -n "$EXPECT_VERS" ]; then
+		case ",${mline#* nfs4 }," in
+		*,vers=$EXPECT_VERS,*) ok "negotiated vers=$EXPECT_VERS";;
+		*) fail "mount is not vers=$EXPECT_VERS: $mline";;
+		esac
+	fi
+}
+
+# pnfs_umount: the mount's trace and mountstats, then unmount it
+pnfs_umount() {
+	trace_report
+	mountstats
+	cd /
+	if umount "$MNT"; then ok "umount"; else fail "umount $MNT"; fi
+}
+
+check_posix() {
+	step posix "the POSIX workload (posix.sh)"
+	[ -r /files/posix.sh ] || die "/files/posix.sh missing (run.sh copies it for the posix check)"
+	( cd / && EXPORT=/ sh /files/posix.sh )
+	prc=$?
+	if [ $prc = 0 ]; then ok "posix.sh passed"; else fail "posix.sh exited with status $prc"; fi
+}
+
+check_data() {
+	# The dirty page limits: a file larger than them is written back while
+	# the application still writes it, its writer throttled (see run.sh).
+	odb=$(cat /proc/sys/vm/dirty_background_bytes) odr=$(cat /proc/sys/vm/dirty_background_ratio)
+	ob=$(cat /proc/sys/vm/dirty_bytes) or=$(cat /proc/sys/vm/dirty_ratio)
+	if [ -n "$PNFS_DIRTY_KIB" ]; then
+		echo $((PNFS_DIRTY_KIB * 1024 / 4)) > /proc/sys/vm/dirty_background_bytes
+		echo $((PNFS_DIRTY_KIB * 1024)) > /proc/sys/vm/dirty_bytes
+		echo "data: vm.dirty_background_bytes $(cat /proc/sys/vm/dirty_background_bytes)," \
+			"vm.dirty_bytes $(cat /proc/sys/vm/dirty_bytes)"
+	fi
 	step spread "$PNFS_SPREAD files of 1 MiB under /whole"
 	mkdir -p "$MNT/whole/$W" "$MNT/striped/$W" || die "mkdir under $MNT/whole and $MNT/striped"
 	i=0
@@ -264,8 +317,16 @@ data)
 			verify "$MNT/$dir/$W/f$mib" "$mib" "$m"
 		done
 	done
-	;;
-mirror)
+	if [ -n "$PNFS_DIRTY_KIB" ]; then
+		# a ratio written back clears the bytes setting, and the reverse
+		if [ "$odb" = 0 ]; then echo "$odr" > /proc/sys/vm/dirty_background_ratio
+		else echo "$odb" > /proc/sys/vm/dirty_background_bytes; fi
+		if [ "$ob" = 0 ]; then echo "$or" > /proc/sys/vm/dirty_ratio
+		else echo "$ob" > /proc/sys/vm/dirty_bytes; fi
+	fi
+}
+
+check_mirror() {
 	mkdir -p "$MNT/mirrored/$W" || die "mkdir $MNT/mirrored/$W"
 	step write-mirrored "write $PNFS_MIRROR_MIB MiB under /mirrored (2 mirrors)"
 	f=$MNT/mirrored/$W/big
@@ -289,23 +350,25 @@ mirror)
 	m2=$(put "$f2" 8) || fail "write $f2"
 	sync
 	written "$f2" 8 "$m2"
-	# The host starts the killed server again now (see pnfs-run.sh):
-	# without it, dropping the last layout that names it makes the client
-	# wait out its data-server timeout to clean up its session there.
+	# The host starts the killed server again now (see run.sh): without
+	# it, dropping the last layout that names it makes the client wait out
+	# its data-server timeout to clean up its session there.
 	step restart "the host starts the killed data server again"
 	echo "@@PNFS restart-killed"
-	for hp in $PNFS_DS_METRICS; do
+	for dm in $PNFS_METRICS; do
+		case $dm in ds*) ;; *) continue;; esac
 		i=0
-		until wget -q -O /dev/null "http://$hp/metrics" 2>/dev/null; do
+		until wget -q -O /dev/null "http://${dm#*=}/metrics" 2>/dev/null; do
 			i=$((i + 1))
-			[ $i -lt 120 ] || { fail "data server metrics at $hp not back after 60 s"; break; }
+			[ $i -lt 120 ] || { fail "data server metrics at ${dm#*=} not back after 60 s"; break; }
 			usleep 500000
 		done
 	done
 	dropcaches
 	verify "$f2" 8 "$m2"
-	;;
-trunk)
+}
+
+check_trunk() {
 	mkdir -p "$MNT/striped/$W" || die "mkdir $MNT/striped/$W"
 	step write-trunk "write $PNFS_TRUNK_MIB MiB under /striped"
 	f=$MNT/striped/$W/trunk
@@ -314,20 +377,28 @@ trunk)
 	dropcaches
 	verify "$f" "$PNFS_TRUNK_MIB" "$m"
 	connections
-	;;
-*)
-	die "PNFS_CHECK=$PNFS_CHECK: want data, mirror or trunk"
-	;;
-esac
+}
 
-trace_report
-mountstats
-cd /
-if umount "$MNT"; then ok "umount"; else fail "umount $MNT"; fi
+echo "guest.sh: checks $GUEST_CHECKS: server $SERVER:$PORT on $MNT, options $MOUNT_OPTS"
+[ "$CLIENTVM_MOUNT" = 0 ] || die "run with clientvm --no-mount"
+W=$(hostname)
+snapshot start
+for c in $GUEST_CHECKS; do
+	echo "@@CHECK begin $c"
+	f0=$FAILS
+	case $c in
+	posix) check_posix;;
+	data|mirror|trunk) pnfs_mount; "check_$c"; pnfs_umount;;
+	*) die "check $c: want posix, data, mirror or trunk";;
+	esac
+	T "$c-done"
+	snapshot "$c"
+	echo "@@CHECK end $c $((FAILS - f0))"
+done
 T done
 if [ $FAILS -ne 0 ]; then
-	echo "PNFS-FAILED: $FAILS check(s) failed"
+	echo "CHECKS-FAILED: $FAILS check(s) failed"
 	exit 1
 fi
-echo PNFS-OK
+echo CHECKS-OK
 exit 0

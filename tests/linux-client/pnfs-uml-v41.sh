@@ -1,6 +1,0 @@
-#!/bin/sh
-# Linux client tier, pNFS: the stock Debian kernel (user-mode-linux) over
-# NFSv4.1 writes and reads files of 1 MiB to 1 GiB through flexfiles
-# layouts, on 4 braid-ds with braid-mds refusing data I/O; where the bytes
-# went is checked per data server.  See pnfs-run.sh.
-exec bash "$(dirname "$0")/pnfs-run.sh" --backend uml --vers 4.1 --check data --max-mib 1024 "$@"
