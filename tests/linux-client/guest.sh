@@ -12,7 +12,7 @@
 # $SERVER:$PORT/ on $MNT with $MOUNT_OPTS itself and unmounts it when done,
 # so each has its own mount (and mountstats):
 #   posix   /files/posix.sh, the POSIX workload (its header says what it
-#           checks), exporting EXPORT=/.
+#           checks), on the export / (EXPORT=/).
 #   data    write files of every size in PNFS_SIZES (MiB) under /whole
 #           (layout=whole) and /striped (layout=segments, 1 MiB
 #           segments), and PNFS_SPREAD 1 MiB files under /whole; read all

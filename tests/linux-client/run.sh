@@ -78,6 +78,12 @@
 # mirror in the MDS's count); every READ and WRITE sent through a layout
 # (the events line's pnfs_read and pnfs_write counters); the MDS ran no
 # READ, WRITE or COMMIT; layout operations did not fail.
+# A new check: a check_NAME function in guest.sh (its "ok:" and "FAIL:"
+# lines) and its name in guest.sh's loop and in the checks known here;
+# what it needs of the cluster under "settings" below; its judgement in
+# the python below if the host must judge it; then its name in a test's
+# --checks.  It adds a boot and a cluster only where its cluster cannot be
+# an existing run's.
 # --ds-vers V     the NFS version the data servers speak to clients: 4.1
 #                 (default; braid-ds offers 4.1 first) or 3 (nfs41 = no)
 # --max-mib N     the largest file of the data check (default 64; 1024
