@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,40 @@ int ds_store_space(const struct ds_store *st, uint64_t *total, uint64_t *avail)
 	return 0;
 }
 
+/* ------------------------------------------------------------- fullness */
+
+void st_note_nospc(struct ds_store *st)
+{
+	ctr_add(&st->ctr.nospc, 1);
+	uint64_t avail = 0;
+	ds_store_space(st, NULL, &avail);
+	/* the lowest free space seen refused: growth is measured from it */
+	uint64_t cur = atomic_load(&st->nospc_avail);
+	bool was_full = cur != 0;
+	while ((!cur || avail + 1 < cur) &&
+	       !atomic_compare_exchange_weak(&st->nospc_avail, &cur, avail + 1))
+		;
+	if (!was_full && st->space_changed)
+		st->space_changed(st->space_arg);
+}
+
+void st_note_freed(struct ds_store *st)
+{
+	if (atomic_exchange(&st->nospc_avail, 0) && st->space_changed)
+		st->space_changed(st->space_arg);
+}
+
+bool ds_store_full(struct ds_store *st, uint64_t avail)
+{
+	uint64_t v = atomic_load(&st->nospc_avail);
+	if (!v)
+		return false;
+	if (avail <= v - 1 + DS_STORE_FULL_SLACK)
+		return true;
+	atomic_compare_exchange_strong(&st->nospc_avail, &v, 0);
+	return false;
+}
+
 /* Whether the filesystem under dirfd takes O_DIRECT (open and one aligned write). */
 static bool probe_direct(int dirfd)
 {
@@ -324,6 +359,8 @@ int ds_store_open(const char *dir, const struct ds_store_opts *opts, struct ds_s
 	st->io = o->io;
 	st->test_mapped_hook = o->test_mapped_hook;
 	st->test_arg = o->test_arg;
+	st->space_changed = o->space_changed;
+	st->space_arg = o->space_arg;
 	st_map_sigbus_install();
 	if (st->io == DS_STORE_IO_URING) {
 		struct ds_ring *r = st_ring_get(st);

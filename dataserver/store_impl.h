@@ -208,6 +208,7 @@ struct ds_obj {
 	uint64_t change;
 	uint64_t hdr_seq, hdr_written;	/* header dirty while they differ */
 	uint64_t write_seq, synced_seq; /* writes done; covered by a whole sync */
+	uint64_t resv_hi; /* [0, resv_hi) of data and its CRC entries is allocated */
 };
 
 struct ds_shard {
@@ -243,6 +244,13 @@ struct ds_store {
 	bool ring_warned;	   /* ring_mu */
 
 	struct ds_store_counters ctr; /* updated with atomics, no lock */
+	/*
+	 * Free bytes when a write was last refused for space, plus one; 0
+	 * once space was freed since (ds_store_full).  space_changed: opts'.
+	 */
+	_Atomic uint64_t nospc_avail;
+	void (*space_changed)(void *arg);
+	void *space_arg;
 	void (*test_mapped_hook)(int data_fd, void *arg);
 	void *test_arg;
 };
@@ -251,6 +259,11 @@ static inline void ctr_add(uint64_t *c, uint64_t v)
 {
 	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
 }
+
+/* A write or create was refused for space (-ENOSPC, -EDQUOT): note it. */
+void st_note_nospc(struct ds_store *st);
+/* Space was freed (an object removed or cut): the store is no longer full. */
+void st_note_freed(struct ds_store *st);
 
 static inline int sub_of(const struct ds_store *st, const struct ds_obj *o)
 {

@@ -29,6 +29,7 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 	snprintf(mname, sizeof(mname), "%s.meta", o->name);
 	snprintf(tname, sizeof(tname), "%s.meta.tmp", o->name);
 
+	o->resv_hi = 0;
 	/* O_TRUNC: a data file without .meta is left from an interrupted create */
 	o->dfd = openat(sub, o->name,
 			O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | (st->direct ? O_DIRECT : 0), 0600);
@@ -101,6 +102,8 @@ out:
 	if (o)
 		st_obj_put(st, r, o);
 	st_ring_put(st, r);
+	if (rc == -ENOSPC || rc == -EDQUOT)
+		st_note_nospc(st);
 	return rc;
 }
 
@@ -160,6 +163,8 @@ out:
 	if (o)
 		st_obj_put(st, r, o);
 	st_ring_put(st, r);
+	if (!rc)
+		st_note_freed(st);
 	return rc;
 }
 
@@ -211,6 +216,11 @@ static int obj_cut(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 			return rc;
 	}
 	uint64_t nblocks = (at + st->bs - 1) >> st->bs_shift;
+	pthread_mutex_lock(&o->mu);
+	uint64_t keep = at >> st->bs_shift << st->bs_shift; /* the blocks wholly kept */
+	if (o->resv_hi > keep)
+		o->resv_hi = keep;
+	pthread_mutex_unlock(&o->mu);
 	if (ftruncate(o->dfd, (off_t)at) || ftruncate(o->mfd, (off_t)(OBJ_TABLE_OFF + nblocks * 8)))
 		return -errno;
 	return 0;
@@ -245,6 +255,8 @@ static int obj_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t
 	if (!rc)
 		rc = st_obj_sync(st, r, o, false);
 	st_obj_end(st, r, o);
+	if (!rc && size < cur)
+		st_note_freed(st);
 	return rc;
 }
 

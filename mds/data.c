@@ -248,13 +248,14 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 	if (cur.type != MDS_REG)
 		return -EINVAL;
 	struct layout_cand usable[256];
-	unsigned nu = mds_dsreg_candidates(mds, avoid, navoid, usable, 256);
+	bool space_short;
+	unsigned nu = mds_dsreg_candidates(mds, avoid, navoid, usable, 256, &space_short);
 	bool rec = !m->recorded;
 	uint32_t ids[LAYOUT_SET_MAX];
 	if (!m->nset) {
 		unsigned k = layout_set_size(&m->pol, nu);
 		if (!k)
-			return -EAGAIN;
+			return space_short ? -ENOSPC : -EAGAIN;
 		m->nset = layout_set_choose(usable, nu, k, rng_cb, mds, m->set);
 		rec = true;
 	}
@@ -263,7 +264,7 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 	unsigned w = layout_seg_width(&m->pol);
 	memset(seg, 0, sizeof(*seg));
 	if ((rc = layout_seg_place(&m->pol, ids, m->nset, n, usable, nu, seg->ds)))
-		return rc;
+		return rc == -EAGAIN && space_short ? -ENOSPC : rc;
 	seg->nds = w;
 	/* a substitute from outside the set joins it while there is room */
 	for (unsigned j = 0; j < w; j++)
@@ -494,6 +495,8 @@ void mds_data_release(struct braid_mds *mds, uint64_t ino)
 		}
 		err = ds_ctl_remove(dc->clnt, &mds->key, &id);
 		mds_ds_conn_put(dc);
+		if (!err)
+			mds_layout_ds_space_freed(mds, s.id[k]);
 		/* NOENT: removed already (a repeat); STALE: not our generation there */
 		if (err && err != -ENOENT && err != -ESTALE) {
 			mds_log("inode %llu: removing its object from data server %u: %s",
@@ -592,6 +595,8 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 			 * (sparse), so every one is cut (or grown) to the size */
 			err = ds_ctl_truncate(dc->clnt, &mds->key, &id, attr->size);
 			mds_ds_conn_put(dc);
+			if (!err && attr->size < old_size)
+				mds_layout_ds_space_freed(mds, s.id[k]);
 		}
 		/* NOENT: the object is missing, nothing beyond the size to drop */
 		if (err && err != -ENOENT)

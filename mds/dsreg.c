@@ -53,6 +53,7 @@
 #include "layout/policy.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/state.h"
 
@@ -126,6 +127,19 @@ static bool ent_up(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t n
 {
 	return !e->removed && e->i.registered &&
 	       now - e->hb_ns < r->mds->set.ds_timeout_ms * 1000000ull;
+}
+
+/* Short of space: below its reserve (lowspace) or refusing writes (full). */
+static bool ent_short(const struct ds_ent *e)
+{
+	return e->i.health & (BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL);
+}
+
+/* Up and taking new objects, whatever its space. */
+static bool ent_takes(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t now)
+{
+	return ent_up(r, e, now) && !e->i.drained &&
+	       !(e->i.health & (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY));
 }
 
 static int ent_add(struct mds_dsreg *r, uint32_t id, const uint8_t uuid[16])
@@ -532,12 +546,17 @@ static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
 		res->hb_status = BRAID_CTL_ACCESS;
 		return NFSD_SUCCESS;
 	}
+	bool freed = false;
 	pthread_mutex_lock(&r->mu);
 	struct ds_ent *e = ent_find(r, a->hb_ds_id);
 	/* unknown, not registered since we started, or restarted: REGISTER again */
 	if (!e || !e->i.registered || memcmp(e->i.boot_verifier, a->hb_boot_verifier, 8)) {
 		res->hb_status = BRAID_CTL_STALE;
 	} else {
+		/* no longer full, or room for another full-sized write */
+		freed = ((e->i.health & BRAID_CTL_HEALTH_FULL) &&
+			 !(a->hb_health & BRAID_CTL_HEALTH_FULL)) ||
+			a->hb_free > e->i.free + (1u << 20);
 		e->i.capacity = a->hb_capacity;
 		e->i.free = a->hb_free;
 		e->i.objects = a->hb_objects;
@@ -547,6 +566,8 @@ static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
 		res->u.hb_heartbeat_interval = hb_interval_s(mds);
 	}
 	pthread_mutex_unlock(&r->mu);
+	if (freed)
+		mds_layout_ds_space_freed(mds, a->hb_ds_id);
 	return NFSD_SUCCESS;
 }
 
@@ -693,11 +714,15 @@ void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail)
 		return;
 	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&r->mu);
-	for (unsigned i = 0; i < r->nents; i++)
-		if (ent_up(r, r->ents[i], now)) {
-			*total += r->ents[i]->i.capacity;
-			*avail += r->ents[i]->i.free;
-		}
+	for (unsigned i = 0; i < r->nents; i++) {
+		const struct ds_ent *e = r->ents[i];
+		if (!ent_up(r, e, now))
+			continue;
+		*total += e->i.capacity;
+		/* what new files can take: not a server placement leaves out */
+		if (ent_takes(r, e, now) && !ent_short(e))
+			*avail += e->i.free;
+	}
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -725,39 +750,37 @@ int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id)
 {
 	struct mds_dsreg *r = mds->dsreg;
 	uint64_t now = nfsd_now_ns();
+	uint64_t total = 0;
+	bool short_only = false;
 	int rc = -EAGAIN;
 	pthread_mutex_lock(&r->mu);
-	/* tier 0: not low on space; tier 1: any that takes new objects */
-	for (int tier = 0; tier < 2 && rc; tier++) {
-		uint64_t total = 0;
-		for (int pass = 0; pass < 2 && rc; pass++) {
-			uint64_t pick = pass ? rng_next(r) % total : 0;
-			for (unsigned i = 0; i < r->nents; i++) {
-				const struct ds_ent *e = r->ents[i];
-				uint32_t rs, ws;
-				if (!ent_up(r, e, now) || e->i.drained ||
-				    (e->i.health &
-				     (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY)) ||
-				    (tier == 0 && (e->i.health & BRAID_CTL_HEALTH_LOWSPACE)) ||
-				    (nfs3 && !ent_nfs3(e, &rs, &ws)))
-					continue;
-				uint64_t w = (e->i.free >> 20) + 1; /* MiB: sums cannot overflow */
-				if (!pass) {
-					total += w;
-				} else if (pick < w) {
-					*id = e->i.id;
-					rc = 0;
-					break;
-				} else {
-					pick -= w;
-				}
+	for (int pass = 0; pass < 2 && rc; pass++) {
+		uint64_t pick = pass ? rng_next(r) % total : 0;
+		for (unsigned i = 0; i < r->nents; i++) {
+			const struct ds_ent *e = r->ents[i];
+			uint32_t rs, ws;
+			if (!ent_takes(r, e, now) || (nfs3 && !ent_nfs3(e, &rs, &ws)))
+				continue;
+			if (ent_short(e)) {
+				short_only = true;
+				continue;
 			}
-			if (!total)
+			uint64_t w = (e->i.free >> 20) + 1; /* MiB: sums cannot overflow */
+			if (!pass) {
+				total += w;
+			} else if (pick < w) {
+				*id = e->i.id;
+				rc = 0;
 				break;
+			} else {
+				pick -= w;
+			}
 		}
+		if (!total)
+			break;
 	}
 	pthread_mutex_unlock(&r->mu);
-	return rc;
+	return rc && short_only ? -ENOSPC : rc;
 }
 
 static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
@@ -770,31 +793,36 @@ static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
 
 /*
  * Data servers new segments may go to: up, taking new objects, serving
- * NFSv3 (the MDS proxies I/O over it) and not in avoid; those low on space
- * only when no other is usable, those in avoid only when nothing else is.
- * Weighted by free space.
+ * NFSv3 (the MDS proxies I/O over it), with room (neither lowspace nor
+ * full) and not in avoid; those in avoid only when nothing else is.
+ * Weighted by free space.  *space_short: none usable, and some were left
+ * out only for want of space.
  */
 unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsigned navoid,
-			      struct layout_cand *out, unsigned max)
+			      struct layout_cand *out, unsigned max, bool *space_short)
 {
 	struct mds_dsreg *r = mds->dsreg;
 	uint64_t now = nfsd_now_ns();
 	unsigned n = 0;
+	bool shorted = false;
 	pthread_mutex_lock(&r->mu);
-	/* tier 2: those avoided too, rather than none at all */
-	for (int tier = 0; tier < 3 && !n; tier++)
+	/* tier 1: those avoided too, rather than none at all */
+	for (int tier = 0; tier < 2 && !n; tier++)
 		for (unsigned i = 0; i < r->nents && n < max; i++) {
 			const struct ds_ent *e = r->ents[i];
 			uint32_t rs, ws;
-			if (!ent_up(r, e, now) || e->i.drained ||
-			    (e->i.health &
-			     (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY)) ||
-			    (tier == 0 && (e->i.health & BRAID_CTL_HEALTH_LOWSPACE)) ||
-			    !ent_nfs3(e, &rs, &ws) || (tier < 2 && id_in(avoid, navoid, e->i.id)))
+			if (!ent_takes(r, e, now) || !ent_nfs3(e, &rs, &ws) ||
+			    (tier < 1 && id_in(avoid, navoid, e->i.id)))
 				continue;
+			if (ent_short(e)) {
+				shorted = true;
+				continue;
+			}
 			out[n++] = (struct layout_cand){e->i.id, e->i.free};
 		}
 	pthread_mutex_unlock(&r->mu);
+	if (space_short)
+		*space_short = !n && shorted;
 	return n;
 }
 uint64_t mds_dsreg_random(struct braid_mds *mds)

@@ -83,6 +83,13 @@ int mds_layout_recall_client(struct braid_mds *mds, uint64_t clientid);
 nfsstat4 mds_layout_sid_test(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
 nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
 
+/*
+ * Space was freed on data server ds_id (an object removed or cut there,
+ * or its heartbeat says so): clients told NOSPC or DQUOT by it may be laid
+ * out there for writing again.
+ */
+void mds_layout_ds_space_freed(struct braid_mds *mds, uint32_t ds_id);
+
 /* Counters from LAYOUTRETURN (ff_layoutreturn4), LAYOUTERROR and LAYOUTSTATS. */
 struct mds_layout_counters {
 	uint64_t layoutgets, layoutreturns, recalls, revoked;

@@ -352,6 +352,68 @@ bool lo_ds_avoided(struct mds_layout *lo, uint32_t id, uint64_t now)
 	return false;
 }
 
+static bool space_status(uint32_t status)
+{
+	return status == NFS4ERR_NOSPC || status == NFS4ERR_DQUOT;
+}
+
+static bool clmark_live(struct mds_layout *lo, const struct lo_clmark *m, uint64_t now)
+{
+	if (!m->status || m->until_ns <= now)
+		return false;
+	if (!space_status(m->status))
+		return true;
+	struct lo_dsmark *dm = lo_mark_get(lo, m->ds);
+	return !dm || dm->space_gen == m->space_gen;
+}
+
+const struct lo_clmark *lo_clmark_find(struct mds_layout *lo, const struct lo_client *cl,
+				       uint32_t ds, uint64_t now)
+{
+	for (unsigned i = 0; cl && i < LO_CL_MARKS; i++)
+		if (cl->marks[i].ds == ds && clmark_live(lo, &cl->marks[i], now))
+			return &cl->marks[i];
+	return NULL;
+}
+
+bool lo_clmark_set(struct mds_layout *lo, struct lo_client *cl, uint32_t ds, uint32_t status,
+		   uint64_t now)
+{
+	struct lo_clmark *slot = NULL;
+	bool fresh = true;
+	for (unsigned i = 0; i < LO_CL_MARKS && !slot; i++)
+		if (cl->marks[i].ds == ds && cl->marks[i].status) {
+			slot = &cl->marks[i];
+			fresh = !clmark_live(lo, slot, now) || slot->status != status;
+		}
+	for (unsigned i = 0; i < LO_CL_MARKS && !slot; i++)
+		if (!clmark_live(lo, &cl->marks[i], now))
+			slot = &cl->marks[i];
+	for (unsigned i = 0; i < LO_CL_MARKS && !slot; i++)
+		if (!slot || cl->marks[i].until_ns < slot->until_ns)
+			slot = &cl->marks[i];
+	if (!slot)
+		slot = &cl->marks[0];
+	struct lo_dsmark *dm = lo_mark_get(lo, ds);
+	*slot = (struct lo_clmark){.ds = ds,
+				   .status = status,
+				   .until_ns = now + lo->steer_ns,
+				   .space_gen = dm ? dm->space_gen : 0};
+	return fresh;
+}
+
+void mds_layout_ds_space_freed(struct braid_mds *mds, uint32_t ds_id)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_dsmark *dm = lo_mark_get(lo, ds_id);
+	if (dm)
+		dm->space_gen++;
+	pthread_mutex_unlock(&lo->mu);
+}
+
 void lo_fence_queue(struct mds_layout *lo, uint64_t ino, bool apply, uint64_t at)
 {
 	for (struct lo_fence *x = lo->fences; x; x = x->next)

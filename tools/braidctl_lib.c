@@ -353,7 +353,8 @@ static const char *health_text(char *buf, size_t size, uint32_t h)
 	} f[] = {{BRAID_CTL_HEALTH_READONLY, "readonly"},
 		 {BRAID_CTL_HEALTH_DEGRADED, "degraded"},
 		 {BRAID_CTL_HEALTH_DRAINING, "draining"},
-		 {BRAID_CTL_HEALTH_LOWSPACE, "lowspace"}};
+		 {BRAID_CTL_HEALTH_LOWSPACE, "lowspace"},
+		 {BRAID_CTL_HEALTH_FULL, "full"}};
 	size_t n = 0;
 	buf[0] = 0;
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
