@@ -468,6 +468,14 @@ int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a)
 	return rc;
 }
 
+/* Space freed on a data server: it takes new objects, and clients it
+ * refused for space may write there again. */
+static void data_space_freed(struct braid_mds *mds, uint32_t ds_id)
+{
+	mds_dsreg_space_freed(mds, ds_id);
+	mds_layout_ds_space_freed(mds, ds_id);
+}
+
 void mds_data_release(struct braid_mds *mds, uint64_t ino)
 {
 	struct mds_attr a;
@@ -496,7 +504,7 @@ void mds_data_release(struct braid_mds *mds, uint64_t ino)
 		err = ds_ctl_remove(dc->clnt, &mds->key, &id);
 		mds_ds_conn_put(dc);
 		if (!err)
-			mds_layout_ds_space_freed(mds, s.id[k]);
+			data_space_freed(mds, s.id[k]);
 		/* NOENT: removed already (a repeat); STALE: not our generation there */
 		if (err && err != -ENOENT && err != -ESTALE) {
 			mds_log("inode %llu: removing its object from data server %u: %s",
@@ -596,7 +604,7 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 			err = ds_ctl_truncate(dc->clnt, &mds->key, &id, attr->size);
 			mds_ds_conn_put(dc);
 			if (!err && attr->size < old_size)
-				mds_layout_ds_space_freed(mds, s.id[k]);
+				data_space_freed(mds, s.id[k]);
 		}
 		/* NOENT: the object is missing, nothing beyond the size to drop */
 		if (err && err != -ENOENT)

@@ -783,6 +783,18 @@ int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id)
 	return rc && short_only ? -ENOSPC : rc;
 }
 
+void mds_dsreg_space_freed(struct braid_mds *mds, uint32_t id)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	if (e)
+		e->i.health &= ~(uint32_t)(BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL);
+	pthread_mutex_unlock(&r->mu);
+}
+
 static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
 {
 	for (unsigned i = 0; i < n; i++)

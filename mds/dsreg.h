@@ -92,6 +92,13 @@ int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id);
  */
 unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsigned navoid,
 			      struct layout_cand *out, unsigned max, bool *space_short);
+/*
+ * The MDS freed space on data server id (removed or cut an object there):
+ * it takes new objects again at once, as though its next HEARTBEAT said it
+ * has room (which that HEARTBEAT confirms or takes back), so that space a
+ * user frees with rm is usable straight away.
+ */
+void mds_dsreg_space_freed(struct braid_mds *mds, uint32_t id);
 /* A random 64-bit number (placement spreads load by it); thread safe. */
 uint64_t mds_dsreg_random(struct braid_mds *mds);
 

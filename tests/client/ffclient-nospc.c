@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Full data servers, end to end through our client (issue 21): braid-mds
+ * and two braid-ds in this process, each store on a 24 MiB tmpfs of its
+ * own (a private mount namespace: nothing outside sees them), [ds]
+ * reserve = 1m.
+ *
+ *  1. A mirrored file (whole, mirrors = 2) whose one mirror's filesystem is
+ *     filled from outside the store: an append fails with ENOSPC within
+ *     the bound, and both mirrors' objects still hold every byte written
+ *     before, their CRCs intact (the store reserved the space first);
+ *     once the filler goes, the append succeeds (no restart).
+ *  2. Single-copy files of 2 MiB, each written and fsynced, until a write
+ *     fails: the failure is ENOSPC, every call returns within the bound,
+ *     placement moved on to the server with room (the files fill both
+ *     servers, not just the first to fill), and every earlier file reads
+ *     back byte-exact; space_avail (df) falls as they fill.
+ *  3. After removing files, a new file writes at once.
+ *
+ * What "at once" means here: each failing write or fsync returns within
+ * BOUND_S; the times are printed.
+ */
+#include "config.h"
+
+#include "tests/mds/mds-ds-test.h"
+#include "client/ffclient.h"
+#include "dataserver/ds.h"
+#include "dataserver/store.h"
+#include "layout/policy.h"
+#include "mds/layout.h"
+
+/* after braid_ctl.h: <sys/stat.h> defines st_mtime, a field name there */
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#define MiB	(1u << 20)
+#define FS_MIB	24
+#define BOUND_S 10.0
+#define NFILES	64
+
+static struct mt M;
+static struct cds A, B;
+static char dirs[2][4200];
+
+static void private_ns(void)
+{
+	if (unshare(CLONE_NEWNS)) {
+		uid_t uid = getuid();
+		gid_t gid = getgid();
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
+			SKIP("no mount namespace (not root, no user namespaces): %s\n",
+			     strerror(errno));
+		char m[64];
+		FILE *f = fopen("/proc/self/setgroups", "w");
+		if (f) {
+			fputs("deny", f);
+			fclose(f);
+		}
+		snprintf(m, sizeof(m), "0 %u 1", (unsigned)uid);
+		f = fopen("/proc/self/uid_map", "w");
+		CHECK(f && fputs(m, f) >= 0 && fclose(f) == 0);
+		snprintf(m, sizeof(m), "0 %u 1", (unsigned)gid);
+		f = fopen("/proc/self/gid_map", "w");
+		CHECK(f && fputs(m, f) >= 0 && fclose(f) == 0);
+	}
+	CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+}
+
+static void small_store(struct cds *d, unsigned i)
+{
+	snprintf(dirs[i], sizeof(dirs[i]), "%s/%s-store", M.dir, d->name);
+	CHECK(mkdir(dirs[i], 0700) == 0 || errno == EEXIST);
+	char opt[32];
+	snprintf(opt, sizeof(opt), "size=%um", FS_MIB);
+	if (mount("tmpfs", dirs[i], "tmpfs", 0, opt))
+		SKIP("mount tmpfs on %s: %s\n", dirs[i], strerror(errno));
+}
+
+/* Fill the filesystem of store i from outside the store. */
+static void fill_behind(unsigned i, bool on)
+{
+	char path[4300];
+	snprintf(path, sizeof(path), "%s/filler", dirs[i]);
+	if (!on) {
+		CHECK_EQ(unlink(path), 0);
+		return;
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	static uint8_t blk[65536];
+	memset(blk, 0x5a, sizeof(blk));
+	for (size_t n = sizeof(blk); n >= 512;) {
+		ssize_t w = write(fd, blk, n);
+		if (w < 0) {
+			CHECK_EQ(errno, ENOSPC);
+			n /= 2;
+		}
+	}
+	close(fd);
+}
+
+/* Write buf to path [off, off + len) and fsync; the result and its time. */
+static int write_sync(struct ffc *c, const char *path, const uint8_t *buf, uint64_t off,
+		      size_t len, bool creat, double *secs)
+{
+	int err = 0;
+	double t0 = cl_now();
+	struct ffc_file *f = ffc_open(c, path, FFC_RDWR | (creat ? FFC_CREAT | FFC_EXCL : 0),
+				      0644, &err);
+	if (!f) {
+		*secs = cl_now() - t0;
+		return err;
+	}
+	ssize_t n = ffc_pwrite(f, buf, len, off);
+	int rc = n < 0 ? (int)n : n != (ssize_t)len ? -EIO : 0;
+	int rs = ffc_fsync(f);
+	int rclose = ffc_close(f);
+	*secs = cl_now() - t0;
+	return rc ? rc : rs ? rs : rclose;
+}
+
+static void read_check(struct ffc *c, const char *path, uint64_t len, unsigned seed)
+{
+	int err = 0;
+	struct ffc_file *f = ffc_open(c, path, FFC_RDONLY, 0, &err);
+	CHECK(f);
+	uint8_t *rb = malloc(len ? len : 1);
+	CHECK(rb);
+	CHECK_EQ(ffc_pread(f, rb, len, 0), (ssize_t)len);
+	CHECK(dt_check(rb, 0, len, seed));
+	CHECK_EQ(ffc_close(f), 0);
+	free(rb);
+}
+
+/* The object of ino on data server d, read straight from its store:
+ * [0, len) must be the pattern seed, every block passing its CRC. */
+static void object_check(struct cds *d, uint64_t ino, uint64_t len, unsigned seed)
+{
+	struct mds_attr a = cl_attr(&M, ino);
+	struct ds_objid id;
+	mds_data_objid(&a, &id);
+	struct mds_file_map m;
+	CHECK_EQ(mds_data_map(M.mds, ino, &m), 0);
+	uint32_t uid, gid;
+	mds_data_fence_epoch(&a, m.epoch, &uid, &gid);
+	uint8_t *rb = malloc(len);
+	CHECK(rb);
+	bool eof;
+	CHECK_EQ(ds_store_read(braid_ds_store(d->ds), &id, uid, gid, 0, len, rb, &eof),
+		 (ssize_t)len);
+	CHECK(dt_check(rb, 0, len, seed));
+	free(rb);
+}
+
+static uint64_t ino_of(const char *name, uint64_t dir)
+{
+	uint64_t ino;
+	CHECK_EQ(mds_dir_lookup(braid_mds_store(M.mds), dir, name, strlen(name), &ino, NULL), 0);
+	return ino;
+}
+
+int main(void)
+{
+	private_ns();
+	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n",
+		 "heartbeat_interval = 1s\nds_timeout = 3s\n");
+	cds_prepare(&M, &A, "ds-a", "reserve = 1m\n");
+	cds_prepare(&M, &B, "ds-b", "reserve = 1m\n");
+	small_store(&A, 0);
+	small_store(&B, 1);
+	cds_start(&M, &A);
+	cds_start(&M, &B);
+
+	struct ffc_opts o = {.ds_timeout_ms = 3000};
+	int err = 0;
+	struct ffc *c = ffc_mount("127.0.0.1", M.port, &o, &err);
+	CHECK(c);
+	uint8_t *buf = malloc(8 * MiB);
+	CHECK(buf);
+	struct mds_store *ms = braid_mds_store(M.mds);
+	uint64_t root = mds_store_root(ms);
+
+	/* ---- 1. a mirrored file, one mirror's disk full */
+	CHECK_EQ(ffc_mkdir(c, "/mir", 0755), 0);
+	struct layout_policy pol;
+	char why[200];
+	CHECK_EQ(layout_policy_parse("whole,mirrors=2", &pol, why, sizeof(why)), 0);
+	uint64_t mir = ino_of("mir", root);
+	CHECK_EQ(mds_layout_policy_set(M.mds, mir, &pol), 0);
+	uint64_t total0, avail0;
+	CHECK_EQ(ffc_statfs(c, &total0, &avail0), 0);
+	dt_fill(buf, 0, 8 * MiB, 1);
+	double secs;
+	CHECK_EQ(write_sync(c, "/mir/f", buf, 0, 8 * MiB, true, &secs), 0);
+	uint64_t f_ino = ino_of("f", mir);
+	fill_behind(0, true);
+	dt_fill(buf, 8 * MiB, 4 * MiB, 1);
+	int rc = write_sync(c, "/mir/f", buf, 8 * MiB, 4 * MiB, false, &secs);
+	printf("append with one mirror full: %s after %.2f s\n", strerror(-rc), secs);
+	CHECK_EQ(rc, -ENOSPC);
+	CHECK(secs < BOUND_S);
+	object_check(&A, f_ino, 8 * MiB, 1);
+	object_check(&B, f_ino, 8 * MiB, 1);
+	read_check(c, "/mir/f", 8 * MiB, 1);
+	/* room again, behind the MDS's back: the next heartbeat says so */
+	fill_behind(0, false);
+	double t0 = cl_now();
+	while ((rc = write_sync(c, "/mir/f", buf, 8 * MiB, 4 * MiB, false, &secs)) == -ENOSPC) {
+		CHECK(cl_now() - t0 < BOUND_S);
+		usleep(200 * 1000);
+	}
+	CHECK_EQ(rc, 0);
+	printf("append succeeded %.2f s after the filler went\n", cl_now() - t0);
+	read_check(c, "/mir/f", 12 * MiB, 1);
+	object_check(&A, f_ino, 12 * MiB, 1);
+	object_check(&B, f_ino, 12 * MiB, 1);
+	CHECK_EQ(ffc_remove(c, "/mir/f"), 0);
+
+	/* ---- 2. single-copy files until the servers are full */
+	CHECK_EQ(ffc_mkdir(c, "/one", 0755), 0);
+	uint64_t one = ino_of("one", root);
+	CHECK_EQ(layout_policy_parse("whole", &pol, why, sizeof(why)), 0);
+	CHECK_EQ(mds_layout_policy_set(M.mds, one, &pol), 0);
+	unsigned nok = 0;
+	uint64_t total, avail, avail_prev = UINT64_MAX;
+	double worst = 0;
+	for (; nok < NFILES; nok++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/one/f%u", nok);
+		dt_fill(buf, 0, 2 * MiB, 100 + nok);
+		rc = write_sync(c, path, buf, 0, 2 * MiB, true, &secs);
+		worst = secs > worst ? secs : worst;
+		if (rc) {
+			printf("file %u: %s after %.2f s\n", nok, strerror(-rc), secs);
+			break;
+		}
+		CHECK_EQ(ffc_statfs(c, &total, &avail), 0);
+		CHECK(avail <= avail_prev);
+		avail_prev = avail;
+	}
+	printf("%u files of 2 MiB written; slowest write+fsync %.2f s\n", nok, worst);
+	CHECK_EQ(rc, -ENOSPC);
+	CHECK(worst < BOUND_S);
+	/* both servers took files: placement moved on from the first full */
+	CHECK(nok >= 16);
+	/* a new file on full servers: ENOSPC, at once */
+	dt_fill(buf, 0, 2 * MiB, 999);
+	rc = write_sync(c, "/one/late", buf, 0, 2 * MiB, true, &secs);
+	printf("a new file on full servers: %s after %.2f s\n", strerror(-rc), secs);
+	CHECK_EQ(rc, -ENOSPC);
+	CHECK(secs < BOUND_S);
+	for (unsigned i = 0; i < nok; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/one/f%u", i);
+		read_check(c, path, 2 * MiB, 100 + i);
+	}
+	CHECK_EQ(ffc_statfs(c, &total, &avail), 0);
+	CHECK(avail < 2 * MiB);
+
+	/* ---- 3. rm, and write again at once */
+	for (unsigned i = 0; i < 6; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/one/f%u", i);
+		CHECK_EQ(ffc_remove(c, path), 0);
+	}
+	ffc_remove(c, "/one/late");
+	dt_fill(buf, 0, 2 * MiB, 1000);
+	rc = write_sync(c, "/one/again", buf, 0, 2 * MiB, true, &secs);
+	printf("after rm: a new file: %s in %.2f s\n", rc ? strerror(-rc) : "written", secs);
+	CHECK_EQ(rc, 0);
+	read_check(c, "/one/again", 2 * MiB, 1000);
+	for (unsigned i = 6; i < nok; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/one/f%u", i);
+		read_check(c, path, 2 * MiB, 100 + i);
+	}
+
+	free(buf);
+	ffc_unmount(c);
+	cds_stop(&A);
+	cds_stop(&B);
+	mt_finish(&M);
+	umount2(dirs[0], MNT_DETACH);
+	umount2(dirs[1], MNT_DETACH);
+	printf("ok\n");
+	return 0;
+}
