@@ -26,6 +26,11 @@
 #           with that server gone; after "@@PNFS restart-killed" the host
 #           starts it again, and the guest waits until every data server's
 #           metrics answer, then reads the new file back.
+#   enospc  under /full (layout=whole; run.sh gives the data servers 48
+#           MiB stores), write ENOSPC_MIB MiB files with dd conv=fsync
+#           until three in a row fail; each failure must be ENOSPC within
+#           ENOSPC_BOUND seconds; then read every file written back, rm
+#           the failed ones and three more, and write a new one at once.
 #   trunk   write and read a PNFS_TRUNK_MIB file under /striped, with the
 #           data servers on two guest NICs; print what the client has
 #           connected (sunrpc's sysfs, /proc/fs/nfsfs/servers, netstat).
@@ -51,7 +56,7 @@
 #
 # Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from run.sh:
 # GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
-# PNFS_TRUNK_MIB PNFS_METRICS (DAEMON=host:port as the guest sees them)
+# PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
 # EXPECT_VERS.
 
 FAILS=0
@@ -226,7 +231,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -368,6 +373,89 @@ check_mirror() {
 	verify "$f2" 8 "$m2"
 }
 
+# now: seconds since boot, to the hundredth
+now() { read nu ni < /proc/uptime; echo "$nu"; }
+# elapsed T0 T1: T1 - T0 in seconds (awk: the shell has no fractions)
+elapsed() { awk "BEGIN { printf \"%.2f\", $2 - $1 }"; }
+# within S BOUND: S <= BOUND
+within() { awk "BEGIN { exit !($1 <= $2) }"; }
+
+# put_sync FILE: ENOSPC_MIB MiB of random bytes to FILE with dd conv=fsync;
+# sets PS_RC (dd's status), PS_SECS (the dd's time), PS_SUM (the md5) and
+# leaves dd's messages in /tmp/dd.err
+put_sync() {
+	dd if=/dev/urandom of=/tmp/chunk bs=1M count="$ENOSPC_MIB" 2>/dev/null || die "urandom"
+	PS_SUM=$(md5sum < /tmp/chunk | cut -d' ' -f1)
+	pt0=$(now)
+	dd if=/tmp/chunk of="$1" bs=1M conv=fsync 2>/tmp/dd.err
+	PS_RC=$?
+	PS_SECS=$(elapsed "$pt0" "$(now)")
+	rm -f /tmp/chunk
+}
+
+check_enospc() {
+	d=$MNT/full/$W
+	mkdir -p "$d" || die "mkdir $d"
+	echo "df before: $(df -Pk "$MNT" | tail -1)"
+	step fill "write $ENOSPC_MIB MiB files with dd conv=fsync until three in a row fail"
+	n=0 good=0 run=0 nfail=0 failed= worst=0
+	while [ $n -lt 60 ] && [ $run -lt 3 ]; do
+		put_sync "$d/f$n"
+		if [ $PS_RC = 0 ]; then
+			echo "$PS_SUM" > "/tmp/sum.f$n"
+			good=$((good + 1)) run=0
+		else
+			run=$((run + 1)) nfail=$((nfail + 1)) failed="$failed f$n"
+			echo "@@ENOSPC file f$n failed after $PS_SECS s: $(cat /tmp/dd.err | tr '\n' ' ')"
+			if grep -q "No space left on device" /tmp/dd.err; then
+				ok "f$n: ENOSPC after $PS_SECS s"
+			else
+				fail "f$n: dd failed, not with ENOSPC: $(cat /tmp/dd.err)"
+			fi
+			within "$PS_SECS" "$ENOSPC_BOUND" ||
+				fail "f$n: the error took $PS_SECS s, more than $ENOSPC_BOUND s"
+			within "$PS_SECS" "$worst" || worst=$PS_SECS
+		fi
+		n=$((n + 1))
+	done
+	echo "@@ENOSPC $good files written, $nfail failed (slowest failure $worst s)"
+	[ $nfail -gt 0 ] || fail "no write failed: the data servers never filled"
+	[ $((good * ENOSPC_MIB)) -ge 72 ] ||
+		fail "only $((good * ENOSPC_MIB)) MiB written before the servers were full (96 MiB between them)"
+	dfa=$(df -Pk "$MNT" | tail -1)
+	echo "df full: $dfa"
+	set -- $dfa
+	[ "$4" -lt 8192 ] && ok "df: $4 KiB available" || fail "df: $4 KiB available on full servers"
+	step read-full "read every file written back"
+	dropcaches
+	i=0
+	while [ $i -lt $n ]; do
+		if [ -f "/tmp/sum.f$i" ]; then
+			got=$(md5sum < "$d/f$i" | cut -d' ' -f1)
+			[ "$got" = "$(cat "/tmp/sum.f$i")" ] || fail "$d/f$i: read back differs"
+		fi
+		i=$((i + 1))
+	done
+	ok "the $good files written read back byte-exact"
+	step rm-write "rm the failed files and three more, then write a new one"
+	for f in $failed; do rm -f "$d/$f" || fail "rm $d/$f"; done
+	i=0 k=0
+	while [ $k -lt 3 ]; do
+		if [ -f "/tmp/sum.f$i" ]; then rm -f "$d/f$i" "/tmp/sum.f$i"; k=$((k + 1)); fi
+		i=$((i + 1))
+	done
+	put_sync "$d/again"
+	if [ $PS_RC = 0 ]; then
+		ok "after rm: a new file written in $PS_SECS s"
+		dropcaches
+		got=$(md5sum < "$d/again" | cut -d' ' -f1)
+		[ "$got" = "$PS_SUM" ] && ok "$d/again reads back" || fail "$d/again: read back differs"
+	else
+		fail "after rm: writing a new file failed after $PS_SECS s: $(cat /tmp/dd.err)"
+	fi
+	echo "df after: $(df -Pk "$MNT" | tail -1)"
+}
+
 check_trunk() {
 	mkdir -p "$MNT/striped/$W" || die "mkdir $MNT/striped/$W"
 	step write-trunk "write $PNFS_TRUNK_MIB MiB under /striped"
@@ -388,8 +476,8 @@ for c in $GUEST_CHECKS; do
 	f0=$FAILS
 	case $c in
 	posix) check_posix;;
-	data|mirror|trunk) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, data, mirror or trunk";;
+	data|mirror|trunk|enospc) pnfs_mount; "check_$c"; pnfs_umount;;
+	*) die "check $c: want posix, data, mirror, trunk or enospc";;
 	esac
 	T "$c-done"
 	snapshot "$c"

@@ -71,6 +71,24 @@
 #                 data servers they go to both NICs (session trunking).
 #                 /proc/self/mountstats cannot show this: its xprt: lines
 #                 are the MDS mount's own transports.
+# enospc          a full data server (issue 21): 2 data servers whose
+#                 stores are 48 MiB tmpfs mounts (in a mount namespace of
+#                 the run's own: unshare -m; needs root), default [ds]
+#                 reserve, the export /full (layout=whole).  The guest
+#                 writes files of 4 MiB with dd conv=fsync, each from
+#                 random bytes, until three in a row fail: every failure
+#                 must be ENOSPC ("No space left on device") and come
+#                 within ENOSPC_BOUND (30) seconds of the dd's start;
+#                 the files must have filled both servers (at least 72 of
+#                 their 96 MiB: placement moved on to the server with
+#                 room); df's available space must have fallen below 8
+#                 MiB; every file written reads back byte-exact after
+#                 drop_caches; after rm of the failed files and 3 good
+#                 ones, a new 4 MiB file must write at once and read back.
+#                 The host: the data servers refused writes for space
+#                 (braid_ds_nospc_total), and braid-mds ran no READ,
+#                 WRITE or COMMIT (data_io = refuse: the errors came
+#                 through layouts).  It runs alone (its cluster is its own).
 # Every pNFS check (data, mirror, trunk), from its mount's mountstats and
 # the MDS's counters during it: pnfs=LAYOUT_FLEX_FILES; LAYOUTGET count >
 # 0 (in mountstats for data and trunk, whose 1 MiB segments need
@@ -103,7 +121,7 @@ BACKEND= VERS= CHECKS= DS_VERS=4.1 MAX_MIB=64 TIMEOUT=${PNFS_TIMEOUT:-1500} KEEP
 usage() {
 	echo "usage: $PROG --backend qemu|uml --vers 4.1|4.2 --checks CHECK[,CHECK...]" \
 		"[--ds-vers 4.1|3] [--max-mib N] [--timeout S] [--keep]" \
-		"(checks: posix data mirror trunk; trunk alone)" >&2
+		"(checks: posix data mirror trunk enospc; trunk and enospc alone)" >&2
 	exit 99
 }
 while [[ $# -gt 0 ]]; do
@@ -127,14 +145,25 @@ declare -A HAS=()
 IFS=, read -ra CHECK_LIST <<< "$CHECKS"
 ((${#CHECK_LIST[@]} > 0)) || usage
 for c in "${CHECK_LIST[@]}"; do
-	[[ $c = posix || $c = data || $c = mirror || $c = trunk ]] || usage
+	[[ $c = posix || $c = data || $c = mirror || $c = trunk || $c = enospc ]] || usage
 	[[ -z ${HAS[$c]:-} ]] || usage # each once
 	HAS[$c]=1
 done
 [[ -z ${HAS[trunk]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
+[[ -z ${HAS[enospc]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 
 skip() { echo "$PROG: SKIP: $*" >&2; exit 77; }
 hard() { echo "$PROG: ERROR: $*" >&2; exit 99; }
+# enospc: the data servers' small filesystems are mounted in a mount
+# namespace of this run's own, so nothing outside sees them and they go
+# with it
+if [[ ${HAS[enospc]:-} && -z ${BRAID_RUN_NS:-} ]]; then
+	[[ $(id -u) = 0 ]] || skip "the enospc check mounts tmpfs stores: run as root"
+	command -v unshare > /dev/null || skip "unshare (util-linux) not installed"
+	BRAID_RUN_NS=1 exec unshare -m --propagation private bash "$0" --backend "$BACKEND" \
+		--vers "$VERS" --checks "$CHECKS" --ds-vers "$DS_VERS" --max-mib "$MAX_MIB" \
+		--timeout "$TIMEOUT" $( ((KEEP)) && echo --keep)
+fi
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/braid-linux-client.XXXXXX") || hard "mktemp"
@@ -183,6 +212,15 @@ fi
 if [[ ${HAS[mirror]:-} ]]; then
 	BRAID_EXPORTS+=$'\n'"/mirrored *(rw,$EXP,layout=whole:mirrors=2)"
 	GUEST_ENV+=(--env PNFS_MIRROR_MIB=128)
+fi
+if [[ ${HAS[enospc]:-} ]]; then
+	BRAID_NDS=2
+	BRAID_EXPORTS+=$'\n'"/full *(rw,$EXP,layout=whole)"
+	GUEST_ENV+=(--env ENOSPC_MIB=4 --env ENOSPC_BOUND=30)
+	for i in 1 2; do
+		mkdir -p "$T/ds$i" && mount -t tmpfs -o size=48m tmpfs "$T/ds$i" ||
+			hard "cannot mount a 48 MiB tmpfs on $T/ds$i"
+	done
 fi
 if [[ ${HAS[trunk]:-} ]]; then
 	BRAID_NDS=2 BRAID_DS_NICS=2 NICS=2
@@ -724,6 +762,23 @@ for check in checks:
             opn[op] = opn.get(op, 0) + int(v)
     note("braid-mds ran %s" % ", ".join("%d %s" % (n, op) for op, n in
                                         sorted(opn.items(), key=lambda x: -x[1])))
+    if check == "enospc":
+        # the guest judged the application's view; here: the data servers
+        # refused writes for space, and no byte went through the MDS
+        refused = sum(int(dsm[i].get("braid_ds_nospc_total", 0)) for i in range(1, nds + 1))
+        if refused > 0:
+            ok("the data servers refused %d writes for space (braid_ds_nospc_total)" % refused)
+        else:
+            bad("no data server refused a write for space: the failures came from elsewhere")
+        lge = sum(v for k, v in mdsm.items()
+                  if k.startswith("braid_nfs4_op_errors_total{") and 'op="LAYOUTGET"' in k)
+        note("braid-mds refused %d LAYOUTGET(s) (NOSPC for the writers it told)" % lge)
+        for op in ("READ", "WRITE", "COMMIT"):
+            n = sum(v for k, v in mdsm.items()
+                    if k.startswith("braid_nfs4_ops_total{") and 'op="%s"' % op in k)
+            if n:
+                bad("braid-mds ran %d %s operations (data_io = refuse)" % (n, op))
+        continue
     if check == "posix":
         # posix.sh says what it checks; on this cluster its data must also
         # have gone through layouts
