@@ -823,7 +823,8 @@ static int a_layout(struct nfsd_req *req, void *argp, void *resp)
 	ok->ly_set.val = aalloc(req, m.nset, sizeof(braid_admin_set_member));
 	for (unsigned k = 0; ok->ly_set.val && k < m.nset; k++)
 		ok->ly_set.val[ok->ly_set.len++] = (braid_admin_set_member){
-		    m.set[k] & ~MDS_LAYOUT_CREATED, (m.set[k] & MDS_LAYOUT_CREATED) != 0};
+		    m.set[k] & MDS_LAYOUT_ID, (m.set[k] & MDS_LAYOUT_CREATED) != 0,
+		    (m.set[k] & MDS_LAYOUT_STALE) != 0};
 	struct seg_take t = {.req = req,
 			     .pol = &m.pol,
 			     .from = a->lg_cookie,

@@ -260,7 +260,7 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 		rec = true;
 	}
 	for (unsigned i = 0; i < m->nset; i++)
-		ids[i] = m->set[i] & ~MDS_LAYOUT_CREATED;
+		ids[i] = m->set[i] & MDS_LAYOUT_ID;
 	unsigned w = layout_seg_width(&m->pol);
 	memset(seg, 0, sizeof(*seg));
 	if ((rc = layout_seg_place(&m->pol, ids, m->nset, n, usable, nu, seg->ds)))
@@ -290,6 +290,8 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 		unsigned i = 0;
 		while (i < m->nset && ids[i] != seg->ds[j])
 			i++;
+		if (i < m->nset && (m->set[i] & MDS_LAYOUT_STALE))
+			continue; /* its resilver makes it */
 		if (i < m->nset && (m->set[i] & MDS_LAYOUT_CREATED))
 			continue;
 		if ((rc = obj_create(mds, seg->ds[j], &cur, m->epoch)))
@@ -405,6 +407,109 @@ int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigne
 		return -E2BIG;
 	memcpy(ids, s.id, s.n * sizeof(ids[0]));
 	return (int)s.n;
+}
+
+/* ------------------------------------------------------------- stale mirrors */
+
+bool mds_data_map_stale(const struct mds_file_map *m, uint32_t id)
+{
+	for (unsigned i = 0; i < m->nset; i++)
+		if ((m->set[i] & MDS_LAYOUT_ID) == id)
+			return (m->set[i] & MDS_LAYOUT_STALE) != 0;
+	return false;
+}
+
+/* Whether every segment keeps a current copy with going stale too. */
+struct stale_check {
+	const struct mds_file_map *m;
+	const uint32_t *going;
+	unsigned ngoing;
+	bool orphaned;
+};
+
+static int stale_check_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct stale_check *c = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	unsigned S = c->m->pol.stripes ? c->m->pol.stripes : 1;
+	unsigned M = l->nds / S;
+	/* each stripe position needs one mirror whose server stays current */
+	for (unsigned s = 0; s < S; s++) {
+		bool kept = false;
+		for (unsigned mi = 0; mi < M && !kept; mi++) {
+			uint32_t id = l->ds[mi * S + s];
+			kept = !mds_data_map_stale(c->m, id) && !id_in(c->going, c->ngoing, id);
+		}
+		if (!kept) {
+			c->orphaned = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids, unsigned n,
+			bool *newly)
+{
+	*newly = false;
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	uint32_t going[LAYOUT_SET_MAX];
+	unsigned ng = 0;
+	for (unsigned k = 0; !rc && k < n; k++)
+		for (unsigned i = 0; i < m.nset; i++)
+			if ((m.set[i] & MDS_LAYOUT_ID) == ids[k] && !(m.set[i] & MDS_LAYOUT_STALE) &&
+			    ng < LAYOUT_SET_MAX)
+				going[ng++] = ids[k];
+	if (rc || !ng)
+		goto out;
+	struct stale_check c = {.m = &m, .going = going, .ngoing = ng};
+	if ((rc = mds_layout_list(mds->store, ino, stale_check_seg, &c)) < 0)
+		goto out;
+	rc = 0;
+	if (c.orphaned) {
+		rc = -EAGAIN; /* that would leave bytes with no current copy */
+		goto out;
+	}
+	if ((rc = mds_stale_mark(mds->store, ino)))
+		goto out;
+	for (unsigned i = 0; i < m.nset; i++)
+		if (id_in(going, ng, m.set[i] & MDS_LAYOUT_ID))
+			m.set[i] |= MDS_LAYOUT_STALE;
+	if (!(rc = map_record(mds, ino, &m))) {
+		*newly = true;
+		for (unsigned k = 0; k < ng; k++)
+			mds_log("inode %llu: its copy on data server %u is stale (missing writes)",
+				(unsigned long long)ino, going[k]);
+	}
+out:
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	bool any = false, changed = false;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		if ((m.set[i] & MDS_LAYOUT_ID) == id && (m.set[i] & MDS_LAYOUT_STALE)) {
+			m.set[i] &= ~MDS_LAYOUT_STALE;
+			changed = true;
+		}
+		any = any || (m.set[i] & MDS_LAYOUT_STALE);
+	}
+	if (!rc && changed)
+		rc = map_record(mds, ino, &m);
+	if (!rc && !any)
+		rc = mds_stale_clear(mds->store, ino);
+	pthread_mutex_unlock(mu);
+	return rc == -ENOENT ? 0 : rc;
 }
 
 /* With the object lock held: SETFENCE of the current epoch's pair on every

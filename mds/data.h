@@ -18,7 +18,9 @@
  *   MDS_LAYOUT_REC, the file's record: flags = layout_policy_encode() of
  *     its policy; ds[0] = its fence epoch; ds[1..] = its set of data
  *     servers, in placement order, bit MDS_LAYOUT_CREATED set once the
- *     object there is known to exist.  A file with segment 0 and no record
+ *     object there is known to exist, bit MDS_LAYOUT_STALE while the
+ *     object there misses writes its mirrors took (a stale mirror: never
+ *     read, nor written, until brought up to date).  A file with segment 0 and no record
  *     is whole-file on segment 0's data servers, fence epoch 0.
  *   On a directory, MDS_LAYOUT_REC holds the policy new files below it
  *     take (ds[0] = 0, nds = 1): see mds_layout_policy_set().
@@ -39,6 +41,8 @@ struct ds_objid;
 
 #define MDS_LAYOUT_REC	   (UINT64_MAX - 1)
 #define MDS_LAYOUT_CREATED 0x80000000u
+#define MDS_LAYOUT_STALE   0x40000000u /* its object missed writes (below) */
+#define MDS_LAYOUT_ID	   0x3fffffffu /* the data server id of a set entry */
 
 /* The module's state (mds->data: its per-inode object locks); NULL when
  * out of memory. */
@@ -78,6 +82,25 @@ int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create
 /* The object of a's file on data server ds_id is missing (crash between
  * recording and creating it): create it again if the inode lives. */
 int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
+/* Whether the object of m's file on data server id is stale. */
+bool mds_data_map_stale(const struct mds_file_map *m, uint32_t id);
+/*
+ * The objects of ino's file on data servers ids[0..n) miss writes that
+ * their mirrors take (the data server is down, or a client or the MDS
+ * cannot write it): mark them stale, durably, before such a write is
+ * acknowledged or a layout without them granted.  The store's stale set
+ * (mds_stale_mark) first, then the file's record, so a crash between the
+ * two leaves a set entry with nothing stale (dropped by the resilver).
+ * Refused (-EAGAIN, nothing marked) when some segment would be left with
+ * no current copy.  *newly: some were not stale before (the caller
+ * recalls the file's layouts, which may name them).
+ */
+int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids, unsigned n,
+			bool *newly);
+/* Data server id's object of ino is current again (resilvered): its bit
+ * cleared, and the file leaves the stale set when none is left. */
+int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id);
+
 /* Every data server holding a segment of ino: how many (at most max), or -errno. */
 int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);
 /*

@@ -396,6 +396,7 @@ struct seg_ds {
 	uint8_t dev[NFS4_DEVICEID4_SIZE];
 	unsigned nvers; /* versions the layout type names it by */
 	bool healthy;	/* up, not avoided, speaks a version we can name */
+	bool stale;	/* its copy misses writes: neither read nor written */
 };
 
 /*
@@ -655,7 +656,8 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		pthread_mutex_unlock(&lo->mu);
 		bool others = !sd[j].info->up || avoided || !sd[j].nvers;
 		sd[j].healthy = !others && (!cm || space);
-		own_only = own_only && !others;
+		sd[j].stale = mds_data_map_stale(&map, sd[j].id);
+		own_only = own_only && (!others || sd[j].stale);
 	}
 	/* a write that needs a server this client was just told is out of
 	 * space fails at once, as a local filesystem's would, instead of
@@ -665,26 +667,51 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		unpin(lo, f);
 		return space_st;
 	}
-	/* healthy mirrors first; READ leaves out the others when it can, RW
-	 * must write every mirror (RFC 8435 §8.1) */
+	/*
+	 * The mirrors to name: current (not stale) and healthy.  READ leaves
+	 * out the others.  RW must write every current mirror (RFC 8435
+	 * §8.1): a current one that cannot be written is marked stale first,
+	 * durably, and the file's layouts recalled (they may name it), so the
+	 * grant goes out degraded and nobody reads that copy until a resilver
+	 * brings it up to date.  A stale mirror is never named.
+	 */
 	unsigned order[LAYOUT_MIRRORS_MAX], nm = 0, nbad = 0;
-	bool good[LAYOUT_MIRRORS_MAX];
+	uint32_t lost[LAYOUT_MIRRORS_MAX * LAYOUT_STRIPES_MAX];
+	unsigned nlost = 0;
 	for (unsigned m = 0; m < M; m++) {
-		good[m] = true;
-		for (unsigned s = 0; s < S; s++)
-			good[m] = good[m] && sd[m * S + s].healthy;
-		if (good[m])
+		bool cur = true, good = true;
+		for (unsigned s = 0; s < S; s++) {
+			cur = cur && !sd[m * S + s].stale;
+			good = good && sd[m * S + s].healthy;
+		}
+		if (cur && good) {
 			order[nm++] = m;
-		else
+		} else if (cur) {
 			nbad++;
+			for (unsigned s = 0; s < S; s++)
+				if (!sd[m * S + s].healthy)
+					lost[nlost++] = sd[m * S + s].id;
+		}
 	}
-	if (!nm || (rw && nbad)) {
+	/* only this client fails to use servers the others use: it does its
+	 * I/O through the MDS (RFC 8881 §12.2.9) where the MDS proxies (and
+	 * writes every mirror); otherwise degraded, or it waits */
+	bool via_mds = own_only && mds->set.data_io == MDS_DATA_PROXY;
+	if (!nm || (rw && nbad && via_mds)) {
 		unpin(lo, f);
-		/* only this client fails to use servers the others use: it does
-		 * its I/O through the MDS (RFC 8881 §12.2.9) where the MDS
-		 * proxies; otherwise it waits for them */
-		return own_only && mds->set.data_io == MDS_DATA_PROXY ? NFS4ERR_LAYOUTUNAVAILABLE
-								      : NFS4ERR_LAYOUTTRYLATER;
+		return via_mds ? NFS4ERR_LAYOUTUNAVAILABLE : NFS4ERR_LAYOUTTRYLATER;
+	}
+	if (rw && nbad) {
+		bool newly;
+		rc = mds_data_stale_mark(mds, at.ino, lost, nlost, &newly);
+		if (rc) {
+			unpin(lo, f);
+			return layout_errno(rc);
+		}
+		/* a recall bumps f->gen: the grant below then answers
+		 * RECALLCONFLICT, and the client asks again once they are in */
+		if (newly)
+			mds_layout_recall_file(mds, at.ino);
 	}
 	xdr_opaque body;
 	if ((st = segment_encode(c, ops, &at, &map, sd, order, nm, &body))) {

@@ -98,6 +98,9 @@ static int inode_purge(struct mds_wtx *w, uint64_t ino)
 	if (rc && rc != -ENOENT)
 		return rc;
 	rc = wtx_del(w, s->db_wlayouts, kb, sizeof(kb));
+	if (rc && rc != -ENOENT)
+		return rc;
+	rc = wtx_del(w, s->db_stale, kb, sizeof(kb));
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -627,19 +630,22 @@ static int op_client(struct mds_wtx *w, struct mds_op *op)
 		       CLIENT_VAL_HDR + a->owner_len + r->data_len);
 }
 
-static int op_wlayout(struct mds_wtx *w, struct mds_op *op)
+/* The inode sets: wlayouts and stale. */
+static int op_ino_set(struct mds_wtx *w, struct mds_op *op)
 {
 	uint8_t kb[8];
 	put_be64(kb, op->args.ino);
-	if (op->type == MDS_OP_WLAYOUT_CLEAR) {
-		int rc = wtx_del(w, w->s->db_wlayouts, kb, sizeof(kb));
+	bool stale = op->type == MDS_OP_STALE_MARK || op->type == MDS_OP_STALE_CLEAR;
+	MDB_dbi db = stale ? w->s->db_stale : w->s->db_wlayouts;
+	if (op->type == MDS_OP_WLAYOUT_CLEAR || op->type == MDS_OP_STALE_CLEAR) {
+		int rc = wtx_del(w, db, kb, sizeof(kb));
 		return rc == -ENOENT ? 0 : rc;
 	}
 	struct mds_attr a;
 	int rc = mds_inode_read(w->s, w->txn, op->args.ino, &a);
 	if (rc)
 		return rc;
-	return wtx_put(w, w->s->db_wlayouts, kb, sizeof(kb), "", 0);
+	return wtx_put(w, db, kb, sizeof(kb), "", 0);
 }
 
 int mds_op_apply(struct mds_wtx *w, struct mds_op *op)
@@ -668,7 +674,9 @@ int mds_op_apply(struct mds_wtx *w, struct mds_op *op)
 		return op_client(w, op);
 	case MDS_OP_WLAYOUT_MARK:
 	case MDS_OP_WLAYOUT_CLEAR:
-		return op_wlayout(w, op);
+	case MDS_OP_STALE_MARK:
+	case MDS_OP_STALE_CLEAR:
+		return op_ino_set(w, op);
 	}
 	return -EINVAL;
 }

@@ -1083,6 +1083,7 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 					j_open(&j, NULL, '{');
 					j_u64(&j, "ds", ok->ly_set.val[k].sm_id);
 					j_bool(&j, "created", ok->ly_set.val[k].sm_created);
+					j_bool(&j, "stale", ok->ly_set.val[k].sm_stale);
 					j_close(&j, '}');
 				}
 				j_close(&j, ']');
@@ -1100,10 +1101,11 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 				if (ok->ly_set.len) {
 					fprintf(b->out, "data server set:");
 					for (uint32_t k = 0; k < ok->ly_set.len; k++)
-						fprintf(b->out, " %s%s",
+						fprintf(b->out, " %s%s%s",
 							dev_name(ok, ok->ly_set.val[k].sm_id, b2,
 								 sizeof(b2)),
-							ok->ly_set.val[k].sm_created ? "*" : "");
+							ok->ly_set.val[k].sm_created ? "*" : "",
+							ok->ly_set.val[k].sm_stale ? " (stale)" : "");
 					fprintf(b->out, "\n");
 				}
 			}

@@ -340,12 +340,24 @@ static void t_layouterror_steers(void)
 	CHECK_EQ(lt_get_page(S2, &o2.fh, LAYOUTIOMODE4_RW, 0, &o2.sid, &l2), NFS4_OK);
 	CHECK_EQ(l2.nmirrors, 2);
 	CHECK(lt_ds_of_dev(&L, S2, l2.ds[0].dev) == bad || lt_ds_of_dev(&L, S2, l2.ds[1].dev) == bad);
-	/* a second client's report does: RW now waits for it, for everybody */
+	/* a second client's report does: for everybody, the file is now
+	 * written without that mirror, which goes stale (durably) and the
+	 * layouts naming it are recalled first */
 	const uint8_t *bad_dev = lt_ds_of_dev(&L, S2, l2.ds[0].dev) == bad ? l2.ds[0].dev : l2.ds[1].dev;
 	CHECK_EQ(layouterror_on(S2, &o2.fh, &l2.sid, bad_dev, NFS4ERR_IO, true), NFS4_OK);
 	CHECK_EQ(lt_get_page(S2, &o2.fh, LAYOUTIOMODE4_RW, 0, &l2.sid, NULL),
-		 NFS4ERR_LAYOUTTRYLATER);
-	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &r.sid, NULL), NFS4ERR_LAYOUTTRYLATER);
+		 NFS4ERR_RECALLCONFLICT);
+	struct mds_file_map fm;
+	CHECK_EQ(mds_data_map(L.m.mds, lt_ino(&L, &o.fh), &fm), 0);
+	CHECK(mds_data_map_stale(&fm, bad->id) && !mds_data_map_stale(&fm, good->id));
+	CHECK_EQ(lt_return_all(S2, &o2.fh, &l2.sid), NFS4_OK);
+	CHECK_EQ(lt_return_all(S, &o.fh, &r.sid), NFS4_OK);
+	CHECK_EQ(lt_get_page(S2, &o2.fh, LAYOUTIOMODE4_RW, 0, &o2.sid, &l2), NFS4_OK);
+	CHECK_EQ(l2.nmirrors, 1);
+	CHECK(lt_ds_of_dev(&L, S2, l2.ds[0].dev) == good);
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_READ, 0, &o.sid, &r), NFS4_OK);
+	CHECK_EQ(r.nmirrors, 1);
+	CHECK(lt_ds_of_dev(&L, S, r.ds[0].dev) == good);
 	CHECK_EQ(lt_return_all(S2, &o2.fh, &l2.sid), NFS4_OK);
 	nfs41c_session_destroy(S2);
 	/* new files stay off it */
