@@ -491,6 +491,7 @@ static void *reg_main(void *arg)
 				.hb_ds_id = atomic_load(&ds->ds_id),
 				.hb_capacity = total,
 				.hb_free = avail,
+				.hb_objects = ds_store_objects(ds->store),
 				.hb_health = ds_health(ds, total, avail),
 			};
 			memcpy(a.hb_boot_verifier, verf, DS_VERIFIER_SIZE);
@@ -597,6 +598,8 @@ static void ds_collect(void *arg, struct nfsd_metrics_out *o)
 		 ds_store_full(ds->store, avail)},
 		{"braid_ds_rmw_blocks_total", "counter",
 		 "Partial blocks read back to recompute a CRC.", c.rmw_blocks},
+		{"braid_ds_objects", "gauge", "Objects the store holds.",
+		 ds_store_objects(ds->store)},
 		{"braid_ds_capacity_bytes", "gauge", "Bytes of the store's filesystem.", total},
 		{"braid_ds_free_bytes", "gauge", "Bytes available on the store's filesystem.", avail},
 		{"braid_ds_id", "gauge", "The id the MDS assigned (0: not registered).",

@@ -158,6 +158,11 @@ bool ds_store_direct(const struct ds_store *st)
 	return st->direct;
 }
 
+uint64_t ds_store_objects(const struct ds_store *st)
+{
+	return __atomic_load_n(&st->nobjects, __ATOMIC_RELAXED);
+}
+
 void ds_store_counters(const struct ds_store *st, struct ds_store_counters *out)
 {
 	const uint64_t *src = (const uint64_t *)&st->ctr;
@@ -355,6 +360,10 @@ int ds_store_open(const char *dir, const struct ds_store_opts *opts, struct ds_s
 		}
 	}
 	close(ofd);
+	if ((rc = st_scan_count(st, &st->nobjects))) {
+		st_log("%s: counting the objects: %s", dir, strerror(-rc));
+		goto fail;
+	}
 
 	st->io = o->io;
 	st->test_mapped_hook = o->test_mapped_hook;

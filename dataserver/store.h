@@ -150,6 +150,10 @@ bool ds_store_direct(const struct ds_store *st);
 
 void ds_store_counters(const struct ds_store *st, struct ds_store_counters *out);
 
+/* Objects the store holds: counted in its directories at open, then moved
+ * by every create and remove (braid_ctl HEARTBEAT hb_objects). */
+uint64_t ds_store_objects(const struct ds_store *st);
+
 /* Bytes of the store's filesystem, total and available. */
 int ds_store_space(const struct ds_store *st, uint64_t *total, uint64_t *avail);
 

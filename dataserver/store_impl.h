@@ -12,7 +12,8 @@
  *   store_io.c      READ and WRITE (COMMIT too), CRC verification
  *   store_mapped.c  mapped READ: the object's mapping, the SIGBUS handler
  *   store_meta.c    create, remove, truncate, setfence, stat
- *   store_scan.c    the object directories walked: LIST and scrub
+ *   store_scan.c    the object directories walked: the count at open,
+ *                   LIST and scrub
  *
  * On-disk format, version 1 (all integers little-endian):
  *
@@ -251,6 +252,9 @@ struct ds_store {
 	_Atomic uint64_t nospc_avail;
 	void (*space_changed)(void *arg);
 	void *space_arg;
+	/* Objects held (.meta files): counted at open (st_scan_count), then
+	 * moved by create and remove, with atomics. */
+	uint64_t nobjects;
 	void (*test_mapped_hook)(int data_fd, void *arg);
 	void *test_arg;
 };
@@ -337,6 +341,9 @@ uint64_t st_verify_blocks(struct ds_store *st, const struct ds_obj *o, const str
 ssize_t st_read(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		uint64_t off, size_t len, void *buf, struct ds_store_map *m, const void **data,
 		bool *eof);
+
+/* store_scan.c: the objects in the directories (their .meta files). */
+int st_scan_count(struct ds_store *st, uint64_t *n);
 
 /* store_mapped.c */
 void st_map_sigbus_install(void);

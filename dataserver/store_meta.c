@@ -59,6 +59,8 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 		rc = -errno;
 		goto fail;
 	}
+	/* the .meta is in place: an object, durable or not yet */
+	__atomic_add_fetch(&st->nobjects, 1, __ATOMIC_RELAXED);
 	rc = st_io_fsync(st, r, sub, false);
 	if (rc) {
 		/* renamed but not known durable: find out again next time */
@@ -114,8 +116,12 @@ static int obj_unlink(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 	int sub = sub_of(st, o);
 	snprintf(mname, sizeof(mname), "%s.meta", o->name);
 	snprintf(tname, sizeof(tname), "%s.meta.tmp", o->name);
-	if (unlinkat(sub, mname, 0) && errno != ENOENT)
-		return -errno;
+	if (unlinkat(sub, mname, 0)) {
+		if (errno != ENOENT)
+			return -errno;
+	} else {
+		__atomic_sub_fetch(&st->nobjects, 1, __ATOMIC_RELAXED);
+	}
 	int rc = st_io_fsync(st, r, sub, false);
 	if (rc)
 		return rc;

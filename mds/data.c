@@ -32,6 +32,7 @@
 #include "mds/dsreg.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 
 #define OBJ_LOCKS      64
@@ -653,6 +654,7 @@ int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino)
 			if (st.size > end)
 				end = st.size;
 		}
+		mds_space_note(mds, ino); /* written before a stop: not yet counted */
 		if (end <= at.size)
 			return 0;
 		/* guarded: a truncation meanwhile may have cut the objects */
@@ -716,6 +718,7 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 			rc = err == -ESTALE ? -EIO : err;
 	}
 	pthread_mutex_unlock(mu);
+	mds_space_note(mds, attr->ino); /* even a partial cut freed some */
 	/* RFC 8881 §12.5.5: layouts of a shrunk file are recalled, so clients
 	 * drop what they cached of it; an extension changes no mapping */
 	if (!rc && attr->size < old_size)

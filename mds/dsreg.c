@@ -518,6 +518,9 @@ static int c_register(struct nfsd_req *req, void *argp, void *resp)
 	n->i.registered = true;
 	n->i.drained = e->i.drained; /* the administrator's, not the data server's */
 	n->i.health = 0;
+	/* REGISTER carries no count: the last HEARTBEAT's stands until the next
+	 * (same id, same store) */
+	n->i.objects = e->i.objects;
 	n->hb_ns = nfsd_now_ns();
 	n->was_up = e->was_up;
 	n->epoch = e->epoch + 1;

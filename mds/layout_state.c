@@ -24,6 +24,7 @@
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/layout_impl.h"
+#include "mds/space.h"
 
 /* ---------------------------------------------------------------- ranges */
 
@@ -300,6 +301,10 @@ void lo_state_free(struct mds_layout *lo, struct lo_state *s)
 			*pp = s->rnext;
 			break;
 		}
+	/* returned (all of a client's at once), revoked or expired: the
+	 * writes through an RW layout are over */
+	if (s->had_rw)
+		mds_space_note(lo->mds, s->f->ino);
 	free(s->held[0].v);
 	free(s->held[1].v);
 	free(s);

@@ -25,6 +25,7 @@
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/mount.h"
+#include "mds/space.h"
 #include "mds/state.h"
 #include "nfsd/metrics.h"
 
@@ -785,8 +786,8 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		goto fail;
 	}
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
-	    (rc = mds_layout_init(mds, msg, msglen)) || (rc = mds_mount_init(mds, msg, msglen)) ||
-	    (rc = mds_admin_init(mds, msg, msglen)))
+	    (rc = mds_space_init(mds, msg, msglen)) || (rc = mds_layout_init(mds, msg, msglen)) ||
+	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
 
 	struct nfs41_server_opts no = {
@@ -847,6 +848,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	if (mds->srv && mds->nports)
 		mds_mount_rpcbind_unset(mds);
 	mds_layout_stop(mds); /* its thread calls clients back and data servers */
+	mds_space_stop(mds);  /* its thread calls data servers; notes stop counting */
 	if (mds->srv)
 		nfsd_server_free(mds->srv);
 	if (mds->v41)
@@ -855,6 +857,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_mount_release(mds);
 	mds_dsreg_release(mds);
 	mds_layout_release(mds); /* after dsreg's thread, which asks it */
+	mds_space_release(mds);	 /* after everything that notes */
 	mds_data_free(mds->data); /* after both threads, which use it */
 	mds_state_release(mds);
 	mds_cb_release(mds);

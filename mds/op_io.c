@@ -57,6 +57,7 @@
 #include "mds/dsreg.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 
 #define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */
@@ -720,7 +721,8 @@ static bool refused(struct nfs41_compound *c)
 	return mds_of(c)->set.data_io == MDS_DATA_REFUSE;
 }
 
-/* Data changed (and maybe the size): mtime and change move, durably. */
+/* Data changed (and maybe the size): mtime and change move, durably, and
+ * space_used follows (mds/space.h). */
 static int file_touch(struct braid_mds *mds, uint64_t ino, uint64_t size_max)
 {
 	struct mds_setattr_args sa = {.ino = ino, .mask = MDS_SET_MTIME_NOW};
@@ -728,7 +730,9 @@ static int file_touch(struct braid_mds *mds, uint64_t ino, uint64_t size_max)
 		sa.mask |= MDS_SET_SIZE_MAX;
 		sa.size = size_max;
 	}
-	return mds_inode_setattr(mds->store, &sa, NULL);
+	int rc = mds_inode_setattr(mds->store, &sa, NULL);
+	mds_space_note(mds, ino);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- READ */
@@ -822,6 +826,7 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 		return NFS4ERR_INVAL;
 	int rc =
 	    data_commit(mds_of(c), &at, a->offset, a->count, res->u.opcommit.u.resok4.writeverf);
+	mds_space_note(mds_of(c), at.ino);
 	return rc ? io_status(rc) : NFS4_OK;
 }
 

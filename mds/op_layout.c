@@ -90,6 +90,7 @@
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/layout_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 
 /* ------------------------------------------------------------- policies */
@@ -873,6 +874,7 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	int rc = mds_inode_setattr(mds->store, &sa, &sr);
 	if (rc)
 		return mds_nfs4_status(rc);
+	mds_space_note(mds, at.ino); /* what the client wrote is on its data servers */
 	ok->locr_newsize.ns_sizechanged = newoff && sr.attr.size != sr.old_size;
 	if (ok->locr_newsize.ns_sizechanged)
 		ok->locr_newsize.u.ns_size = sr.attr.size;
@@ -1150,6 +1152,8 @@ static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	for (int m = 0; m < 2 && !rc; m++)
 		if (a->lora_iomode == LAYOUTIOMODE4_ANY || a->lora_iomode == m + 1)
 			rc = lo_ranges_sub(&ls->held[m], rf->lrf_offset, end);
+	if (ls->had_rw && a->lora_iomode != LAYOUTIOMODE4_READ)
+		mds_space_note(mds, at.ino); /* writes through it are done */
 	ls->cl->ctr.layoutreturns++;
 	if (rc) {
 		pthread_mutex_unlock(&lo->mu);

@@ -336,7 +336,8 @@ struct mds_link_res {
 	struct mds_attr attr;
 };
 
-/* What a SETATTR sets (mask); every setattr moves change and ctime. */
+/* What a SETATTR sets (mask); every setattr moves change and ctime, but
+ * one of MDS_SET_SPACE_USED alone (mds/space.h) moves neither. */
 #define MDS_SET_MODE	     0x001u
 #define MDS_SET_UID	     0x002u
 #define MDS_SET_GID	     0x004u

@@ -501,8 +501,13 @@ static int op_setattr(struct mds_wtx *w, struct mds_op *op)
 		i.a.mtime = a->mtime;
 	else if ((a->mask & MDS_SET_MTIME_NOW) || resized)
 		i.a.mtime = w->now;
-	i.a.ctime = w->now;
-	i.a.change++;
+	/* space_used alone is bookkeeping of what the data servers hold (the
+	 * write that moved it moved change already): a client seeing change
+	 * move would drop its cached data for nothing */
+	if (a->mask != MDS_SET_SPACE_USED) {
+		i.a.ctime = w->now;
+		i.a.change++;
+	}
 	if ((rc = inode_store(w, &i)))
 		return rc;
 	res->attr = i.a;
