@@ -13,6 +13,7 @@
  *   store_mapped.c  mapped READ: the object's mapping, the SIGBUS handler
  *   store_meta.c    create, remove, truncate, setfence, stat
  *   store_scan.c    the object directories walked: LIST and scrub
+ *   store_writeback.c  write-back started early (COPY's long write runs)
  *
  * On-disk format, version 1 (all integers little-endian):
  *
