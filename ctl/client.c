@@ -156,3 +156,70 @@ int ds_ctl_list(struct nfsd_clnt *c, const struct braid_key *key, uint64_t cooki
 	xdr_arena_release(&arena);
 	return rc;
 }
+
+int ds_ctl_copy(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_ctl_copy_args *a,
+		struct ds_ctl_copy_res *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->next = a->offset;
+	if (a->nsrc > DS_CTL_ADDRS_MAX)
+		return -EINVAL;
+	braid_ctl_netaddr na[DS_CTL_ADDRS_MAX];
+	for (unsigned i = 0; i < a->nsrc; i++) {
+		na[i].na_r_netid = xdr_string_of(a->src[i].netid ? a->src[i].netid : "");
+		na[i].na_r_addr = xdr_string_of(a->src[i].uaddr ? a->src[i].uaddr : "");
+	}
+	braid_ctl_copy_args ca = {
+	    .cp_src_addrs = {.len = a->nsrc, .val = na},
+	    .cp_uid = a->uid,
+	    .cp_gid = a->gid,
+	    .cp_mode = a->mode,
+	    .cp_offset = a->offset,
+	    .cp_count = a->count,
+	    .cp_rate = a->rate,
+	};
+	objid_to(&a->id, &ca.cp_obj);
+	braid_ctl_copy_res r;
+	int rc = ds_ctl_call(c, key, BRAID_CTLPROC_COPY, &ca, &r, NULL);
+	if (rc)
+		return rc;
+	if (r.cp_status == BRAID_CTL_OK) {
+		const braid_ctl_copy_resok *k = &r.u.cp_resok;
+		out->next = k->cp_next;
+		out->done = k->cp_done;
+		out->src_size = k->cp_src_size;
+		out->read = k->cp_read;
+		out->written = k->cp_written;
+		return 0;
+	}
+	out->side = (enum ds_ctl_copy_side)r.u.cp_fail.cf_side;
+	out->next = r.u.cp_fail.cf_offset;
+	return ds_ctl_errno(r.cp_status);
+}
+
+int ds_ctl_copy_pass(struct nfsd_clnt *c, const struct braid_key *key,
+		     const struct ds_ctl_copy_args *a, struct ds_ctl_copy_res *out, unsigned *calls)
+{
+	struct ds_ctl_copy_args ca = *a;
+	uint64_t read = 0, written = 0;
+	unsigned n = 0;
+	int rc;
+	for (;;) {
+		rc = ds_ctl_copy(c, key, &ca, out);
+		n++;
+		read += out->read;
+		written += out->written;
+		if (rc || out->done)
+			break;
+		if (out->next <= ca.offset && out->read == 0) {
+			rc = -EPROTO; /* no progress: a broken destination */
+			break;
+		}
+		ca.offset = out->next;
+	}
+	out->read = read;
+	out->written = written;
+	if (calls)
+		*calls = n;
+	return rc;
+}

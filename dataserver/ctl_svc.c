@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control protocol served by braid-ds (braid_ctl.x: CREATE, REMOVE,
- * TRUNCATE, SETFENCE, STAT, LIST).  REGISTER and HEARTBEAT are the MDS's:
- * PROC_UNAVAIL here.
+ * TRUNCATE, SETFENCE, STAT, LIST, and COPY in mover.c).  REGISTER and
+ * HEARTBEAT are the MDS's: PROC_UNAVAIL here.
  *
  * Only the MDS may call: every procedure but NULL needs an AUTH_BRAID
  * credential, which the flavor (nfsd/auth_braid.c) has verified against the
@@ -186,7 +186,7 @@ static int c_list(struct nfsd_req *req, void *argp, void *resp)
 
 #define PC(num, fname) [BRAID_CTLPROC_##num] = { .name = #num, .fn = fname }
 
-struct nfsd_proc ds_ctl_procs[9] = {
+struct nfsd_proc ds_ctl_procs[DS_CTL_NPROCS] = {
 	[BRAID_CTLPROC_NULL] = { .name = "NULL", .fn = c_null, .flags = NFSD_PROC_INLINE },
 	PC(CREATE, c_create),
 	PC(REMOVE, c_remove),
@@ -194,10 +194,11 @@ struct nfsd_proc ds_ctl_procs[9] = {
 	PC(SETFENCE, c_setfence),
 	PC(STAT, c_stat),
 	PC(LIST, c_list),
+	PC(COPY, ds_mover_copy_proc),
 };
 
 static const struct nfsd_version ctl_versions[] = {
-	{ .vers = BRAID_CTL_V1, .procs = ds_ctl_procs, .nprocs = 9 },
+	{ .vers = BRAID_CTL_V1, .procs = ds_ctl_procs, .nprocs = DS_CTL_NPROCS },
 };
 
 const struct nfsd_program ds_ctl_program = {

@@ -693,7 +693,7 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	ds->fsid = fsid_of(ds->uuid);
 
 	if (!(ds->metrics = nfsd_metrics_new()) ||
-	    nfsd_metrics_collector_add(ds->metrics, ds_collect, ds)) {
+	    nfsd_metrics_collector_add(ds->metrics, ds_collect, ds) || ds_mover_new(ds)) {
 		rc = -ENOMEM;
 		snprintf(msg, msglen, "out of memory");
 		goto fail;
@@ -721,7 +721,7 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	}
 	nfsd_server_add_flavor(ds->srv, braid_auth_flavor(ds->auth));
 	nfsd_procs_bind(ds_nfs3_procs, 22, &xdr_desc_NFS_PROGRAM_NFS_V3);
-	nfsd_procs_bind(ds_ctl_procs, 9, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1);
+	nfsd_procs_bind(ds_ctl_procs, DS_CTL_NPROCS, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1);
 	/* the engine hands handlers the program's priv: this ds */
 	ds->nfs3_prog = ds_nfs3_program;
 	ds->nfs3_prog.priv = ds;
@@ -808,6 +808,7 @@ int braid_ds_stop(struct braid_ds *ds)
 		pthread_join(ds->scrub_thread, NULL);
 	if (ds->srv)
 		nfsd_server_free(ds->srv);
+	ds_mover_free(ds->mover); /* no COPY runs: the workers are gone */
 	ds_nfs41_stop(ds);
 	braid_auth_free(ds->auth);
 	int rc = 0;

@@ -55,12 +55,24 @@ struct braid_ds {
 	struct nfsd_metrics *metrics;
 	struct nfsd_metrics_http *metrics_http;
 	_Atomic uint64_t heartbeats, heartbeat_failures; /* the registration thread's */
+	struct ds_mover *mover;				 /* COPY (mover.c) */
 };
 
 extern const struct nfsd_program ds_nfs3_program;
 extern const struct nfsd_program ds_ctl_program;
 extern struct nfsd_proc ds_nfs3_procs[22];
-extern struct nfsd_proc ds_ctl_procs[9];
+#define DS_CTL_NPROCS 10 /* braid_ctl.x procedures, NULL to COPY */
+extern struct nfsd_proc ds_ctl_procs[DS_CTL_NPROCS];
+
+/*
+ * mover.c: COPY, this data server copying an object from another one.
+ * ds_mover_new sets ds->mover (after ds->metrics exists); ds_mover_free
+ * after the RPC server is freed (no COPY runs).
+ */
+struct ds_mover;
+int ds_mover_new(struct braid_ds *ds);
+void ds_mover_free(struct ds_mover *m);
+int ds_mover_copy_proc(struct nfsd_req *req, void *args, void *res);
 
 /* nfs41.c: the NFSv4.1 data-server program (NULL when it cannot start). */
 int ds_nfs41_start(struct braid_ds *ds, char *msg, size_t msglen);

@@ -219,6 +219,15 @@ ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t 
 int ds_store_commit(struct ds_store *st, const struct ds_objid *id, uint64_t off, uint64_t len);
 
 /*
+ * Start writing back to the disk what earlier writes left in the page cache
+ * for [off, off + len), without waiting for it and without a permission
+ * check (like commit, it cannot change data): a long run of UNSTABLE writes
+ * then overlaps the disk, and the commit ending it waits for little.
+ * Durability still needs ds_store_commit.
+ */
+int ds_store_writeback(struct ds_store *st, const struct ds_objid *id, uint64_t off, uint64_t len);
+
+/*
  * Read up to len bytes at off into buf, as uid/gid (needs read permission).
  * Returns the count (short only at the end of the object) and sets *eof when
  * the read reaches the end.  Every block touched is verified: -EIO if any

@@ -14,6 +14,7 @@
  *   store_meta.c    create, remove, truncate, setfence, stat
  *   store_scan.c    the object directories walked: the count at open,
  *                   LIST and scrub
+ *   store_writeback.c  write-back started early (COPY's long write runs)
  *
  * On-disk format, version 1 (all integers little-endian):
  *
