@@ -46,22 +46,38 @@
  */
 struct mds_data {
 	pthread_mutex_t obj_mu[OBJ_LOCKS];
+	pthread_rwlock_t gate[OBJ_LOCKS]; /* mds_data_write_gate */
 };
 
 struct mds_data *mds_data_new(void)
 {
 	struct mds_data *d = calloc(1, sizeof(*d));
-	for (int i = 0; d && i < OBJ_LOCKS; i++)
+	for (int i = 0; d && i < OBJ_LOCKS; i++) {
 		pthread_mutex_init(&d->obj_mu[i], NULL);
+		pthread_rwlock_init(&d->gate[i], NULL);
+	}
 	return d;
+}
+
+void mds_data_write_gate(struct braid_mds *mds, uint64_t ino, enum mds_gate how)
+{
+	pthread_rwlock_t *g = &mds->data->gate[(ino ^ (ino >> 17)) % OBJ_LOCKS];
+	if (how == MDS_GATE_WRITE)
+		pthread_rwlock_rdlock(g);
+	else if (how == MDS_GATE_FREEZE)
+		pthread_rwlock_wrlock(g);
+	else
+		pthread_rwlock_unlock(g);
 }
 
 void mds_data_free(struct mds_data *d)
 {
 	if (!d)
 		return;
-	for (int i = 0; i < OBJ_LOCKS; i++)
+	for (int i = 0; i < OBJ_LOCKS; i++) {
 		pthread_mutex_destroy(&d->obj_mu[i]);
+		pthread_rwlock_destroy(&d->gate[i]);
+	}
 	free(d);
 }
 
@@ -450,12 +466,11 @@ static int stale_check_seg(void *arg, uint64_t seg, const struct mds_layout_seg 
 	return 0;
 }
 
-int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids, unsigned n,
-			bool *newly)
+/* mds_data_stale_mark with the object lock held. */
+static int stale_mark_locked(struct braid_mds *mds, uint64_t ino, const uint32_t *ids,
+			     unsigned n, bool *newly)
 {
 	*newly = false;
-	pthread_mutex_t *mu = obj_lock(mds, ino);
-	pthread_mutex_lock(mu);
 	struct mds_file_map m;
 	int rc = mds_data_map(mds, ino, &m);
 	uint32_t going[LAYOUT_SET_MAX];
@@ -487,6 +502,15 @@ int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids
 				(unsigned long long)ino, going[k]);
 	}
 out:
+	return rc;
+}
+
+int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids, unsigned n,
+			bool *newly)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	int rc = stale_mark_locked(mds, ino, ids, n, newly);
 	pthread_mutex_unlock(mu);
 	return rc;
 }
@@ -680,10 +704,16 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 {
 	if (attr->type != MDS_REG)
 		return 0;
+	mds_data_write_gate(mds, attr->ino, MDS_GATE_WRITE);
 	pthread_mutex_t *mu = obj_lock(mds, attr->ino);
 	pthread_mutex_lock(mu);
 	struct ds_set s;
 	int rc = ds_set_of(mds, attr->ino, &s);
+	struct mds_file_map fm;
+	if (!rc)
+		rc = mds_data_map(mds, attr->ino, &fm);
+	uint32_t down[RELEASE_MAX_DS];
+	unsigned ndown = 0;
 	if (!rc && s.n == 0) {
 		/* no object: a missing object reads as zeros, so only an
 		 * extension makes one, holding the new end (best effort: its data
@@ -695,6 +725,7 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 		    segment_make_locked(mds, attr, layout_seg_index(&m.pol, n), NULL, 0, &m,
 					&seg)) {
 			pthread_mutex_unlock(mu);
+			mds_data_write_gate(mds, attr->ino, MDS_GATE_OPEN);
 			return 0;
 		}
 		for (uint32_t k = 0; k < seg.nds; k++)
@@ -704,6 +735,8 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 	mds_data_objid(attr, &id);
 	for (unsigned k = 0; !rc && k < s.n; k++) {
 		int err;
+		if (mds_data_map_stale(&fm, s.id[k]))
+			continue; /* its resilver copies the size */
 		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
 		if (dc) {
 			/* each object is the file's bytes at the file's offsets
@@ -713,11 +746,23 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 			if (!err && attr->size < old_size)
 				data_space_freed(mds, s.id[k]);
 		}
+		/* a mirror's server gone: it misses the cut, so goes stale */
+		if ((err == -EAGAIN || err == -ETIMEDOUT || err == -ECONNREFUSED) &&
+		    fm.pol.mirrors > 1) {
+			down[ndown++] = s.id[k];
+			continue;
+		}
 		/* NOENT: the object is missing, nothing beyond the size to drop */
 		if (err && err != -ENOENT)
 			rc = err == -ESTALE ? -EIO : err;
 	}
+	bool newly = false;
+	if (!rc && ndown)
+		rc = stale_mark_locked(mds, attr->ino, down, ndown, &newly);
 	pthread_mutex_unlock(mu);
+	mds_data_write_gate(mds, attr->ino, MDS_GATE_OPEN);
+	if (newly)
+		mds_layout_recall_file(mds, attr->ino);
 	mds_space_note(mds, attr->ino); /* even a partial cut freed some */
 	/* RFC 8881 §12.5.5: layouts of a shrunk file are recalled, so clients
 	 * drop what they cached of it; an extension changes no mapping */

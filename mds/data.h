@@ -82,6 +82,16 @@ int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create
 /* The object of a's file on data server ds_id is missing (crash between
  * recording and creating it): create it again if the inode lives. */
 int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
+/*
+ * The MDS's own writes to a file's objects (proxied WRITE, ALLOCATE,
+ * DEALLOCATE, truncation) hold its gate shared (MDS_GATE_WRITE); a
+ * resilver's last pass holds it exclusive (MDS_GATE_FREEZE), so that no
+ * such write lands between that pass and the copy's being declared
+ * current.  MDS_GATE_OPEN releases either.  Hashed per inode.
+ */
+enum mds_gate { MDS_GATE_OPEN, MDS_GATE_WRITE, MDS_GATE_FREEZE };
+void mds_data_write_gate(struct braid_mds *mds, uint64_t ino, enum mds_gate how);
+
 /* Whether the object of m's file on data server id is stale. */
 bool mds_data_map_stale(const struct mds_file_map *m, uint32_t id);
 /*

@@ -55,6 +55,7 @@
 #include "mds/dsreg.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/resilver.h"
 #include "mds/state.h"
 
 #define DSREG_FILE	  "data-servers"
@@ -534,6 +535,7 @@ static int c_register(struct nfsd_req *req, void *argp, void *resp)
 		restarted ? " after a restart" : "");
 	free(n);
 	thread_kick(r);
+	mds_resilver_kick(mds); /* its stale copies can be brought up to date */
 	res->u.rr_resok.rr_ds_id = id;
 	res->u.rr_resok.rr_heartbeat_interval = hb_interval_s(mds);
 	return NFSD_SUCCESS;

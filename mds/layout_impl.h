@@ -81,6 +81,7 @@ struct lo_file {
 	bool recall;  /* its layouts are being recalled: LAYOUTGET gets RECALLCONFLICT */
 	bool fencing; /* a new fence epoch is being recorded: LAYOUTTRYLATER */
 	bool release; /* mds_data_release waits for its layouts to go */
+	bool resilver; /* a stale mirror's last pass: RW LAYOUTGET gets LAYOUTTRYLATER */
 	uint64_t gen; /* moves at every recall and fence: grants check it */
 	uint64_t refence_ns;
 	/*

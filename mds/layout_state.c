@@ -407,6 +407,51 @@ bool lo_clmark_set(struct mds_layout *lo, struct lo_client *cl, uint32_t ds, uin
 	return fresh;
 }
 
+void mds_layout_resilver_begin(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_get(lo, ino);
+	if (f) {
+		f->pins++;
+		f->resilver = true;
+		f->gen++; /* grants in progress give up */
+		lo_recall_file(lo, f, false);
+	}
+	pthread_mutex_unlock(&lo->mu);
+}
+
+bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return false;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_find(lo, ino);
+	bool held = false;
+	for (struct lo_state *st = f ? f->states : NULL; st && !held; st = st->fnext)
+		held = st->held[LAYOUTIOMODE4_RW - 1].n > 0;
+	pthread_mutex_unlock(&lo->mu);
+	return held;
+}
+
+void mds_layout_resilver_end(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_find(lo, ino);
+	if (f && f->resilver) {
+		f->resilver = false;
+		f->pins--;
+		lo_file_put_unused(lo, f);
+	}
+	pthread_mutex_unlock(&lo->mu);
+}
+
 void mds_layout_ds_space_freed(struct braid_mds *mds, uint32_t ds_id)
 {
 	struct mds_layout *lo = mds->layout;

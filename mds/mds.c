@@ -25,6 +25,7 @@
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/mount.h"
+#include "mds/resilver.h"
 #include "mds/space.h"
 #include "mds/state.h"
 #include "nfsd/metrics.h"
@@ -66,6 +67,9 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "ds_timeout", CONF_DURATION, .min = 2000, .max = 3600000, .def = "20s",
 	  S(ds_timeout_ms),
 	  .desc = "A data server silent this long is down: new files go elsewhere." },
+	{ "mds", NULL, "resilver_rate", CONF_SIZE, .def = "0", S(resilver_rate),
+	  .desc = "Bytes per second each resilver copy reads from its source (a stale mirror "
+		  "brought up to date); 0: no bound." },
 	{ "mds", NULL, "layout", CONF_ENUM, .values = layout_modes, .def = "whole", S(layout),
 	  .desc = "Where new files' bytes go, unless a directory says otherwise: whole (each "
 		  "file on one data server, files spread by free space), segments (a grid of "
@@ -787,6 +791,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	}
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
 	    (rc = mds_space_init(mds, msg, msglen)) || (rc = mds_layout_init(mds, msg, msglen)) ||
+	    (rc = mds_resilver_init(mds, msg, msglen)) ||
 	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
 
@@ -847,6 +852,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	nfsd_metrics_http_stop(mds->metrics_http); /* no render runs a collector past here */
 	if (mds->srv && mds->nports)
 		mds_mount_rpcbind_unset(mds);
+	mds_resilver_stop(mds); /* its thread calls data servers and the layout layer */
 	mds_layout_stop(mds); /* its thread calls clients back and data servers */
 	mds_space_stop(mds);  /* its thread calls data servers; notes stop counting */
 	if (mds->srv)
@@ -855,6 +861,7 @@ void braid_mds_stop(struct braid_mds *mds)
 		nfs41_server_free(mds->v41);
 	mds_admin_release(mds);
 	mds_mount_release(mds);
+	mds_resilver_release(mds);
 	mds_dsreg_release(mds);
 	mds_layout_release(mds); /* after dsreg's thread, which asks it */
 	mds_space_release(mds);	 /* after everything that notes */

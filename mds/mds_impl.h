@@ -27,6 +27,8 @@
  *                 (mds/data.h)
  *   space.c       space_used of regular files, summed from the data
  *                 servers in the background (mds/space.h)
+ *   resilver.c    stale copies brought up to date by the data servers
+ *                 (mds/resilver.h)
  *   op_layout.c   LAYOUTGET LAYOUTCOMMIT LAYOUTRETURN GETDEVICEINFO
  *                 GETDEVICELIST LAYOUTSTATS LAYOUTERROR; policies
  *   layout_state.c  layout state: stateids, recalls, revocation, fencing,
@@ -68,6 +70,7 @@ struct mds_state;  /* op_state.c */
 struct mds_dsreg;  /* dsreg.c */
 struct mds_data;   /* data.c */
 struct mds_space;  /* space.c */
+struct mds_resilver; /* resilver.c */
 struct mds_mount;  /* mount.c */
 struct mds_cb;	   /* callback.c */
 struct mds_layout; /* layout_state.c */
@@ -138,6 +141,7 @@ struct braid_mds {
 	struct mds_dsreg *dsreg;
 	struct mds_data *data;
 	struct mds_space *space;
+	struct mds_resilver *resilver;
 	struct mds_mount *mount;
 	struct mds_cb *cb;
 	struct mds_layout *layout;

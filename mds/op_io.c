@@ -799,7 +799,9 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 		return NFS4_OK;
 	}
 	struct wres w;
+	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
 	int rc = data_write(mds, &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);
+	mds_data_write_gate(mds, at.ino, MDS_GATE_OPEN);
 	if (!rc)
 		rc = file_touch(mds, at.ino, a->offset + w.count);
 	if (rc)
@@ -860,9 +862,12 @@ static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 	if (rc)
 		return io_status(rc);
 	unsigned nm = seg_mirrors(&o, &seg);
+	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
 	for (unsigned m = 0; !rc && m < nm; m++) {
 		uint32_t id = seg.ds[layout_ds_slot(&o.map.pol, m, end - 1)];
 		struct mds_ds_conn *dc;
+		if (mds_data_map_stale(&o.map, id))
+			continue; /* its resilver copies the size too */
 		if ((rc = conn_get(&o, id, &dc)))
 			break;
 		struct mds_ds_info info;
@@ -878,6 +883,7 @@ static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 		}
 		mds_ds_conn_put(dc);
 	}
+	mds_data_write_gate(mds, at.ino, MDS_GATE_OPEN);
 	if (!rc && end > at.size)
 		rc = file_touch(mds, at.ino, end);
 	return rc ? io_status(rc) : NFS4_OK;
@@ -945,6 +951,7 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 	if (!o.map.laid_out)
 		return NFS4_OK; /* no object: all zeros already */
 	uint64_t cur = UINT64_MAX;
+	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
 	for (uint64_t q = a->da_offset; !rc && q < end;) {
 		uint64_t qe = layout_piece_end(&o.map.pol, q);
 		qe = qe < end ? qe : end;
@@ -956,8 +963,10 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 			unsigned nm = seg_mirrors(&o, &seg);
 			for (unsigned m = 0; !rc && m < nm; m++) {
 				struct mds_ds_conn *dc;
-				if (!(rc = conn_get(&o, seg.ds[layout_ds_slot(&o.map.pol, m, q)],
-						    &dc))) {
+				uint32_t id = seg.ds[layout_ds_slot(&o.map.pol, m, q)];
+				if (mds_data_map_stale(&o.map, id))
+					continue;
+				if (!(rc = conn_get(&o, id, &dc))) {
 					rc = zero_range(mds, &o, dc, q, qe);
 					mds_ds_conn_put(dc);
 				}
@@ -965,6 +974,7 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 		}
 		q = qe;
 	}
+	mds_data_write_gate(mds, at.ino, MDS_GATE_OPEN);
 	if (rc == -EOPNOTSUPP)
 		return NFS4ERR_NOTSUPP;
 	if (!rc)

@@ -566,7 +566,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	}
 	struct lo_state *mine = lo_state_of(f, c->clientid);
 	st = f->recall || (mine && mine->recalling) ? NFS4ERR_RECALLCONFLICT
-	     : f->fencing			    ? NFS4ERR_LAYOUTTRYLATER
+	     : f->fencing || (rw && f->resilver)    ? NFS4ERR_LAYOUTTRYLATER
 						    : NFS4_OK;
 	if (st) {
 		lo_file_put_unused(lo, f);
@@ -730,8 +730,10 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	pthread_mutex_lock(&lo->mu);
 	f->pins--;
 	mine = lo_state_of(f, c->clientid);
-	if (f->gen != gen0 || f->recall || f->fencing || (mine && mine->recalling)) {
-		st = f->fencing ? NFS4ERR_LAYOUTTRYLATER : NFS4ERR_RECALLCONFLICT;
+	if (f->gen != gen0 || f->recall || f->fencing || (rw && f->resilver) ||
+	    (mine && mine->recalling)) {
+		st = f->fencing || (rw && f->resilver) ? NFS4ERR_LAYOUTTRYLATER
+						       : NFS4ERR_RECALLCONFLICT;
 		lo_file_put_unused(lo, f);
 		pthread_mutex_unlock(&lo->mu);
 		return st;

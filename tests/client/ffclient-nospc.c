@@ -22,8 +22,7 @@
  */
 #include "config.h"
 
-#include "tests/mds/mds-ds-test.h"
-#include "client/ffclient.h"
+#include "tests/client/ffc-test.h"
 #include "dataserver/ds.h"
 #include "dataserver/store.h"
 #include "layout/policy.h"
@@ -100,59 +99,6 @@ static void fill_behind(unsigned i, bool on)
 	close(fd);
 }
 
-/* Write buf to path [off, off + len) and fsync; the result and its time. */
-static int write_sync(struct ffc *c, const char *path, const uint8_t *buf, uint64_t off,
-		      size_t len, bool creat, double *secs)
-{
-	int err = 0;
-	double t0 = cl_now();
-	struct ffc_file *f = ffc_open(c, path, FFC_RDWR | (creat ? FFC_CREAT | FFC_EXCL : 0),
-				      0644, &err);
-	if (!f) {
-		*secs = cl_now() - t0;
-		return err;
-	}
-	ssize_t n = ffc_pwrite(f, buf, len, off);
-	int rc = n < 0 ? (int)n : n != (ssize_t)len ? -EIO : 0;
-	int rs = ffc_fsync(f);
-	int rclose = ffc_close(f);
-	*secs = cl_now() - t0;
-	return rc ? rc : rs ? rs : rclose;
-}
-
-static void read_check(struct ffc *c, const char *path, uint64_t len, unsigned seed)
-{
-	int err = 0;
-	struct ffc_file *f = ffc_open(c, path, FFC_RDONLY, 0, &err);
-	CHECK(f);
-	uint8_t *rb = malloc(len ? len : 1);
-	CHECK(rb);
-	CHECK_EQ(ffc_pread(f, rb, len, 0), (ssize_t)len);
-	CHECK(dt_check(rb, 0, len, seed));
-	CHECK_EQ(ffc_close(f), 0);
-	free(rb);
-}
-
-/* The object of ino on data server d, read straight from its store:
- * [0, len) must be the pattern seed, every block passing its CRC. */
-static void object_check(struct cds *d, uint64_t ino, uint64_t len, unsigned seed)
-{
-	struct mds_attr a = cl_attr(&M, ino);
-	struct ds_objid id;
-	mds_data_objid(&a, &id);
-	struct mds_file_map m;
-	CHECK_EQ(mds_data_map(M.mds, ino, &m), 0);
-	uint32_t uid, gid;
-	mds_data_fence_epoch(&a, m.epoch, &uid, &gid);
-	uint8_t *rb = malloc(len);
-	CHECK(rb);
-	bool eof;
-	CHECK_EQ(ds_store_read(braid_ds_store(d->ds), &id, uid, gid, 0, len, rb, &eof),
-		 (ssize_t)len);
-	CHECK(dt_check(rb, 0, len, seed));
-	free(rb);
-}
-
 /* Free bytes on each store's filesystem, printed. */
 static void print_free(const char *when)
 {
@@ -160,13 +106,6 @@ static void print_free(const char *when)
 	ds_store_space(braid_ds_store(A.ds), NULL, &fa);
 	ds_store_space(braid_ds_store(B.ds), NULL, &fb);
 	printf("%s: free %.1f MiB on ds-a, %.1f MiB on ds-b\n", when, fa / 1048576.0, fb / 1048576.0);
-}
-
-static uint64_t ino_of(const char *name, uint64_t dir)
-{
-	uint64_t ino;
-	CHECK_EQ(mds_dir_lookup(braid_mds_store(M.mds), dir, name, strlen(name), &ino, NULL), 0);
-	return ino;
 }
 
 int main(void)
@@ -187,51 +126,39 @@ int main(void)
 	CHECK(c);
 	uint8_t *buf = malloc(8 * MiB);
 	CHECK(buf);
-	struct mds_store *ms = braid_mds_store(M.mds);
-	uint64_t root = mds_store_root(ms);
 
 	/* ---- 1. a mirrored file, one mirror's disk full */
-	CHECK_EQ(ffc_mkdir(c, "/mir", 0755), 0);
-	struct layout_policy pol;
-	char why[200];
-	CHECK_EQ(layout_policy_parse("whole,mirrors=2", &pol, why, sizeof(why)), 0);
-	uint64_t mir = ino_of("mir", root);
-	CHECK_EQ(mds_layout_policy_set(M.mds, mir, &pol), 0);
-	uint64_t total0, avail0;
-	CHECK_EQ(ffc_statfs(c, &total0, &avail0), 0);
+	uint64_t mir = ffct_mkdir_policy(&M, c, "/mir", "whole,mirrors=2");
 	dt_fill(buf, 0, 8 * MiB, 1);
 	double secs;
-	CHECK_EQ(write_sync(c, "/mir/f", buf, 0, 8 * MiB, true, &secs), 0);
-	uint64_t f_ino = ino_of("f", mir);
+	CHECK_EQ(ffct_write_sync(c, "/mir/f", buf, 0, 8 * MiB, true, &secs), 0);
+	uint64_t f_ino = ffct_ino_of(&M, "f", mir);
 	fill_behind(0, true);
 	dt_fill(buf, 8 * MiB, 4 * MiB, 1);
-	int rc = write_sync(c, "/mir/f", buf, 8 * MiB, 4 * MiB, false, &secs);
+	int rc = ffct_write_sync(c, "/mir/f", buf, 8 * MiB, 4 * MiB, false, &secs);
 	printf("append with one mirror full: %s after %.2f s\n", strerror(-rc), secs);
 	CHECK_EQ(rc, -ENOSPC);
 	CHECK(secs < BOUND_S);
-	object_check(&A, f_ino, 8 * MiB, 1);
-	object_check(&B, f_ino, 8 * MiB, 1);
-	read_check(c, "/mir/f", 8 * MiB, 1);
+	ffct_object_check(&M, &A, f_ino, 8 * MiB, 1);
+	ffct_object_check(&M, &B, f_ino, 8 * MiB, 1);
+	ffct_read_check(c, "/mir/f", 8 * MiB, 1);
 	/* room again, behind the MDS's back: the next heartbeat says so */
 	fill_behind(0, false);
 	double t0 = cl_now();
-	while ((rc = write_sync(c, "/mir/f", buf, 8 * MiB, 4 * MiB, false, &secs)) == -ENOSPC) {
+	while ((rc = ffct_write_sync(c, "/mir/f", buf, 8 * MiB, 4 * MiB, false, &secs)) == -ENOSPC) {
 		CHECK(cl_now() - t0 < BOUND_S);
 		usleep(200 * 1000);
 	}
 	CHECK_EQ(rc, 0);
 	printf("append succeeded %.2f s after the filler went\n", cl_now() - t0);
-	read_check(c, "/mir/f", 12 * MiB, 1);
-	object_check(&A, f_ino, 12 * MiB, 1);
-	object_check(&B, f_ino, 12 * MiB, 1);
+	ffct_read_check(c, "/mir/f", 12 * MiB, 1);
+	ffct_object_check(&M, &A, f_ino, 12 * MiB, 1);
+	ffct_object_check(&M, &B, f_ino, 12 * MiB, 1);
 	CHECK_EQ(ffc_remove(c, "/mir/f"), 0);
 	print_free("the mirrored file removed");
 
 	/* ---- 2. single-copy files until the servers are full */
-	CHECK_EQ(ffc_mkdir(c, "/one", 0755), 0);
-	uint64_t one = ino_of("one", root);
-	CHECK_EQ(layout_policy_parse("whole", &pol, why, sizeof(why)), 0);
-	CHECK_EQ(mds_layout_policy_set(M.mds, one, &pol), 0);
+	ffct_mkdir_policy(&M, c, "/one", "whole");
 	/* until three in a row fail: a file placed on a server with too
 	 * little room for it fails while the other may still have some (a
 	 * whole file lives on one server), and the client's next files go
@@ -244,7 +171,7 @@ int main(void)
 		char path[64];
 		snprintf(path, sizeof(path), "/one/f%u", n);
 		dt_fill(buf, 0, 2 * MiB, 100 + n);
-		rc = write_sync(c, path, buf, 0, 2 * MiB, true, &secs);
+		rc = ffct_write_sync(c, path, buf, 0, 2 * MiB, true, &secs);
 		worst = secs > worst ? secs : worst;
 		if (rc) {
 			printf("file %u: %s after %.2f s\n", n, strerror(-rc), secs);
@@ -275,7 +202,7 @@ int main(void)
 		char path[64];
 		snprintf(path, sizeof(path), "/one/f%u", i);
 		if (ok[i])
-			read_check(c, path, 2 * MiB, 100 + i);
+			ffct_read_check(c, path, 2 * MiB, 100 + i);
 	}
 	CHECK_EQ(ffc_statfs(c, &total, &avail), 0);
 	CHECK(avail < 4 * MiB);
@@ -291,15 +218,15 @@ int main(void)
 		}
 	}
 	dt_fill(buf, 0, 2 * MiB, 1000);
-	rc = write_sync(c, "/one/again", buf, 0, 2 * MiB, true, &secs);
+	rc = ffct_write_sync(c, "/one/again", buf, 0, 2 * MiB, true, &secs);
 	printf("after rm: a new file: %s in %.2f s\n", rc ? strerror(-rc) : "written", secs);
 	CHECK_EQ(rc, 0);
-	read_check(c, "/one/again", 2 * MiB, 1000);
+	ffct_read_check(c, "/one/again", 2 * MiB, 1000);
 	for (unsigned i = 0; i < n; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/one/f%u", i);
 		if (ok[i])
-			read_check(c, path, 2 * MiB, 100 + i);
+			ffct_read_check(c, path, 2 * MiB, 100 + i);
 	}
 
 	free(buf);

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resilver (mds/resilver.h): stale copies brought up to date by the data
+ * servers, the MDS directing.  The header says how a copy is made.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/client.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/layout.h"
+#include "mds/mds_impl.h"
+#include "mds/resilver.h"
+#include "nfsd/clock.h"
+#include "nfsd/metrics.h"
+
+#define RESILVER_SCAN_MS    2000 /* the stale set is walked this often */
+#define RESILVER_BATCH	    1024 /* files taken from it per walk */
+#define RESILVER_QUIESCE_MS 30000 /* most a file's RW layouts are waited for */
+#define RESILVER_WARNED	    64	 /* files whose "no source" was logged, kept */
+
+struct mds_resilver {
+	struct braid_mds *mds;
+	pthread_mutex_t mu; /* guards what follows, and st */
+	pthread_cond_t cond;
+	bool stop, kick, running;
+	pthread_t thread;
+	struct mds_resilver_stats st;
+	uint64_t warned[RESILVER_WARNED]; /* the thread's own */
+	unsigned nwarned;
+	struct nfsd_metric *m_files, *m_bytes, *m_fail, *m_stale;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static bool stopping(struct mds_resilver *rs)
+{
+	pthread_mutex_lock(&rs->mu);
+	bool s = rs->stop;
+	pthread_mutex_unlock(&rs->mu);
+	return s;
+}
+
+static void stats_set(struct mds_resilver *rs, uint64_t ino, uint32_t to, uint64_t bytes)
+{
+	pthread_mutex_lock(&rs->mu);
+	rs->st.inflight_ino = ino;
+	rs->st.inflight_to = to;
+	rs->st.inflight_bytes = bytes;
+	pthread_mutex_unlock(&rs->mu);
+}
+
+/* Log "no source" once per file (a small ring of those logged). */
+static void warn_once(struct mds_resilver *rs, uint64_t ino, uint32_t ds)
+{
+	for (unsigned i = 0; i < rs->nwarned && i < RESILVER_WARNED; i++)
+		if (rs->warned[i] == ino)
+			return;
+	rs->warned[rs->nwarned++ % RESILVER_WARNED] = ino;
+	mds_log("inode %llu: its stale copy on data server %u has no single current mirror up "
+		"holding all it holds: left stale (never read)",
+		(unsigned long long)ino, ds);
+}
+
+/* Whether y holds, at the same stripe position of another mirror, every
+ * segment x holds. */
+struct src_check {
+	unsigned stripes;
+	uint32_t x, y;
+	bool ok;
+};
+
+static int src_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct src_check *c = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	unsigned S = c->stripes, M = l->nds / S;
+	for (unsigned i = 0; i < M * S; i++) {
+		if (l->ds[i] != c->x)
+			continue;
+		bool found = false;
+		for (unsigned m = 0; m < M && !found; m++)
+			found = m != i / S && l->ds[m * S + i % S] == c->y;
+		if (!found) {
+			c->ok = false;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* A current mirror of x's copy that is up: 0 and *y, *info; -ENOENT. */
+static int pick_source(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m,
+		       uint32_t x, uint32_t *y, struct mds_ds_info *info)
+{
+	for (unsigned i = 0; i < m->nset; i++) {
+		uint32_t id = m->set[i] & MDS_LAYOUT_ID;
+		if (id == x || (m->set[i] & MDS_LAYOUT_STALE))
+			continue;
+		if (mds_dsreg_get(mds, id, info) || !info->up || !info->nctl_addrs)
+			continue;
+		struct src_check c = {.stripes = m->pol.stripes ? m->pol.stripes : 1,
+				      .x = x,
+				      .y = id,
+				      .ok = true};
+		if (mds_layout_list(mds->store, ino, src_seg, &c) < 0 || !c.ok)
+			continue;
+		*y = id;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* One whole pass from the source to dc's data server. */
+static int pass(struct mds_resilver *rs, struct mds_ds_conn *dc, struct ds_ctl_copy_args *args,
+		uint64_t ino, uint64_t *written)
+{
+	struct braid_mds *mds = rs->mds;
+	struct ds_ctl_copy_res res;
+	args->offset = 0;
+	for (;;) {
+		if (stopping(rs))
+			return -ECANCELED;
+		int rc = ds_ctl_copy(dc->clnt, &mds->key, args, &res);
+		if (rc)
+			return rc;
+		*written += res.written;
+		stats_set(rs, ino, dc->id, res.next);
+		if (res.done)
+			return 0;
+		if (res.next <= args->offset)
+			return -EIO; /* no progress */
+		args->offset = res.next;
+	}
+}
+
+/* The file is gone (or an orphan) after a copy made its object again at
+ * x: remove that object (best effort; the orphan sweep removes the rest). */
+static void drop_if_gone(struct braid_mds *mds, uint64_t ino, const struct ds_objid *id,
+			 struct mds_ds_conn *dc)
+{
+	struct mds_attr a;
+	int rc = mds_inode_getattr(mds->store, ino, &a);
+	if (rc == -ENOENT || rc == -ESTALE || (!rc && !a.nlink))
+		ds_ctl_remove(dc->clnt, &mds->key, id);
+}
+
+/* Bring ino's copy on data server x up to date, if it can be now. */
+static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
+		     const struct mds_file_map *m, uint32_t x)
+{
+	struct braid_mds *mds = rs->mds;
+	struct mds_ds_info xi, yi;
+	uint32_t y;
+	if (mds_dsreg_get(mds, x, &xi) || !xi.up)
+		return; /* when it is back */
+	if (pick_source(mds, a->ino, m, x, &y, &yi)) {
+		warn_once(rs, a->ino, x);
+		return;
+	}
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, x, &rc);
+	if (!dc)
+		return;
+	struct ds_ctl_copy_args args = {.mode = 0600, .count = DS_CTL_COPY_MAX,
+					.rate = mds->set.resilver_rate};
+	mds_data_objid(a, &args.id);
+	mds_data_fence_epoch(a, m->epoch, &args.uid, &args.gid);
+	for (unsigned k = 0; k < yi.nctl_addrs && k < DS_CTL_ADDRS_MAX; k++) {
+		args.src[k].netid = yi.ctl_addrs[k].netid;
+		args.src[k].uaddr = yi.ctl_addrs[k].uaddr;
+		args.nsrc++;
+	}
+	uint64_t t0 = nfsd_now_ns(), written = 0;
+	/* 1: while clients go on writing the current mirrors */
+	rc = pass(rs, dc, &args, a->ino, &written);
+	bool frozen = false;
+	if (!rc) {
+		/* 2: no RW layout out, no write of the MDS's own */
+		mds_layout_resilver_begin(mds, a->ino);
+		frozen = true;
+		uint64_t until = nfsd_now_ns() + RESILVER_QUIESCE_MS * 1000000ull;
+		while (mds_layout_rw_held(mds, a->ino) && !stopping(rs)) {
+			if (nfsd_now_ns() > until) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			usleep(20 * 1000);
+		}
+	}
+	if (!rc) {
+		mds_data_write_gate(mds, a->ino, MDS_GATE_FREEZE);
+		/* 3: with nothing writing it; 4: current again */
+		struct mds_file_map now;
+		rc = mds_data_map(mds, a->ino, &now);
+		if (!rc && now.epoch != m->epoch) {
+			/* fenced meanwhile: the copy takes the new owner */
+			mds_data_fence_epoch(a, now.epoch, &args.uid, &args.gid);
+		}
+		if (!rc)
+			rc = pass(rs, dc, &args, a->ino, &written);
+		if (!rc)
+			rc = mds_data_stale_clear(mds, a->ino, x);
+		mds_data_write_gate(mds, a->ino, MDS_GATE_OPEN);
+	}
+	if (frozen)
+		mds_layout_resilver_end(mds, a->ino);
+	drop_if_gone(mds, a->ino, &args.id, dc);
+	mds_ds_conn_put(dc);
+	stats_set(rs, 0, 0, 0);
+	double secs = (double)(nfsd_now_ns() - t0) / 1e9;
+	pthread_mutex_lock(&rs->mu);
+	rs->st.bytes_copied += written;
+	if (rc)
+		rs->st.failures++;
+	else
+		rs->st.files_done++;
+	pthread_mutex_unlock(&rs->mu);
+	nfsd_metric_add(rs->m_bytes, (int64_t)written);
+	if (rc) {
+		nfsd_metric_add(rs->m_fail, 1);
+		if (rc != -ECANCELED)
+			mds_log("inode %llu: resilver of its copy on data server %u from %u: %s "
+				"(tried again later)",
+				(unsigned long long)a->ino, x, y, strerror(-rc));
+		return;
+	}
+	nfsd_metric_add(rs->m_files, 1);
+	mds_log("inode %llu: its copy on data server %u is current again (resilvered from %u: "
+		"%llu bytes in %.2f s)",
+		(unsigned long long)a->ino, x, y, (unsigned long long)written, secs);
+}
+
+static void resilver_file(struct mds_resilver *rs, uint64_t ino)
+{
+	struct braid_mds *mds = rs->mds;
+	struct mds_attr a;
+	int rc = mds_inode_getattr(mds->store, ino, &a);
+	if (rc == -ENOENT || rc == -ESTALE || (!rc && a.type != MDS_REG)) {
+		mds_stale_clear(mds->store, ino);
+		return;
+	}
+	struct mds_file_map m;
+	if (rc || mds_data_map(mds, ino, &m))
+		return;
+	bool any = false;
+	for (unsigned i = 0; i < m.nset && !stopping(rs); i++)
+		if (m.set[i] & MDS_LAYOUT_STALE) {
+			any = true;
+			copy_one(rs, &a, &m, m.set[i] & MDS_LAYOUT_ID);
+		}
+	if (!any)
+		mds_stale_clear(mds->store, ino); /* a mark left by a crash */
+}
+
+/* ------------------------------------------------------------- thread */
+
+struct ino_vec {
+	uint64_t *v;
+	unsigned n;
+};
+
+static int collect(void *arg, uint64_t ino)
+{
+	struct ino_vec *iv = arg;
+	if (iv->n == RESILVER_BATCH)
+		return 1;
+	iv->v[iv->n++] = ino;
+	return 0;
+}
+
+static void *resilver_main(void *arg)
+{
+	struct mds_resilver *rs = arg;
+	uint64_t *v = malloc(RESILVER_BATCH * sizeof(*v));
+	for (;;) {
+		pthread_mutex_lock(&rs->mu);
+		if (!rs->kick && !rs->stop) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += RESILVER_SCAN_MS / 1000;
+			pthread_cond_timedwait(&rs->cond, &rs->mu, &ts);
+		}
+		bool stop = rs->stop;
+		rs->kick = false;
+		pthread_mutex_unlock(&rs->mu);
+		if (stop)
+			break;
+		if (!v)
+			continue;
+		struct ino_vec iv = {.v = v};
+		if (mds_stale_list(rs->mds->store, collect, &iv) < 0)
+			continue;
+		pthread_mutex_lock(&rs->mu);
+		rs->st.stale_files = iv.n;
+		pthread_mutex_unlock(&rs->mu);
+		nfsd_metric_set(rs->m_stale, iv.n);
+		for (unsigned i = 0; i < iv.n && !stopping(rs); i++)
+			resilver_file(rs, v[i]);
+	}
+	free(v);
+	return NULL;
+}
+
+int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
+{
+	struct mds_resilver *rs = calloc(1, sizeof(*rs));
+	if (!rs) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	rs->mds = mds;
+	pthread_mutex_init(&rs->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rs->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	struct nfsd_metrics *mt = mds->metrics;
+	rs->m_files = nfsd_metrics_counter(
+	    mt, "braid_mds_resilver_files_total",
+	    "Stale copies made current again, copied from a current mirror.", NULL);
+	rs->m_bytes = nfsd_metrics_counter(mt, "braid_mds_resilver_bytes_total",
+					   "Bytes the data servers wrote resilvering copies.", NULL);
+	rs->m_fail = nfsd_metrics_counter(mt, "braid_mds_resilver_failures_total",
+					  "Resilver passes that failed (tried again later).", NULL);
+	rs->m_stale = nfsd_metrics_gauge(
+	    mt, "braid_mds_stale_files",
+	    "Files with a stale copy (missing writes), at the last scan.", NULL);
+	mds->resilver = rs;
+	int rc = -pthread_create(&rs->thread, NULL, resilver_main, rs);
+	if (rc) {
+		snprintf(msg, msglen, "resilver thread: %s", strerror(-rc));
+		return rc;
+	}
+	rs->running = true;
+	return 0;
+}
+
+void mds_resilver_kick(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->mu);
+	rs->kick = true;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->mu);
+}
+
+void mds_resilver_stats(struct braid_mds *mds, struct mds_resilver_stats *out)
+{
+	struct mds_resilver *rs = mds->resilver;
+	memset(out, 0, sizeof(*out));
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->mu);
+	*out = rs->st;
+	pthread_mutex_unlock(&rs->mu);
+}
+
+void mds_resilver_stop(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->mu);
+	rs->stop = true;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->mu);
+	if (rs->running)
+		pthread_join(rs->thread, NULL);
+	rs->running = false;
+}
+
+void mds_resilver_release(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return;
+	mds_resilver_stop(mds);
+	pthread_cond_destroy(&rs->cond);
+	pthread_mutex_destroy(&rs->mu);
+	free(rs);
+	mds->resilver = NULL;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resilver (mds/resilver.c): stale mirrors (mds/data.h MDS_LAYOUT_STALE)
+ * brought up to date once their data server is up again, copied from a
+ * current mirror by the data servers themselves (braid_ctl COPY, the MDS
+ * directing; the bytes never pass through the MDS).
+ *
+ * One thread walks the store's stale set (mds_stale_list) every
+ * RESILVER_SCAN_MS, and at once when kicked (a data server registered).
+ * For each stale copy whose server is up, with a current mirror up that
+ * holds every segment the stale one does (at the same stripe position):
+ *   1. a pass copies the whole object while clients go on writing the
+ *      current mirrors (their layouts do not name the stale one);
+ *   2. RW LAYOUTGETs of the file answer LAYOUTTRYLATER, its layouts are
+ *      recalled, and the MDS's own writes to it wait at its gate
+ *      (mds_data_write_gate), until no RW layout of it is out (at most
+ *      RESILVER_QUIESCE_MS, else it is tried again later);
+ *   3. a second pass copies it again, with nothing writing it;
+ *   4. the copy is declared current (mds_data_stale_clear), durably, and
+ *      the file is let go: new layouts name it again.
+ * A failure leaves the copy stale (never read) and is retried at the next
+ * scan.  Copies whose segments no single current mirror holds (a grid
+ * whose mirrors pair differently per segment) are left stale and logged.
+ *
+ * [mds] resilver_rate bounds the bytes per second each copy reads from its
+ * source (0: no bound), so that a resilver does not starve clients.
+ */
+#ifndef BRAID_MDS_RESILVER_H
+#define BRAID_MDS_RESILVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct braid_mds;
+
+int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen);
+/* Stops the thread (it calls data servers): before dsreg goes. */
+void mds_resilver_stop(struct braid_mds *mds);
+void mds_resilver_release(struct braid_mds *mds);
+/* Scan now: a data server came (back). */
+void mds_resilver_kick(struct braid_mds *mds);
+
+/* What braidctl and the metrics show. */
+struct mds_resilver_stats {
+	uint64_t stale_files;	 /* files with a stale copy at the last scan */
+	uint64_t files_done;	 /* copies made current */
+	uint64_t bytes_copied;	 /* bytes the data servers wrote for them */
+	uint64_t failures;	 /* passes that failed (retried) */
+	uint64_t inflight_ino;	 /* the file being copied (0: none) */
+	uint32_t inflight_to;	 /* to this data server */
+	uint64_t inflight_bytes; /* of its pass so far */
+};
+void mds_resilver_stats(struct braid_mds *mds, struct mds_resilver_stats *out);
+
+#endif
