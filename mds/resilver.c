@@ -34,6 +34,8 @@ struct mds_resilver {
 	bool stop, kick, running;
 	pthread_t thread;
 	struct mds_resilver_stats st;
+	uint32_t failed[16]; /* the thread's own: data servers skipped this scan */
+	unsigned nfailed;
 	uint64_t warned[RESILVER_WARNED]; /* the thread's own */
 	unsigned nwarned;
 	struct nfsd_metric *m_files, *m_bytes, *m_fail, *m_stale;
@@ -161,6 +163,9 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 	struct braid_mds *mds = rs->mds;
 	struct mds_ds_info xi, yi;
 	uint32_t y;
+	for (unsigned i = 0; i < rs->nfailed; i++)
+		if (rs->failed[i] == x)
+			return; /* it failed a copy this scan: not again before the next */
 	if (mds_dsreg_get(mds, x, &xi) || !xi.up)
 		return; /* when it is back */
 	if (pick_source(mds, a->ino, m, x, &y, &yi)) {
@@ -228,6 +233,8 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 	nfsd_metric_add(rs->m_bytes, (int64_t)written);
 	if (rc) {
 		nfsd_metric_add(rs->m_fail, 1);
+		if (rs->nfailed < sizeof(rs->failed) / sizeof(rs->failed[0]))
+			rs->failed[rs->nfailed++] = x;
 		if (rc != -ECANCELED)
 			mds_log("inode %llu: resilver of its copy on data server %u from %u: %s "
 				"(tried again later)",
@@ -304,6 +311,7 @@ static void *resilver_main(void *arg)
 		rs->st.stale_files = iv.n;
 		pthread_mutex_unlock(&rs->mu);
 		nfsd_metric_set(rs->m_stale, iv.n);
+		rs->nfailed = 0;
 		for (unsigned i = 0; i < iv.n && !stopping(rs); i++)
 			resilver_file(rs, v[i]);
 	}

@@ -19,7 +19,9 @@
  *   4. the copy is declared current (mds_data_stale_clear), durably, and
  *      the file is let go: new layouts name it again.
  * A failure leaves the copy stale (never read) and is retried at the next
- * scan.  Copies whose segments no single current mirror holds (a grid
+ * scan; a data server a copy to it failed on is skipped for the rest of
+ * the scan (a server just gone takes ds_timeout to be counted down, and
+ * each call to it would wait out its timeout).  Copies whose segments no single current mirror holds (a grid
  * whose mirrors pair differently per segment) are left stale and logged.
  *
  * [mds] resilver_rate bounds the bytes per second each copy reads from its

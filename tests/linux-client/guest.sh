@@ -26,6 +26,15 @@
 #           with that server gone; after "@@PNFS restart-killed" the host
 #           starts it again, and the guest waits until every data server's
 #           metrics answer, then reads the new file back.
+#   lost    under /mirrored (2 mirrors), write LOST_FILES files of 4 MiB;
+#           print "@@PNFS lost-start DIR" and wait until a data server's
+#           metrics stop answering (the host SIGKILLs one holding them, for
+#           good); then read each file back, append 1 MiB to it and create
+#           a new 1 MiB file, each dd timed ("@@PNFS lost-worst S": the
+#           slowest, at most LOST_BOUND seconds), read everything back
+#           after drop_caches; print "@@PNFS lost-done" (the host starts
+#           the server again and checks its stale copies are resilvered)
+#           and wait for its metrics.
 #   enospc  under /full (layout=whole; run.sh gives the data servers 48
 #           MiB stores), write ENOSPC_MIB MiB files with dd conv=fsync
 #           until three in a row fail; each failure must be ENOSPC within
@@ -56,7 +65,7 @@
 #
 # Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from run.sh:
 # GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
-# PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
+# PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND LOST_FILES LOST_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
 # EXPECT_VERS.
 
 FAILS=0
@@ -456,6 +465,84 @@ check_enospc() {
 	echo "df after: $(df -Pk "$MNT" | tail -1)"
 }
 
+# timed CMD...: run it, fold its time into worst, say when it failed
+timed() {
+	tt0=$(now)
+	"$@"
+	trc=$?
+	tdt=$(elapsed "$tt0" "$(now)")
+	within "$tdt" "$worst" || worst=$tdt
+	[ $trc = 0 ] || fail "$* failed (status $trc) after $tdt s"
+	return $trc
+}
+
+# lost_metrics_wait GONE: until one data server's metrics stop answering
+# (GONE=1) or all of them answer (GONE=0), 60 s at most
+lost_metrics_wait() {
+	lw=0
+	while [ $lw -lt 120 ]; do
+		down=0
+		for dm in $PNFS_METRICS; do
+			case $dm in ds*) ;; *) continue;; esac
+			wget -q -O /dev/null "http://${dm#*=}/metrics" 2>/dev/null || down=$((down + 1))
+		done
+		if [ "$1" = 1 ] && [ $down -gt 0 ]; then return 0; fi
+		if [ "$1" = 0 ] && [ $down = 0 ]; then return 0; fi
+		usleep 500000
+		lw=$((lw + 1))
+	done
+	return 1
+}
+
+check_lost() {
+	d=$MNT/mirrored/$W/lost
+	mkdir -p "$d" || die "mkdir $d"
+	step write-lost "write $LOST_FILES files of 4 MiB under /mirrored (2 mirrors)"
+	i=0
+	while [ $i -lt "$LOST_FILES" ]; do
+		dd if=/dev/urandom of="/tmp/lost.$i" bs=1M count=4 2>/dev/null || die "urandom"
+		dd if="/tmp/lost.$i" of="$d/f$i" bs=1M conv=fsync 2>/dev/null || fail "write $d/f$i"
+		i=$((i + 1))
+	done
+	echo "@@PNFS lost-start ${d#$MNT/}"
+	lost_metrics_wait 1 || die "no data server went away"
+	step degraded "read, append and create with a data server gone for good"
+	worst=0
+	t0=$(now)
+	i=0
+	while [ $i -lt "$LOST_FILES" ]; do
+		tt0=$(now)
+		got=$(md5sum < "$d/f$i" | cut -d' ' -f1)
+		tdt=$(elapsed "$tt0" "$(now)")
+		within "$tdt" "$worst" || worst=$tdt
+		[ "$got" = "$(md5sum < "/tmp/lost.$i" | cut -d' ' -f1)" ] ||
+			fail "$d/f$i: read back differs with a data server gone"
+		dd if=/dev/urandom of=/tmp/app bs=1M count=1 2>/dev/null
+		cat /tmp/app >> "/tmp/lost.$i"
+		timed dd if=/tmp/app of="$d/f$i" bs=1M seek=4 conv=notrunc,fsync 2>/dev/null
+		dd if=/dev/urandom of="/tmp/new.$i" bs=1M count=1 2>/dev/null
+		timed dd if="/tmp/new.$i" of="$d/n$i" bs=1M conv=fsync 2>/dev/null
+		i=$((i + 1))
+	done
+	echo "@@PNFS lost-worst $worst"
+	ok "$((LOST_FILES * 3)) reads, appends and creates in $(elapsed "$t0" "$(now)") s; the slowest $worst s"
+	within "$worst" "$LOST_BOUND" || fail "an operation took $worst s, more than $LOST_BOUND s"
+	dropcaches
+	i=0
+	while [ $i -lt "$LOST_FILES" ]; do
+		[ "$(md5sum < "$d/f$i" | cut -d' ' -f1)" = "$(md5sum < "/tmp/lost.$i" | cut -d' ' -f1)" ] ||
+			fail "$d/f$i (appended): read back differs"
+		[ "$(md5sum < "$d/n$i" | cut -d' ' -f1)" = "$(md5sum < "/tmp/new.$i" | cut -d' ' -f1)" ] ||
+			fail "$d/n$i (made with a server gone): read back differs"
+		i=$((i + 1))
+	done
+	ok "every file reads back after drop_caches"
+	echo "@@PNFS lost-done"
+	step lost-back "the host starts the data server again"
+	lost_metrics_wait 0 || fail "data servers' metrics not all back after 60 s"
+	rm -f /tmp/lost.* /tmp/new.* /tmp/app
+}
+
 check_trunk() {
 	mkdir -p "$MNT/striped/$W" || die "mkdir $MNT/striped/$W"
 	step write-trunk "write $PNFS_TRUNK_MIB MiB under /striped"
@@ -476,8 +563,8 @@ for c in $GUEST_CHECKS; do
 	f0=$FAILS
 	case $c in
 	posix) check_posix;;
-	data|mirror|trunk|enospc) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, data, mirror, trunk or enospc";;
+	data|mirror|lost|trunk|enospc) pnfs_mount; "check_$c"; pnfs_umount;;
+	*) die "check $c: want posix, data, mirror, lost, trunk or enospc";;
 	esac
 	T "$c-done"
 	snapshot "$c"
