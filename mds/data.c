@@ -537,6 +537,103 @@ int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id)
 	return rc == -ENOENT ? 0 : rc;
 }
 
+/* The segments of a file that name one data server (mds_layout_list). */
+struct seg_naming {
+	uint32_t id;
+	struct mds_layout_args *v;
+	unsigned n, cap;
+	int err;
+};
+
+static int seg_naming_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct seg_naming *c = arg;
+	if (seg >= MDS_LAYOUT_REC || !id_in(l->ds, l->nds, c->id))
+		return 0;
+	if (c->n == c->cap) {
+		unsigned cap = c->cap ? 2 * c->cap : 16;
+		struct mds_layout_args *v = realloc(c->v, cap * sizeof(*v));
+		if (!v) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct mds_layout_args){.seg = seg, .l = *l};
+	return 0;
+}
+
+int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct seg_naming segs = {.id = from};
+	int rc = mds_data_map(mds, ino, &m);
+	int ifrom = -1, ito = -1;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		if ((m.set[i] & MDS_LAYOUT_ID) == from)
+			ifrom = (int)i;
+		if ((m.set[i] & MDS_LAYOUT_ID) == to)
+			ito = (int)i;
+	}
+	if (rc || ifrom < 0)
+		goto out; /* nothing (left) to move */
+	/* some segment with no current copy but from's: its bytes are lost */
+	struct stale_check c = {.m = &m, .going = &from, .ngoing = 1};
+	if ((rc = mds_layout_list(mds->store, ino, stale_check_seg, &c)) < 0)
+		goto out;
+	rc = 0;
+	if (c.orphaned) {
+		rc = -ENODATA;
+		goto out;
+	}
+	/* 1: to joins the set, stale (the stale set first) */
+	if (ito < 0) {
+		if (m.nset == LAYOUT_SET_MAX) {
+			rc = -E2BIG;
+			goto out;
+		}
+		if ((rc = mds_stale_mark(mds->store, ino)))
+			goto out;
+		m.set[m.nset++] = to | MDS_LAYOUT_STALE;
+		if ((rc = map_record(mds, ino, &m)))
+			goto out;
+	} else if (!(m.set[ito] & MDS_LAYOUT_STALE)) {
+		rc = -EEXIST; /* a current member: not a place for from's copies */
+		goto out;
+	}
+	/* 2: every segment naming from names to instead */
+	if ((rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs)) < 0 ||
+	    (rc = segs.err))
+		goto out;
+	for (unsigned k = 0; !rc && k < segs.n; k++) {
+		struct mds_layout_args *la = &segs.v[k];
+		la->ino = ino;
+		for (uint32_t j = 0; j < la->l.nds; j++)
+			if (la->l.ds[j] == from)
+				la->l.ds[j] = to;
+		rc = mds_layout_set(mds->store, la);
+	}
+	/* 3: from leaves the set */
+	if (!rc) {
+		memmove(&m.set[ifrom], &m.set[ifrom + 1], (m.nset - (unsigned)ifrom - 1) * sizeof(m.set[0]));
+		m.nset--;
+		rc = map_record(mds, ino, &m);
+	}
+	if (!rc)
+		mds_log("inode %llu: its copy on data server %u moves to data server %u (stale until "
+			"resilvered)",
+			(unsigned long long)ino, from, to);
+out:
+	pthread_mutex_unlock(mu);
+	free(segs.v);
+	if (!rc && ifrom >= 0)
+		mds_layout_recall_file(mds, ino);
+	return rc;
+}
+
 /* With the object lock held: SETFENCE of the current epoch's pair on every
  * data server of the file; -EAGAIN when one could not be reached. */
 static int fence_apply_locked(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch)

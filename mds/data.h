@@ -111,6 +111,18 @@ int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids
  * cleared, and the file leaves the stale set when none is left. */
 int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id);
 
+/*
+ * Rebuild: data server 'from' (declared lost) is replaced in ino's file by
+ * 'to', a data server the file does not use, whose copy is stale until the
+ * resilver makes it from a current mirror.  In order, each durable: to
+ * joins the set (stale), the segments naming from name to, from leaves
+ * the set; a crash in between leaves a state a retry finishes.  Then the
+ * file's layouts are recalled.  0 (also when from is not named);
+ * -ENODATA: a segment has no current copy besides from's (its bytes are
+ * lost; nothing changed); -EEXIST: to is a current member already.
+ */
+int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to);
+
 /* Every data server holding a segment of ino: how many (at most max), or -errno. */
 int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);
 /*

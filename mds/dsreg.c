@@ -11,7 +11,8 @@
  * fsync + rename + fsync of the directory before the REGISTER reply, so the
  * id survives restarts of both sides.  Each line is "id uuid", then
  * "drained" for a data server the administrator drained (placement skips
- * it) or "removed" for one forgotten (a tombstone: its id is never given
+ * it), "lost" for one declared lost (its copies are rebuilt elsewhere,
+ * mds/resilver.h; placement skips it until 'braidctl ds add') or "removed" for one forgotten (a tombstone: its id is never given
  * again, and its uuid registering anew gets a new id).  Everything else about a data server
  * (addresses, versions, space, boot verifier) is soft state: after an MDS
  * restart each data server's next HEARTBEAT is answered STALE and it
@@ -139,7 +140,7 @@ static bool ent_short(const struct ds_ent *e)
 /* Up and taking new objects, whatever its space. */
 static bool ent_takes(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t now)
 {
-	return ent_up(r, e, now) && !e->i.drained &&
+	return ent_up(r, e, now) && !e->i.drained && !e->i.lost &&
 	       !(e->i.health & (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY));
 }
 
@@ -212,7 +213,8 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 		char extra;
 		int nf = sscanf(p, "%lu %63s %15s %c", &id, hex, flag, &extra);
 		bool drained = !strcmp(flag, "drained"), removed = !strcmp(flag, "removed");
-		bool ok = (nf == 2 || (nf == 3 && (drained || removed))) && id > 0 &&
+		bool lost = !strcmp(flag, "lost");
+		bool ok = (nf == 2 || (nf == 3 && (drained || removed || lost))) && id > 0 &&
 			  id < UINT32_MAX && strlen(hex) == 32;
 		for (int k = 0; ok && k < 16; k++) {
 			int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
@@ -225,13 +227,14 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 		} else if (!ok) {
 			snprintf(msg, msglen,
 				 "%s:%u: expected \"id uuid\" (32 hex digits), then "
-				 "\"drained\" or \"removed\" or nothing",
+				 "\"drained\", \"lost\", \"removed\" or nothing",
 				 r->path, lineno);
 			rc = -EINVAL;
 		} else if ((rc = ent_add(r, (uint32_t)id, uuid))) {
 			snprintf(msg, msglen, "out of memory");
 		} else {
 			r->ents[r->nents - 1]->i.drained = drained;
+			r->ents[r->nents - 1]->i.lost = lost;
 			r->ents[r->nents - 1]->removed = removed;
 		}
 	}
@@ -247,7 +250,7 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 struct binding {
 	uint32_t id;
 	uint8_t uuid[16];
-	bool drained, removed;
+	bool drained, removed, lost;
 };
 
 /* The table's bindings (with room for one more at the end): malloc'd. */
@@ -257,8 +260,10 @@ static struct binding *bindings_snapshot(struct mds_dsreg *r, unsigned *n)
 	struct binding *b = malloc((r->nents + 1) * sizeof(*b));
 	for (unsigned k = 0; b && k < r->nents; k++) {
 		const struct ds_ent *e = r->ents[k];
-		b[k] =
-		    (struct binding){.id = e->i.id, .drained = e->i.drained, .removed = e->removed};
+		b[k] = (struct binding){.id = e->i.id,
+					.drained = e->i.drained,
+					.removed = e->removed,
+					.lost = e->i.lost};
 		memcpy(b[k].uuid, e->i.uuid, 16);
 	}
 	*n = r->nents;
@@ -286,7 +291,11 @@ static int bindings_save(struct mds_dsreg *r, const struct binding *b, unsigned 
 		fprintf(f, "%u ", b[i].id);
 		for (int k = 0; k < 16; k++)
 			fprintf(f, "%02x", b[i].uuid[k]);
-		fputs(b[i].removed ? " removed\n" : b[i].drained ? " drained\n" : "\n", f);
+		fputs(b[i].removed ? " removed\n"
+		      : b[i].lost  ? " lost\n"
+		      : b[i].drained ? " drained\n"
+				     : "\n",
+		      f);
 	}
 	int rc = 0;
 	if (fflush(f) || fsync(fd))
@@ -518,6 +527,7 @@ static int c_register(struct nfsd_req *req, void *argp, void *resp)
 	n->i.id = id;
 	n->i.registered = true;
 	n->i.drained = e->i.drained; /* the administrator's, not the data server's */
+	n->i.lost = e->i.lost;
 	n->i.health = 0;
 	/* REGISTER carries no count: the last HEARTBEAT's stands until the next
 	 * (same id, same store) */
@@ -618,12 +628,15 @@ int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain)
 	pthread_mutex_lock(&r->reg_mu); /* the file's writers take turns */
 	pthread_mutex_lock(&r->mu);
 	struct ds_ent *e = ent_find(r, id);
-	bool was = e && e->i.drained;
-	if (e)
+	bool was = e && e->i.drained, was_lost = e && e->i.lost;
+	if (e) {
 		e->i.drained = drain;
+		if (!drain)
+			e->i.lost = false; /* readmitted: an empty server */
+	}
 	pthread_mutex_unlock(&r->mu);
 	int rc = e ? 0 : -ENOENT;
-	if (e && was != drain) {
+	if (e && (was != drain || was_lost != e->i.lost)) {
 		unsigned n;
 		struct binding *b = bindings_snapshot(r, &n);
 		rc = b ? bindings_save(r, b, n) : -ENOMEM;
@@ -631,14 +644,48 @@ int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain)
 		if (rc) { /* not durable: not done */
 			pthread_mutex_lock(&r->mu);
 			e->i.drained = was;
+			e->i.lost = was_lost;
 			pthread_mutex_unlock(&r->mu);
 		}
 	}
 	pthread_mutex_unlock(&r->reg_mu);
-	if (!rc && was != drain)
+	if (!rc && was_lost && !drain)
+		mds_log("data server %u, declared lost, admitted back by the administrator (as "
+			"an empty server)",
+			id);
+	else if (!rc && was != drain)
 		mds_log("data server %u %s by the administrator", id,
 			drain ? "drained (no new objects go there)"
 			      : "admitted back into placement");
+	return rc;
+}
+
+int mds_dsreg_lost(struct braid_mds *mds, uint32_t id, const char *why)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	pthread_mutex_lock(&r->reg_mu);
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	bool was = e && e->i.lost;
+	if (e)
+		e->i.lost = true;
+	pthread_mutex_unlock(&r->mu);
+	int rc = e ? 0 : -ENOENT;
+	if (e && !was) {
+		unsigned n;
+		struct binding *b = bindings_snapshot(r, &n);
+		rc = b ? bindings_save(r, b, n) : -ENOMEM;
+		free(b);
+		if (rc) {
+			pthread_mutex_lock(&r->mu);
+			e->i.lost = false;
+			pthread_mutex_unlock(&r->mu);
+		}
+	}
+	pthread_mutex_unlock(&r->reg_mu);
+	if (!rc && !was)
+		mds_log("data server %u declared lost (%s): its copies are rebuilt on the others",
+			id, why);
 	return rc;
 }
 

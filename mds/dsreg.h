@@ -45,6 +45,7 @@ struct mds_ds_info {
 	bool registered; /* has REGISTERed since this MDS started */
 	bool up;	 /* registered and heard from within [mds] ds_timeout */
 	bool drained;	 /* by the administrator (mds_dsreg_drain): placement skips it */
+	bool lost;	 /* declared lost (mds_dsreg_lost): its copies are rebuilt elsewhere */
 	uint32_t health; /* BRAID_CTL_HEALTH_* of the last HEARTBEAT */
 	uint64_t capacity, free, objects;
 	uint64_t since_heartbeat_ms; /* since the last REGISTER or HEARTBEAT */
@@ -68,6 +69,14 @@ int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out);
  * returning.  0, -ENOENT, or the -errno of the write (nothing changed).
  */
 int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain);
+/*
+ * braidctl ds lost, or [mds] ds_lost_after: the data server is gone for
+ * good.  Recorded in the bindings file before returning; placement skips
+ * it and mds/resilver.c rebuilds every copy it held on the others.
+ * 'braidctl ds add' (mds_dsreg_drain false) admits it back, empty.  0,
+ * -ENOENT, or the -errno of the write (nothing changed).
+ */
+int mds_dsreg_lost(struct braid_mds *mds, uint32_t id, const char *why);
 /*
  * braidctl ds remove: forget the data server: its id is never given again
  * and, should its uuid register anew, it gets a new id.  The caller checks

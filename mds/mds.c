@@ -67,6 +67,9 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "ds_timeout", CONF_DURATION, .min = 2000, .max = 3600000, .def = "20s",
 	  S(ds_timeout_ms),
 	  .desc = "A data server silent this long is down: new files go elsewhere." },
+	{ "mds", NULL, "ds_lost_after", CONF_DURATION, .def = "0", S(ds_lost_after_ms),
+	  .desc = "A data server down this long is declared lost: its copies are rebuilt on "
+		  "the others (braidctl ds lost does it at once); 0: never by itself." },
 	{ "mds", NULL, "resilver_rate", CONF_SIZE, .def = "0", S(resilver_rate),
 	  .desc = "Bytes per second each resilver copy reads from its source (a stale mirror "
 		  "brought up to date); 0: no bound." },

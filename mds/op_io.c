@@ -417,6 +417,19 @@ static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t 
 		if (rc != -EAGAIN && rc != -ENOTSUP && rc != -EIO)
 			break;
 	}
+	if (rc == -EAGAIN) {
+		/* none answered: if every current copy is on a data server lost
+		 * for good, this waits for nothing (mds/resilver.h): EIO */
+		bool gone = true;
+		for (unsigned m = 0; m < nm && gone; m++) {
+			uint32_t id = seg->ds[layout_ds_slot(&o->map.pol, m, off)];
+			struct mds_ds_info info;
+			if (!mds_data_map_stale(&o->map, id))
+				gone = !mds_dsreg_get(o->mds, id, &info) && info.lost;
+		}
+		if (gone)
+			rc = -EIO;
+	}
 	return rc;
 }
 

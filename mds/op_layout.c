@@ -398,6 +398,7 @@ struct seg_ds {
 	unsigned nvers; /* versions the layout type names it by */
 	bool healthy;	/* up, not avoided, speaks a version we can name */
 	bool stale;	/* its copy misses writes: neither read nor written */
+	bool lost;	/* on a data server declared lost */
 };
 
 /*
@@ -658,6 +659,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		bool others = !sd[j].info->up || avoided || !sd[j].nvers;
 		sd[j].healthy = !others && (!cm || space);
 		sd[j].stale = mds_data_map_stale(&map, sd[j].id);
+		sd[j].lost = sd[j].info->lost;
 		own_only = own_only && (!others || sd[j].stale);
 	}
 	/* a write that needs a server this client was just told is out of
@@ -679,12 +681,16 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	unsigned order[LAYOUT_MIRRORS_MAX], nm = 0, nbad = 0;
 	uint32_t lost[LAYOUT_MIRRORS_MAX * LAYOUT_STRIPES_MAX];
 	unsigned nlost = 0;
+	bool gone = true; /* every current mirror has a copy on a server lost for good */
 	for (unsigned m = 0; m < M; m++) {
-		bool cur = true, good = true;
+		bool cur = true, good = true, on_lost = false;
 		for (unsigned s = 0; s < S; s++) {
 			cur = cur && !sd[m * S + s].stale;
 			good = good && sd[m * S + s].healthy;
+			on_lost = on_lost || sd[m * S + s].lost;
 		}
+		if (cur && !on_lost)
+			gone = false;
 		if (cur && good) {
 			order[nm++] = m;
 		} else if (cur) {
@@ -698,6 +704,12 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	 * I/O through the MDS (RFC 8881 §12.2.9) where the MDS proxies (and
 	 * writes every mirror); otherwise degraded, or it waits */
 	bool via_mds = own_only && mds->set.data_io == MDS_DATA_PROXY;
+	if (!nm && gone) {
+		/* no copy of this segment survives (mds/resilver.h: unrecoverable):
+		 * an error, never zeros, and never a wait for ever */
+		unpin(lo, f);
+		return NFS4ERR_IO;
+	}
 	if (!nm || (rw && nbad && via_mds)) {
 		unpin(lo, f);
 		return via_mds ? NFS4ERR_LAYOUTUNAVAILABLE : NFS4ERR_LAYOUTTRYLATER;

@@ -36,9 +36,13 @@ struct mds_resilver {
 	struct mds_resilver_stats st;
 	uint32_t failed[16]; /* the thread's own: data servers skipped this scan */
 	unsigned nfailed;
+	struct mds_lost_file lost[MDS_LOST_FILES_MAX]; /* mu */
+	unsigned nlost;				       /* mu */
+	uint64_t rate_t0, rate_b0;		       /* the thread's own */
 	uint64_t warned[RESILVER_WARNED]; /* the thread's own */
 	unsigned nwarned;
 	struct nfsd_metric *m_files, *m_bytes, *m_fail, *m_stale;
+	struct nfsd_metric *m_moved, *m_unrec, *m_rebuild;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -269,6 +273,249 @@ static void resilver_file(struct mds_resilver *rs, uint64_t ino)
 		mds_stale_clear(mds->store, ino); /* a mark left by a crash */
 }
 
+/* ------------------------------------------------------------ rebuild */
+
+/* Data servers down longer than [mds] ds_lost_after are declared lost;
+ * the lost ones into v (at most max): how many. */
+static unsigned lost_servers(struct mds_resilver *rs, uint32_t *v, unsigned max)
+{
+	struct braid_mds *mds = rs->mds;
+	unsigned n = mds_dsreg_list(mds, NULL, 0), k = 0;
+	struct mds_ds_info *all = n ? calloc(n, sizeof(*all)) : NULL;
+	if (!all)
+		return 0;
+	n = mds_dsreg_list(mds, all, n);
+	uint64_t after = mds->set.ds_lost_after_ms;
+	for (unsigned i = 0; i < n; i++) {
+		struct mds_ds_info *d = &all[i];
+		if (!d->lost && after && d->registered && !d->up && d->since_heartbeat_ms > after) {
+			char why[64];
+			snprintf(why, sizeof(why), "down for %llu s",
+				 (unsigned long long)(d->since_heartbeat_ms / 1000));
+			if (!mds_dsreg_lost(mds, d->id, why))
+				d->lost = true;
+		}
+		if (d->lost && k < max)
+			v[k++] = d->id;
+	}
+	free(all);
+	return k;
+}
+
+static bool known_lost(struct mds_resilver *rs, uint64_t ino)
+{
+	pthread_mutex_lock(&rs->mu);
+	bool known = false;
+	for (unsigned i = 0; i < rs->nlost && !known; i++)
+		known = rs->lost[i].ino == ino;
+	pthread_mutex_unlock(&rs->mu);
+	return known;
+}
+
+/* Files naming a lost data server (mds_layout_scan), deduplicated. */
+struct naming {
+	const uint32_t *lost;
+	unsigned nlost;
+	uint64_t *v;
+	uint32_t *ds;
+	unsigned n, cap;
+};
+
+static int naming_add(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct naming *c = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	for (uint32_t k = 0; k < l->nds; k++)
+		for (unsigned j = 0; j < c->nlost; j++) {
+			if (l->ds[k] != c->lost[j])
+				continue;
+			if (c->n && c->v[c->n - 1] == ino && c->ds[c->n - 1] == c->lost[j])
+				return 0;
+			if (c->n == c->cap)
+				return 1; /* the rest at the next scan */
+			c->v[c->n] = ino;
+			c->ds[c->n++] = c->lost[j];
+			return 0;
+		}
+	return 0;
+}
+
+/* A data server with room that ino's file does not use: 0 and *to. */
+static int pick_target(struct braid_mds *mds, uint64_t ino, uint32_t *to)
+{
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	if (rc)
+		return rc;
+	uint32_t used[LAYOUT_SET_MAX];
+	for (unsigned i = 0; i < m.nset; i++)
+		used[i] = m.set[i] & MDS_LAYOUT_ID;
+	struct layout_cand c[256];
+	unsigned n = mds_dsreg_candidates(mds, used, m.nset, c, 256, NULL);
+	uint64_t best = 0;
+	bool found = false;
+	for (unsigned i = 0; i < n; i++) {
+		bool in = false;
+		for (unsigned k = 0; k < m.nset && !in; k++)
+			in = used[k] == c[i].id;
+		/* the most free space, spread by a random tie-break */
+		uint64_t score = (c[i].weight >> 20) * 1024 + mds_dsreg_random(mds) % 1024;
+		if (!in && (!found || score > best)) {
+			best = score;
+			*to = c[i].id;
+			found = true;
+		}
+	}
+	return found ? 0 : -EAGAIN;
+}
+
+/* The paths of the unrecoverable files not yet resolved: one walk of the
+ * namespace, breadth first, at most PATH_WALK_MAX entries. */
+#define PATH_WALK_MAX 4000000
+struct wdir {
+	struct wdir *next;
+	uint64_t ino;
+	char path[]; /* "" for the root */
+};
+
+struct walk {
+	struct mds_resilver *rs;
+	const char *dirpath;
+	struct wdir *head, **tail;
+	uint64_t cookie;
+	unsigned seen, left;
+};
+
+static int walk_ent(void *arg, const struct mds_dirent *e)
+{
+	struct walk *w = arg;
+	w->cookie = e->cookie;
+	if (++w->seen > PATH_WALK_MAX || !w->left)
+		return 1;
+	size_t dl = strlen(w->dirpath);
+	if (e->type == MDS_DIR) {
+		struct wdir *d = malloc(sizeof(*d) + dl + e->name_len + 2);
+		if (!d)
+			return 0;
+		d->next = NULL;
+		d->ino = e->ino;
+		memcpy(d->path, w->dirpath, dl);
+		d->path[dl] = '/';
+		memcpy(d->path + dl + 1, e->name, e->name_len);
+		d->path[dl + 1 + e->name_len] = 0;
+		*w->tail = d;
+		w->tail = &d->next;
+		return 0;
+	}
+	pthread_mutex_lock(&w->rs->mu);
+	for (unsigned i = 0; i < w->rs->nlost; i++)
+		if (w->rs->lost[i].ino == e->ino && !w->rs->lost[i].path[0]) {
+			snprintf(w->rs->lost[i].path, sizeof(w->rs->lost[i].path), "%s/%.*s",
+				 w->dirpath, (int)e->name_len, e->name);
+			w->left--;
+		}
+	pthread_mutex_unlock(&w->rs->mu);
+	return 0;
+}
+
+static void resolve_paths(struct mds_resilver *rs)
+{
+	struct walk w = {.rs = rs};
+	pthread_mutex_lock(&rs->mu);
+	for (unsigned i = 0; i < rs->nlost; i++)
+		w.left += !rs->lost[i].path[0];
+	pthread_mutex_unlock(&rs->mu);
+	struct wdir *root = malloc(sizeof(*root) + 1);
+	if (!w.left || !root) {
+		free(root);
+		return;
+	}
+	root->next = NULL;
+	root->ino = mds_store_root(rs->mds->store);
+	root->path[0] = 0;
+	w.head = root;
+	w.tail = &root->next;
+	while (w.head) {
+		struct wdir *d = w.head;
+		w.dirpath = d->path;
+		w.cookie = 0;
+		bool eof = false;
+		while (!eof && w.left && w.seen <= PATH_WALK_MAX &&
+		       mds_dir_readdir(rs->mds->store, d->ino, w.cookie, 0, walk_ent, &w, &eof) > 0)
+			;
+		w.head = d->next;
+		if (!w.head)
+			w.tail = &w.head;
+		free(d);
+	}
+	pthread_mutex_lock(&rs->mu);
+	for (unsigned i = 0; i < rs->nlost; i++)
+		if (!rs->lost[i].path[0])
+			snprintf(rs->lost[i].path, sizeof(rs->lost[i].path), "(no name leads to it)");
+	pthread_mutex_unlock(&rs->mu);
+}
+
+static void rebuild_scan(struct mds_resilver *rs)
+{
+	struct braid_mds *mds = rs->mds;
+	uint32_t lost[64];
+	unsigned nl = lost_servers(rs, lost, 64);
+	pthread_mutex_lock(&rs->mu);
+	rs->st.lost_servers = nl;
+	pthread_mutex_unlock(&rs->mu);
+	if (!nl) {
+		nfsd_metric_set(rs->m_rebuild, 0);
+		return;
+	}
+	struct naming c = {.lost = lost, .nlost = nl, .cap = RESILVER_BATCH};
+	c.v = malloc(c.cap * sizeof(*c.v));
+	c.ds = malloc(c.cap * sizeof(*c.ds));
+	if (!c.v || !c.ds || mds_layout_scan(mds->store, naming_add, &c) < 0)
+		c.n = 0;
+	unsigned pending = 0, fresh_lost = 0;
+	for (unsigned i = 0; i < c.n && !stopping(rs); i++) {
+		if (known_lost(rs, c.v[i]))
+			continue;
+		pending++;
+		uint32_t to;
+		int rc = pick_target(mds, c.v[i], &to);
+		if (!rc)
+			rc = mds_data_member_replace(mds, c.v[i], c.ds[i], to);
+		if (!rc) {
+			nfsd_metric_add(rs->m_moved, 1);
+			pthread_mutex_lock(&rs->mu);
+			rs->st.moved_files++;
+			pthread_mutex_unlock(&rs->mu);
+		} else if (rc == -ENODATA) {
+			pthread_mutex_lock(&rs->mu);
+			if (rs->nlost < MDS_LOST_FILES_MAX)
+				rs->lost[rs->nlost++] = (struct mds_lost_file){.ino = c.v[i], .ds = c.ds[i]};
+			rs->st.unrecoverable++;
+			pthread_mutex_unlock(&rs->mu);
+			nfsd_metric_add(rs->m_unrec, 1);
+			fresh_lost++;
+		}
+	}
+	free(c.v);
+	free(c.ds);
+	pthread_mutex_lock(&rs->mu);
+	rs->st.rebuild_files = pending;
+	pthread_mutex_unlock(&rs->mu);
+	nfsd_metric_set(rs->m_rebuild, pending);
+	if (fresh_lost) {
+		resolve_paths(rs);
+		pthread_mutex_lock(&rs->mu);
+		for (unsigned i = rs->nlost - (fresh_lost < rs->nlost ? fresh_lost : rs->nlost);
+		     i < rs->nlost; i++)
+			mds_log("inode %llu (%s): no copy of some of its bytes survives data server "
+				"%u: unrecoverable (its reads fail with EIO)",
+				(unsigned long long)rs->lost[i].ino, rs->lost[i].path,
+				rs->lost[i].ds);
+		pthread_mutex_unlock(&rs->mu);
+	}
+}
+
 /* ------------------------------------------------------------- thread */
 
 struct ino_vec {
@@ -304,11 +551,24 @@ static void *resilver_main(void *arg)
 			break;
 		if (!v)
 			continue;
+		rebuild_scan(rs);
 		struct ino_vec iv = {.v = v};
 		if (mds_stale_list(rs->mds->store, collect, &iv) < 0)
 			continue;
+		uint64_t sb = 0, now = nfsd_now_ns();
+		for (unsigned i = 0; i < iv.n; i++) {
+			struct mds_attr a;
+			if (!mds_inode_getattr(rs->mds->store, v[i], &a))
+				sb += a.size;
+		}
 		pthread_mutex_lock(&rs->mu);
 		rs->st.stale_files = iv.n;
+		rs->st.stale_bytes = sb;
+		/* the rate over the last minute or so */
+		if (!rs->rate_t0 || now - rs->rate_t0 > 60000000000ull) {
+			rs->rate_t0 = now;
+			rs->rate_b0 = rs->st.bytes_copied;
+		}
 		pthread_mutex_unlock(&rs->mu);
 		nfsd_metric_set(rs->m_stale, iv.n);
 		rs->nfailed = 0;
@@ -344,6 +604,15 @@ int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
 	rs->m_stale = nfsd_metrics_gauge(
 	    mt, "braid_mds_stale_files",
 	    "Files with a stale copy (missing writes), at the last scan.", NULL);
+	rs->m_moved = nfsd_metrics_counter(
+	    mt, "braid_mds_rebuild_moved_total",
+	    "Copies moved off data servers declared lost (then resilvered).", NULL);
+	rs->m_unrec = nfsd_metrics_counter(
+	    mt, "braid_mds_unrecoverable_files_total",
+	    "Files found with no surviving copy of some bytes (their reads fail: EIO).", NULL);
+	rs->m_rebuild = nfsd_metrics_gauge(
+	    mt, "braid_mds_rebuild_files",
+	    "Files naming a data server declared lost, at the last scan.", NULL);
 	mds->resilver = rs;
 	int rc = -pthread_create(&rs->thread, NULL, resilver_main, rs);
 	if (rc) {
@@ -373,7 +642,22 @@ void mds_resilver_stats(struct braid_mds *mds, struct mds_resilver_stats *out)
 		return;
 	pthread_mutex_lock(&rs->mu);
 	*out = rs->st;
+	uint64_t dt = rs->rate_t0 ? nfsd_now_ns() - rs->rate_t0 : 0;
+	if (dt > 1000000000ull)
+		out->rate_Bps = (rs->st.bytes_copied - rs->rate_b0) * 1000000000ull / dt;
 	pthread_mutex_unlock(&rs->mu);
+}
+
+unsigned mds_resilver_lost_files(struct braid_mds *mds, struct mds_lost_file *out, unsigned max)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return 0;
+	pthread_mutex_lock(&rs->mu);
+	unsigned n = rs->nlost < max ? rs->nlost : max;
+	memcpy(out, rs->lost, n * sizeof(*out));
+	pthread_mutex_unlock(&rs->mu);
+	return n;
 }
 
 void mds_resilver_stop(struct braid_mds *mds)

@@ -26,6 +26,15 @@
  *
  * [mds] resilver_rate bounds the bytes per second each copy reads from its
  * source (0: no bound), so that a resilver does not starve clients.
+ *
+ * Rebuild.  A data server declared lost (braidctl ds lost, or down longer
+ * than [mds] ds_lost_after) has every copy it held moved: each scan walks
+ * the layout maps (mds_layout_scan) for files naming a lost server and
+ * replaces it in each (mds_data_member_replace) by a data server with room
+ * the file does not use, whose copy is stale: the resilver above makes it.
+ * A file with no surviving copy of some segment is unrecoverable: it stays
+ * as it is (its reads fail with EIO, never zeros), is logged with its path
+ * once, counted (braid_mds_unrecoverable_files) and listed by braidctl.
  */
 #ifndef BRAID_MDS_RESILVER_H
 #define BRAID_MDS_RESILVER_H
@@ -44,7 +53,19 @@ void mds_resilver_release(struct braid_mds *mds);
 void mds_resilver_kick(struct braid_mds *mds);
 
 /* What braidctl and the metrics show. */
+#define MDS_LOST_FILES_MAX 256 /* unrecoverable files listed (paths resolved) */
+struct mds_lost_file {
+	uint64_t ino;
+	uint32_t ds;	/* the lost data server that held its only copy */
+	char path[256]; /* "" until resolved; "(unlinked)" when no name leads to it */
+};
 struct mds_resilver_stats {
+	uint64_t lost_servers;	   /* data servers declared lost */
+	uint64_t rebuild_files;	   /* files naming a lost server, at the last scan */
+	uint64_t moved_files;	   /* copies moved off lost servers (then resilvered) */
+	uint64_t stale_bytes;	   /* bytes of the files with a stale copy, last scan */
+	uint64_t rate_Bps;	   /* resilver bytes per second, over the last minute */
+	uint64_t unrecoverable;	   /* files with no surviving copy of some bytes */
 	uint64_t stale_files;	 /* files with a stale copy at the last scan */
 	uint64_t files_done;	 /* copies made current */
 	uint64_t bytes_copied;	 /* bytes the data servers wrote for them */
@@ -54,5 +75,7 @@ struct mds_resilver_stats {
 	uint64_t inflight_bytes; /* of its pass so far */
 };
 void mds_resilver_stats(struct braid_mds *mds, struct mds_resilver_stats *out);
+/* The unrecoverable files (at most max, paths as far as resolved): how many. */
+unsigned mds_resilver_lost_files(struct braid_mds *mds, struct mds_lost_file *out, unsigned max);
 
 #endif

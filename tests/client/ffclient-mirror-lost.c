@@ -13,6 +13,11 @@
  *     copies the file from the current mirror, data server to data server,
  *     and declares it current; its object then holds every byte, checked
  *     straight from its store.
+ *  3. Another server is stopped and declared lost (braidctl ds lost):
+ *     every mirrored copy it held is rebuilt on the third server, from the
+ *     surviving mirror, and checked there; a single-copy file it held is
+ *     listed unrecoverable, with its path, and its reads fail with EIO at
+ *     once instead of waiting (never zeros).
  */
 #include "config.h"
 
@@ -129,10 +134,71 @@ int main(void)
 	ffct_object_check(&M, lost, f, 9 * MiB, 1);
 	ffct_object_check(&M, kept, f, 9 * MiB, 1);
 
+	/* ---- 3. another server lost for good: rebuilt on the third */
+	struct cds *third = NULL;
+	for (unsigned i = 0; i < 3; i++)
+		if (&D[i] != lost && &D[i] != kept)
+			third = &D[i];
+	/* a single-copy file on the server about to be lost (the others drained) */
+	uint64_t one = ffct_mkdir_policy(&M, c, "/one", "whole");
+	CHECK_EQ(mds_dsreg_drain(M.mds, lost->id, true), 0);
+	CHECK_EQ(mds_dsreg_drain(M.mds, third->id, true), 0);
+	dt_fill(buf, 0, MiB, 3);
+	CHECK_EQ(ffct_write_sync(c, "/one/s", buf, 0, MiB, true, &secs), 0);
+	CHECK_EQ(mds_dsreg_drain(M.mds, lost->id, false), 0);
+	CHECK_EQ(mds_dsreg_drain(M.mds, third->id, false), 0);
+	uint64_t s1 = ffct_ino_of(&M, "s", one);
+	cds_stop(kept);
+	cl_wait_down(&M, kept->id);
+	CHECK_EQ(mds_dsreg_lost(M.mds, kept->id, "by the test"), 0);
+	mds_resilver_kick(M.mds);
+	t0 = cl_now();
+	for (;;) {
+		struct mds_file_map m;
+		CHECK_EQ(mds_data_map(M.mds, f, &m), 0);
+		bool named = false, stale = false;
+		for (unsigned i = 0; i < m.nset; i++) {
+			named = named || (m.set[i] & MDS_LAYOUT_ID) == kept->id;
+			stale = stale || (m.set[i] & MDS_LAYOUT_STALE);
+		}
+		if (!named && !stale)
+			break;
+		CHECK(cl_now() - t0 < 30);
+		usleep(50 * 1000);
+	}
+	printf("rebuilt %.2f s after the server was declared lost\n", cl_now() - t0);
+	struct cds *r1, *r2;
+	mirrors_of(f, &r1, &r2);
+	CHECK((r1 == lost && r2 == third) || (r1 == third && r2 == lost));
+	ffct_object_check(&M, third, f, 9 * MiB, 1);
+	ffct_read_check(c, "/m/f", 9 * MiB, 1);
+	/* the single-copy file: unrecoverable, listed, EIO at once */
+	t0 = cl_now();
+	struct mds_lost_file lf[8];
+	unsigned nlf;
+	while (!(nlf = mds_resilver_lost_files(M.mds, lf, 8))) {
+		CHECK(cl_now() - t0 < 10);
+		usleep(50 * 1000);
+	}
+	CHECK_EQ(nlf, 1);
+	CHECK_EQ(lf[0].ino, s1);
+	CHECK_EQ(lf[0].ds, kept->id);
+	CHECK(!strcmp(lf[0].path, "/one/s"));
+	t0 = cl_now();
+	struct ffc_file *sf = ffc_open(c, "/one/s", FFC_RDONLY, 0, &err);
+	CHECK(sf);
+	CHECK_EQ(ffc_pread(sf, buf, MiB, 0), -EIO);
+	ffc_close(sf);
+	printf("reading the unrecoverable file: EIO after %.2f s\n", cl_now() - t0);
+	CHECK(cl_now() - t0 < BOUND_S);
+	mds_resilver_stats(M.mds, &rs);
+	CHECK(rs.moved_files >= 2 && rs.unrecoverable == 1 && rs.lost_servers == 1);
+
 	free(buf);
 	ffc_unmount(c);
 	for (unsigned i = 0; i < 3; i++)
-		cds_stop(&D[i]);
+		if (&D[i] != kept)
+			cds_stop(&D[i]);
 	mt_finish(&M);
 	printf("ok\n");
 	return 0;
