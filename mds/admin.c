@@ -430,11 +430,13 @@ static int ds_drain(struct nfsd_req *req, braid_admin_ds_args *a, braid_admin_re
 	if (rc)
 		DONE(res, stat_of(rc), "data server %u: recording the change in %s: %s", a->da_id,
 		     mds->set.store_dir, strerror(-rc));
+	mds_resilver_kick(mds);
 	if (drain)
 		DONE(
 		    res, BRAID_ADMIN_OK,
-		    "data server %u (%s) drained: new files and segments go to other data servers; "
-		    "what it holds stays in use",
+		    "data server %u (%s) drained: new files and segments go to other data servers, "
+		    "and what it holds moves to them while it stays in use ('braidctl rebuild' "
+		    "shows the progress)",
 		    a->da_id, i.hostname[0] ? i.hostname : "?");
 	DONE(res, BRAID_ADMIN_OK, "data server %u (%s) admitted: placement may choose it again%s",
 	     a->da_id, i.hostname[0] ? i.hostname : "?",
@@ -1108,9 +1110,25 @@ static int a_protection(struct nfsd_req *req, void *argp, void *resp)
 	return NFSD_SUCCESS;
 }
 
+static int a_rebalance(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	braid_admin_res *res = resp;
+	(void)argp;
+	if (!authorized(req))
+		DONE(res, BRAID_ADMIN_ACCESS, NOAUTH);
+	int rc = mds_resilver_rebalance(mds);
+	if (rc)
+		DONE(res, stat_of(rc), "recording the rebalance in %s: %s", mds->set.store_dir,
+		     strerror(-rc));
+	DONE(res, BRAID_ADMIN_OK,
+	     "rebalance started: copies move from the fullest data servers to the emptiest "
+	     "('braidctl rebuild' shows the progress)");
+}
+
 /* ------------------------------------------------------------ program */
 
-static struct nfsd_proc admin_procs[BRAID_ADMINPROC_PROTECTION + 1] = {
+static struct nfsd_proc admin_procs[BRAID_ADMINPROC_REBALANCE + 1] = {
     [BRAID_ADMINPROC_NULL] = {.name = "NULL", .fn = a_null, .flags = NFSD_PROC_INLINE},
     [BRAID_ADMINPROC_STATUS] = {.name = "STATUS", .fn = a_status},
     [BRAID_ADMINPROC_DS_LIST] = {.name = "DS_LIST", .fn = a_ds_list},
@@ -1126,9 +1144,10 @@ static struct nfsd_proc admin_procs[BRAID_ADMINPROC_PROTECTION + 1] = {
     [BRAID_ADMINPROC_RECALL] = {.name = "RECALL", .fn = a_recall},
     [BRAID_ADMINPROC_DS_LOST] = {.name = "DS_LOST", .fn = a_ds_lost},
     [BRAID_ADMINPROC_PROTECTION] = {.name = "PROTECTION", .fn = a_protection},
+    [BRAID_ADMINPROC_REBALANCE] = {.name = "REBALANCE", .fn = a_rebalance},
 };
 static const struct nfsd_version admin_versions[] = {
-    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_PROTECTION + 1},
+    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_REBALANCE + 1},
 };
 
 const struct nfsd_program *mds_admin_program(struct braid_mds *mds)

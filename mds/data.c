@@ -276,11 +276,23 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 		m->nset = layout_set_choose(usable, nu, k, rng_cb, mds, m->set);
 		rec = true;
 	}
-	for (unsigned i = 0; i < m->nset; i++)
+	/* a stale member (missing writes, or a move's target) takes no new
+	 * segment: it is neither read nor written until current */
+	uint32_t place[LAYOUT_SET_MAX];
+	unsigned np = 0;
+	for (unsigned i = 0; i < m->nset; i++) {
 		ids[i] = m->set[i] & MDS_LAYOUT_ID;
+		if (m->set[i] & MDS_LAYOUT_STALE) {
+			for (unsigned k = 0; k < nu; k++)
+				if (usable[k].id == ids[i])
+					usable[k--] = usable[--nu];
+		} else {
+			place[np++] = ids[i];
+		}
+	}
 	unsigned w = layout_seg_width(&m->pol);
 	memset(seg, 0, sizeof(*seg));
-	if ((rc = layout_seg_place(&m->pol, ids, m->nset, n, usable, nu, seg->ds)))
+	if ((rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
 		return rc == -EAGAIN && space_short ? -ENOSPC : rc;
 	seg->nds = w;
 	/* a substitute from outside the set joins it while there is room */
@@ -631,6 +643,92 @@ out:
 	free(segs.v);
 	if (!rc && ifrom >= 0)
 		mds_layout_recall_file(mds, ino);
+	return rc;
+}
+
+int mds_data_move_begin(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	int ifrom = -1;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		uint32_t id = m.set[i] & MDS_LAYOUT_ID;
+		if (id == to || (m.set[i] & MDS_LAYOUT_TARGET))
+			rc = -EEXIST; /* one move at a time per file */
+		if (id == from)
+			ifrom = (int)i;
+	}
+	if (!rc && ifrom < 0)
+		rc = -ENOENT;
+	if (!rc && (m.set[ifrom] & MDS_LAYOUT_LEAVING))
+		rc = -EEXIST;
+	if (!rc && m.nset == LAYOUT_SET_MAX)
+		rc = -E2BIG;
+	if (!rc)
+		rc = mds_stale_mark(mds->store, ino);
+	if (!rc) {
+		m.set[ifrom] |= MDS_LAYOUT_LEAVING;
+		m.set[m.nset++] = to | MDS_LAYOUT_STALE | MDS_LAYOUT_TARGET;
+		rc = map_record(mds, ino, &m);
+	}
+	pthread_mutex_unlock(mu);
+	if (!rc)
+		mds_log("inode %llu: its copy on data server %u moves to data server %u",
+			(unsigned long long)ino, from, to);
+	return rc;
+}
+
+int mds_data_move_finish(struct braid_mds *mds, uint64_t ino, uint32_t to, uint32_t *from_out)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct seg_naming segs = {0};
+	int rc = mds_data_map(mds, ino, &m);
+	int ito = -1, ifrom = -1;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		if ((m.set[i] & MDS_LAYOUT_ID) == to && (m.set[i] & MDS_LAYOUT_TARGET))
+			ito = (int)i;
+		if (m.set[i] & MDS_LAYOUT_LEAVING)
+			ifrom = (int)i;
+	}
+	if (!rc && (ito < 0 || ifrom < 0))
+		rc = -ENOENT;
+	if (rc)
+		goto out;
+	uint32_t from = m.set[ifrom] & MDS_LAYOUT_ID;
+	*from_out = from;
+	/* 1: every segment naming from names to */
+	segs.id = from;
+	if ((rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs)) < 0 ||
+	    (rc = segs.err))
+		goto out;
+	for (unsigned k = 0; !rc && k < segs.n; k++) {
+		struct mds_layout_args *la = &segs.v[k];
+		la->ino = ino;
+		for (uint32_t j = 0; j < la->l.nds; j++)
+			if (la->l.ds[j] == from)
+				la->l.ds[j] = to;
+		rc = mds_layout_set(mds->store, la);
+	}
+	/* 2: to current (its object made by the copy), from out of the set */
+	if (!rc) {
+		m.set[ito] = to | MDS_LAYOUT_CREATED;
+		memmove(&m.set[ifrom], &m.set[ifrom + 1],
+			(m.nset - (unsigned)ifrom - 1) * sizeof(m.set[0]));
+		m.nset--;
+		rc = map_record(mds, ino, &m);
+	}
+	bool any = false;
+	for (unsigned i = 0; !rc && i < m.nset; i++)
+		any = any || (m.set[i] & MDS_LAYOUT_STALE);
+	if (!rc && !any)
+		rc = mds_stale_clear(mds->store, ino);
+out:
+	pthread_mutex_unlock(mu);
+	free(segs.v);
 	return rc;
 }
 

@@ -20,7 +20,10 @@
  *     servers, in placement order, bit MDS_LAYOUT_CREATED set once the
  *     object there is known to exist, bit MDS_LAYOUT_STALE while the
  *     object there misses writes its mirrors took (a stale mirror: never
- *     read, nor written, until brought up to date).  A file with segment 0 and no record
+ *     read, nor written, until brought up to date); a move (drain,
+ *     rebalance) marks the member leaving MDS_LAYOUT_LEAVING and adds the
+ *     one taking over, stale, with MDS_LAYOUT_TARGET (in no segment until
+ *     the move finishes).  A file with segment 0 and no record
  *     is whole-file on segment 0's data servers, fence epoch 0.
  *   On a directory, MDS_LAYOUT_REC holds the policy new files below it
  *     take (ds[0] = 0, nds = 1): see mds_layout_policy_set().
@@ -42,7 +45,9 @@ struct ds_objid;
 #define MDS_LAYOUT_REC	   (UINT64_MAX - 1)
 #define MDS_LAYOUT_CREATED 0x80000000u
 #define MDS_LAYOUT_STALE   0x40000000u /* its object missed writes (below) */
-#define MDS_LAYOUT_ID	   0x3fffffffu /* the data server id of a set entry */
+#define MDS_LAYOUT_TARGET  0x20000000u /* stale, taking over from the LEAVING one */
+#define MDS_LAYOUT_LEAVING 0x10000000u /* its copy moves to the TARGET member */
+#define MDS_LAYOUT_ID	   0x0fffffffu /* the data server id of a set entry */
 
 /* The module's state (mds->data: its per-inode object locks); NULL when
  * out of memory. */
@@ -122,6 +127,20 @@ int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id);
  * lost; nothing changed); -EEXIST: to is a current member already.
  */
 int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to);
+
+/*
+ * Drain and rebalance: move ino's copy on 'from' to 'to', a data server the
+ * file does not use.  _begin (durable): to joins the set, stale and
+ * TARGET, from is marked LEAVING, and the file enters the stale set, so
+ * the resilver (mds/resilver.h) copies it while clients keep using from;
+ * -EEXIST: to is in the set, or from is already moving; -ENOENT: from is
+ * not in the set.  _finish, by the resilver after its last pass with the
+ * file frozen: the segments naming from name to, to is current and from
+ * leaves the set (each durable, in that order: a crash in between leaves a
+ * state a retry finishes); *from_out then names the copy to remove.
+ */
+int mds_data_move_begin(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to);
+int mds_data_move_finish(struct braid_mds *mds, uint64_t ino, uint32_t to, uint32_t *from_out);
 
 /* Every data server holding a segment of ino: how many (at most max), or -errno. */
 int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);

@@ -5,7 +5,10 @@
  */
 #include "config.h"
 
+#include "braid_ctl.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,7 @@ struct mds_resilver {
 	struct mds_lost_file lost[MDS_LOST_FILES_MAX]; /* mu */
 	unsigned nlost;				       /* mu */
 	uint64_t rate_t0, rate_b0;		       /* the thread's own */
+	bool rebalance;				       /* mu: the durable flag's value */
 	uint64_t warned[RESILVER_WARNED]; /* the thread's own */
 	unsigned nwarned;
 	struct nfsd_metric *m_files, *m_bytes, *m_fail, *m_stale;
@@ -104,18 +108,34 @@ static int src_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 	return 0;
 }
 
-/* A current mirror of x's copy that is up: 0 and *y, *info; -ENOENT. */
-static int pick_source(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m,
-		       uint32_t x, uint32_t *y, struct mds_ds_info *info)
+/* The member leaving (a move's source), or 0. */
+static uint32_t leaving_of(const struct mds_file_map *m)
 {
-	for (unsigned i = 0; i < m->nset; i++) {
+	for (unsigned i = 0; i < m->nset; i++)
+		if (m->set[i] & MDS_LAYOUT_LEAVING)
+			return m->set[i] & MDS_LAYOUT_ID;
+	return 0;
+}
+
+/* A current copy of what x holds (or, for a move's target, of what the
+ * leaving member holds: that one first), up: 0 and *y, *info; -ENOENT. */
+static int pick_source(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m,
+		       uint32_t x, bool target, uint32_t *y, struct mds_ds_info *info)
+{
+	uint32_t ref = target ? leaving_of(m) : x;
+	if (target && ref && !mds_data_map_stale(m, ref) && !mds_dsreg_get(mds, ref, info) &&
+	    info->up && info->nctl_addrs) {
+		*y = ref;
+		return 0;
+	}
+	for (unsigned i = 0; i < m->nset && ref; i++) {
 		uint32_t id = m->set[i] & MDS_LAYOUT_ID;
-		if (id == x || (m->set[i] & MDS_LAYOUT_STALE))
+		if (id == x || id == ref || (m->set[i] & MDS_LAYOUT_STALE))
 			continue;
 		if (mds_dsreg_get(mds, id, info) || !info->up || !info->nctl_addrs)
 			continue;
 		struct src_check c = {.stripes = m->pol.stripes ? m->pol.stripes : 1,
-				      .x = x,
+				      .x = ref,
 				      .y = id,
 				      .ok = true};
 		if (mds_layout_list(mds->store, ino, src_seg, &c) < 0 || !c.ok)
@@ -160,9 +180,32 @@ static void drop_if_gone(struct braid_mds *mds, uint64_t ino, const struct ds_ob
 		ds_ctl_remove(dc->clnt, &mds->key, id);
 }
 
-/* Bring ino's copy on data server x up to date, if it can be now. */
+/* A move finished: the copy left behind on from goes (best effort: a
+ * server down keeps it, an object no file names). */
+static void drop_moved(struct braid_mds *mds, const struct mds_attr *a, uint32_t from)
+{
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, from, &rc);
+	if (!dc) {
+		mds_log("inode %llu: its old copy stays on data server %u (down): no file names "
+			"it now",
+			(unsigned long long)a->ino, from);
+		return;
+	}
+	struct ds_objid id;
+	mds_data_objid(a, &id);
+	rc = ds_ctl_remove(dc->clnt, &mds->key, &id);
+	mds_ds_conn_put(dc);
+	if (!rc || rc == -ENOENT) {
+		mds_dsreg_space_freed(mds, from);
+		mds_layout_ds_space_freed(mds, from);
+	}
+}
+
+/* Bring ino's copy on data server x up to date, if it can be now (a
+ * move's target: finish the move). */
 static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
-		     const struct mds_file_map *m, uint32_t x)
+		     const struct mds_file_map *m, uint32_t x, bool target)
 {
 	struct braid_mds *mds = rs->mds;
 	struct mds_ds_info xi, yi;
@@ -172,7 +215,7 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 			return; /* it failed a copy this scan: not again before the next */
 	if (mds_dsreg_get(mds, x, &xi) || !xi.up)
 		return; /* when it is back */
-	if (pick_source(mds, a->ino, m, x, &y, &yi)) {
+	if (pick_source(mds, a->ino, m, x, target, &y, &yi)) {
 		warn_once(rs, a->ino, x);
 		return;
 	}
@@ -217,9 +260,13 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		}
 		if (!rc)
 			rc = pass(rs, dc, &args, a->ino, &written);
+		uint32_t from = 0;
 		if (!rc)
-			rc = mds_data_stale_clear(mds, a->ino, x);
+			rc = target ? mds_data_move_finish(mds, a->ino, x, &from)
+				    : mds_data_stale_clear(mds, a->ino, x);
 		mds_data_write_gate(mds, a->ino, MDS_GATE_OPEN);
+		if (!rc && from)
+			drop_moved(mds, a, from);
 	}
 	if (frozen)
 		mds_layout_resilver_end(mds, a->ino);
@@ -246,9 +293,10 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		return;
 	}
 	nfsd_metric_add(rs->m_files, 1);
-	mds_log("inode %llu: its copy on data server %u is current again (resilvered from %u: "
-		"%llu bytes in %.2f s)",
-		(unsigned long long)a->ino, x, y, (unsigned long long)written, secs);
+	mds_log("inode %llu: its copy on data server %u is current %s (copied from %u: %llu "
+		"bytes in %.2f s)",
+		(unsigned long long)a->ino, x, target ? "now, the move done" : "again",
+		y, (unsigned long long)written, secs);
 }
 
 static void resilver_file(struct mds_resilver *rs, uint64_t ino)
@@ -267,7 +315,8 @@ static void resilver_file(struct mds_resilver *rs, uint64_t ino)
 	for (unsigned i = 0; i < m.nset && !stopping(rs); i++)
 		if (m.set[i] & MDS_LAYOUT_STALE) {
 			any = true;
-			copy_one(rs, &a, &m, m.set[i] & MDS_LAYOUT_ID);
+			copy_one(rs, &a, &m, m.set[i] & MDS_LAYOUT_ID,
+				 (m.set[i] & MDS_LAYOUT_TARGET) != 0);
 		}
 	if (!any)
 		mds_stale_clear(mds->store, ino); /* a mark left by a crash */
@@ -276,9 +325,12 @@ static void resilver_file(struct mds_resilver *rs, uint64_t ino)
 /* ------------------------------------------------------------ rebuild */
 
 /* Data servers down longer than [mds] ds_lost_after are declared lost;
- * the lost ones into v (at most max): how many. */
-static unsigned lost_servers(struct mds_resilver *rs, uint32_t *v, unsigned max)
+ * the lost ones into v, then the drained ones (not lost) into dv, at most
+ * max each: how many lost (*ndrained the others). */
+static unsigned lost_servers(struct mds_resilver *rs, uint32_t *v, unsigned max, uint32_t *dv,
+			     unsigned *ndrained)
 {
+	*ndrained = 0;
 	struct braid_mds *mds = rs->mds;
 	unsigned n = mds_dsreg_list(mds, NULL, 0), k = 0;
 	struct mds_ds_info *all = n ? calloc(n, sizeof(*all)) : NULL;
@@ -297,6 +349,8 @@ static unsigned lost_servers(struct mds_resilver *rs, uint32_t *v, unsigned max)
 		}
 		if (d->lost && k < max)
 			v[k++] = d->id;
+		else if (!d->lost && d->drained && *ndrained < max)
+			dv[(*ndrained)++] = d->id;
 	}
 	free(all);
 	return k;
@@ -459,16 +513,17 @@ static void resolve_paths(struct mds_resilver *rs)
 static void rebuild_scan(struct mds_resilver *rs)
 {
 	struct braid_mds *mds = rs->mds;
-	uint32_t lost[64];
-	unsigned nl = lost_servers(rs, lost, 64);
+	uint32_t lost[128];
+	unsigned nd, nl = lost_servers(rs, lost, 64, lost + 64, &nd);
+	memmove(lost + nl, lost + 64, nd * sizeof(lost[0])); /* lost, then drained */
 	pthread_mutex_lock(&rs->mu);
 	rs->st.lost_servers = nl;
 	pthread_mutex_unlock(&rs->mu);
-	if (!nl) {
+	if (!nl && !nd) {
 		nfsd_metric_set(rs->m_rebuild, 0);
 		return;
 	}
-	struct naming c = {.lost = lost, .nlost = nl, .cap = RESILVER_BATCH};
+	struct naming c = {.lost = lost, .nlost = nl + nd, .cap = RESILVER_BATCH};
 	c.v = malloc(c.cap * sizeof(*c.v));
 	c.ds = malloc(c.cap * sizeof(*c.ds));
 	if (!c.v || !c.ds || mds_layout_scan(mds->store, naming_add, &c) < 0)
@@ -477,11 +532,19 @@ static void rebuild_scan(struct mds_resilver *rs)
 	for (unsigned i = 0; i < c.n && !stopping(rs); i++) {
 		if (known_lost(rs, c.v[i]))
 			continue;
+		bool is_lost = false;
+		for (unsigned k = 0; k < nl; k++)
+			is_lost = is_lost || lost[k] == c.ds[i];
 		pending++;
 		uint32_t to;
 		int rc = pick_target(mds, c.v[i], &to);
+		/* lost: another takes its place now, made from a surviving
+		 * mirror; drained: a move, its copy the source */
 		if (!rc)
-			rc = mds_data_member_replace(mds, c.v[i], c.ds[i], to);
+			rc = is_lost ? mds_data_member_replace(mds, c.v[i], c.ds[i], to)
+				     : mds_data_move_begin(mds, c.v[i], c.ds[i], to);
+		if (rc == -EEXIST && !is_lost)
+			continue; /* moving already */
 		if (!rc) {
 			nfsd_metric_add(rs->m_moved, 1);
 			pthread_mutex_lock(&rs->mu);
@@ -514,6 +577,200 @@ static void rebuild_scan(struct mds_resilver *rs)
 				rs->lost[i].ds);
 		pthread_mutex_unlock(&rs->mu);
 	}
+}
+
+/* ---------------------------------------------------------- rebalance */
+
+#define REBALANCE_FILE	"rebalance"
+#define REBALANCE_MOVES 64 /* moves started per scan */
+
+static void rebalance_path(struct braid_mds *mds, char *p, size_t n)
+{
+	snprintf(p, n, "%s/%s", mds->set.store_dir, REBALANCE_FILE);
+}
+
+/* The durable flag: made (fsync'd, with its directory) or removed. */
+static int rebalance_flag(struct braid_mds *mds, bool on)
+{
+	char p[sizeof(mds->set.store_dir) + 16];
+	rebalance_path(mds, p, sizeof(p));
+	if (!on)
+		return unlink(p) && errno != ENOENT ? -errno : 0;
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) ? -errno : 0;
+	close(fd);
+	int dfd = open(mds->set.store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd) && !rc)
+			rc = -errno;
+		close(dfd);
+	}
+	return rc;
+}
+
+int mds_resilver_rebalance(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	int rc = rebalance_flag(mds, true);
+	if (rc || !rs)
+		return rc;
+	pthread_mutex_lock(&rs->mu);
+	rs->rebalance = true;
+	rs->kick = true;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->mu);
+	mds_log("rebalance started by the administrator");
+	return 0;
+}
+
+/* Bytes each data server holds, as the layout maps place them. */
+#define BAL_MAX 256
+struct balance {
+	uint32_t id[BAL_MAX];
+	uint64_t load[BAL_MAX];
+	unsigned n;
+	const struct mds_file_map *m; /* of the file being summed */
+	uint64_t size;
+};
+
+static int bal_slot(struct balance *b, uint32_t id)
+{
+	for (unsigned i = 0; i < b->n; i++)
+		if (b->id[i] == id)
+			return (int)i;
+	return -1;
+}
+
+/* What one segment of a file puts on each of its data servers. */
+static int bal_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct balance *b = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	uint64_t s0, len;
+	layout_seg_bounds(&b->m->pol, seg, &s0, &len);
+	uint64_t bytes = s0 >= b->size		       ? 0
+			 : len == LAYOUT_ALL || len > b->size - s0 ? b->size - s0
+								    : len;
+	for (uint32_t k = 0; k < l->nds; k++) {
+		int i = bal_slot(b, l->ds[k]);
+		if (i >= 0)
+			b->load[i] += bytes;
+	}
+	return 0;
+}
+
+/* Every inode with layout maps (one scan, then worked on outside it: the
+ * store's reads cannot nest in its scan). */
+struct inos {
+	uint64_t *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static int inos_add(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct inos *x = arg;
+	(void)seg, (void)l;
+	if (x->n && x->v[x->n - 1] == ino)
+		return 0;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 1024;
+		uint64_t *v = realloc(x->v, cap * sizeof(*v));
+		if (!v) {
+			x->nomem = true;
+			return 1;
+		}
+		x->v = v;
+		x->cap = cap;
+	}
+	x->v[x->n++] = ino;
+	return 0;
+}
+
+/* Whether ino's file (size bytes) has a copy on data server id. */
+static bool file_on(struct braid_mds *mds, uint64_t ino, uint32_t id)
+{
+	struct mds_file_map m;
+	if (mds_data_map(mds, ino, &m))
+		return false;
+	for (unsigned i = 0; i < m.nset; i++)
+		if ((m.set[i] & MDS_LAYOUT_ID) == id)
+			return true;
+	return false;
+}
+
+/* One round of rebalance: moves from the fullest server to the emptiest,
+ * or, when none would bring them closer, the end of it. */
+static void rebalance_scan(struct mds_resilver *rs)
+{
+	pthread_mutex_lock(&rs->mu);
+	bool on = rs->rebalance;
+	pthread_mutex_unlock(&rs->mu);
+	if (!on)
+		return;
+	struct braid_mds *mds = rs->mds;
+	struct balance *b = calloc(1, sizeof(*b));
+	struct mds_ds_info *all = calloc(BAL_MAX, sizeof(*all));
+	struct inos x = {0};
+	if (!b || !all)
+		goto out;
+	unsigned n = mds_dsreg_list(mds, all, BAL_MAX);
+	for (unsigned i = 0; i < n && b->n < BAL_MAX; i++)
+		if (all[i].up && !all[i].drained && !all[i].lost &&
+		    !(all[i].health & (BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL |
+				       BRAID_CTL_HEALTH_READONLY | BRAID_CTL_HEALTH_DRAINING)))
+			b->id[b->n++] = all[i].id;
+	if (b->n < 2 || mds_layout_scan(mds->store, inos_add, &x) < 0 || x.nomem)
+		goto out;
+	for (size_t k = 0; k < x.n && !stopping(rs); k++) {
+		struct mds_attr a;
+		struct mds_file_map m;
+		if (mds_inode_getattr(mds->store, x.v[k], &a) || mds_data_map(mds, x.v[k], &m))
+			continue;
+		b->m = &m;
+		b->size = a.size;
+		mds_layout_list(mds->store, x.v[k], bal_seg, b);
+	}
+	unsigned hi = 0, lo = 0;
+	uint64_t total = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		total += b->load[i];
+		hi = b->load[i] > b->load[hi] ? i : hi;
+		lo = b->load[i] < b->load[lo] ? i : lo;
+	}
+	uint64_t mean = total / b->n, room = mean > b->load[lo] ? mean - b->load[lo] : 0;
+	unsigned started = 0;
+	for (size_t k = 0; k < x.n && hi != lo && room && started < REBALANCE_MOVES; k++) {
+		struct mds_attr a;
+		if (mds_inode_getattr(mds->store, x.v[k], &a) || !a.size || a.size > room ||
+		    !file_on(mds, x.v[k], b->id[hi]) || file_on(mds, x.v[k], b->id[lo]))
+			continue;
+		if (!mds_data_move_begin(mds, x.v[k], b->id[hi], b->id[lo])) {
+			room -= a.size;
+			started++;
+		}
+	}
+	if (!started) {
+		/* nothing moved this round: balanced, unless moves still run */
+		pthread_mutex_lock(&rs->mu);
+		bool moving = rs->st.stale_files > 0;
+		pthread_mutex_unlock(&rs->mu);
+		if (!moving && !rebalance_flag(mds, false)) {
+			pthread_mutex_lock(&rs->mu);
+			rs->rebalance = false;
+			pthread_mutex_unlock(&rs->mu);
+			mds_log("rebalance done: data servers hold %llu to %llu bytes (mean %llu)",
+				(unsigned long long)b->load[lo], (unsigned long long)b->load[hi],
+				(unsigned long long)mean);
+		}
+	}
+out:
+	free(x.v);
+	free(b);
+	free(all);
 }
 
 /* ------------------------------------------------------------- thread */
@@ -552,6 +809,7 @@ static void *resilver_main(void *arg)
 		if (!v)
 			continue;
 		rebuild_scan(rs);
+		rebalance_scan(rs);
 		struct ino_vec iv = {.v = v};
 		if (mds_stale_list(rs->mds->store, collect, &iv) < 0)
 			continue;
@@ -613,6 +871,9 @@ int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
 	rs->m_rebuild = nfsd_metrics_gauge(
 	    mt, "braid_mds_rebuild_files",
 	    "Files naming a data server declared lost, at the last scan.", NULL);
+	char fp[sizeof(mds->set.store_dir) + 16];
+	rebalance_path(mds, fp, sizeof(fp));
+	rs->rebalance = access(fp, F_OK) == 0; /* one running before a restart */
 	mds->resilver = rs;
 	int rc = -pthread_create(&rs->thread, NULL, resilver_main, rs);
 	if (rc) {

@@ -27,6 +27,14 @@
  * [mds] resilver_rate bounds the bytes per second each copy reads from its
  * source (0: no bound), so that a resilver does not starve clients.
  *
+ * Drain.  A drained data server (braidctl ds drain) has each copy it holds
+ * moved (mds_data_move_begin): a server with room the file does not use
+ * joins it, stale, the resilver copies the drained copy there, then, with
+ * the file frozen as above, the segments switch to it and the drained
+ * copy goes (the drained server first, as the source; a surviving mirror
+ * when it is down).  Durable at every step, so a crash of the MDS or of a
+ * data server resumes it.
+ *
  * Rebuild.  A data server declared lost (braidctl ds lost, or down longer
  * than [mds] ds_lost_after) has every copy it held moved: each scan walks
  * the layout maps (mds_layout_scan) for files naming a lost server and
@@ -51,6 +59,15 @@ void mds_resilver_stop(struct braid_mds *mds);
 void mds_resilver_release(struct braid_mds *mds);
 /* Scan now: a data server came (back). */
 void mds_resilver_kick(struct braid_mds *mds);
+/*
+ * Rebalance (braidctl rebalance): until the data servers taking new data
+ * hold about the same bytes (as the layout maps place them), copies move
+ * from the fullest to the emptiest, a file at a time, as a drain moves
+ * them.  Recorded durably (<store_dir>/rebalance) before returning, so a
+ * restart goes on; done when no move would bring the two closer.  0 or
+ * -errno of the write.
+ */
+int mds_resilver_rebalance(struct braid_mds *mds);
 
 /* What braidctl and the metrics show. */
 #define MDS_LOST_FILES_MAX 256 /* unrecoverable files listed (paths resolved) */

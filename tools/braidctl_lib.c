@@ -56,10 +56,11 @@ void braidctl_usage(FILE *f)
 	       "commands:\n"
 	       "  status                   the MDS and every data server\n"
 	       "  ds list                  data servers: addresses, space, health\n"
-	       "  ds drain ID              place no new data there\n"
+	       "  ds drain ID              place no new data there, move its data off\n"
 	       "  ds add ID                let placement use it again (undo drain)\n"
 	       "  ds remove [--force] ID   forget a drained data server no file uses\n"
 	       "  ds lost ID               a data server gone for good: rebuild its copies\n"
+	       "  rebalance                move data onto the emptiest data servers\n"
 	       "  rebuild                  stale copies, resilver and rebuild progress,\n"
 	       "                           files that cannot be recovered\n"
 	       "  exports list             the exports in force\n"
@@ -1382,6 +1383,16 @@ static int c_rebuild(struct braidctl *b, int argc, char **argv)
 	return BRAIDCTL_OK;
 }
 
+static int c_rebalance(struct braidctl *b, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		errorf(b, "usage: braidctl rebalance");
+		return BRAIDCTL_USAGE;
+	}
+	return change(b, BRAID_ADMINPROC_REBALANCE, NULL);
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 static const struct {
@@ -1390,7 +1401,7 @@ static const struct {
 } commands[] = {
     {"status", c_status}, {"ds", c_ds},		{"exports", c_exports}, {"clients", c_clients},
     {"layout", c_layout}, {"policy", c_policy}, {"recall", c_recall},
-    {"rebuild", c_rebuild},
+    {"rebuild", c_rebuild}, {"rebalance", c_rebalance},
 };
 
 bool braidctl_command_known(const char *name)

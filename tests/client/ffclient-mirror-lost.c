@@ -139,15 +139,26 @@ int main(void)
 	for (unsigned i = 0; i < 3; i++)
 		if (&D[i] != lost && &D[i] != kept)
 			third = &D[i];
-	/* a single-copy file on the server about to be lost (the others drained) */
+	/* a single-copy file on the server about to be lost: files made
+	 * until one lands there (placement is random) */
 	uint64_t one = ffct_mkdir_policy(&M, c, "/one", "whole");
-	CHECK_EQ(mds_dsreg_drain(M.mds, lost->id, true), 0);
-	CHECK_EQ(mds_dsreg_drain(M.mds, third->id, true), 0);
+	uint64_t s1 = 0;
+	char spath[64] = "";
 	dt_fill(buf, 0, MiB, 3);
-	CHECK_EQ(ffct_write_sync(c, "/one/s", buf, 0, MiB, true, &secs), 0);
-	CHECK_EQ(mds_dsreg_drain(M.mds, lost->id, false), 0);
-	CHECK_EQ(mds_dsreg_drain(M.mds, third->id, false), 0);
-	uint64_t s1 = ffct_ino_of(&M, "s", one);
+	for (unsigned i = 0; !s1; i++) {
+		CHECK(i < 64);
+		char name[16];
+		snprintf(name, sizeof(name), "s%u", i);
+		snprintf(spath, sizeof(spath), "/one/%s", name);
+		CHECK_EQ(ffct_write_sync(c, spath, buf, 0, MiB, true, &secs), 0);
+		uint64_t ino = ffct_ino_of(&M, name, one);
+		struct mds_file_map sm;
+		CHECK_EQ(mds_data_map(M.mds, ino, &sm), 0);
+		if ((sm.set[0] & MDS_LAYOUT_ID) == kept->id)
+			s1 = ino;
+		else
+			CHECK_EQ(ffc_remove(c, spath), 0);
+	}
 	cds_stop(kept);
 	cl_wait_down(&M, kept->id);
 	CHECK_EQ(mds_dsreg_lost(M.mds, kept->id, "by the test"), 0);
@@ -183,9 +194,9 @@ int main(void)
 	CHECK_EQ(nlf, 1);
 	CHECK_EQ(lf[0].ino, s1);
 	CHECK_EQ(lf[0].ds, kept->id);
-	CHECK(!strcmp(lf[0].path, "/one/s"));
+	CHECK(!strcmp(lf[0].path, spath));
 	t0 = cl_now();
-	struct ffc_file *sf = ffc_open(c, "/one/s", FFC_RDONLY, 0, &err);
+	struct ffc_file *sf = ffc_open(c, spath, FFC_RDONLY, 0, &err);
 	CHECK(sf);
 	CHECK_EQ(ffc_pread(sf, buf, MiB, 0), -EIO);
 	ffc_close(sf);
