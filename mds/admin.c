@@ -1375,7 +1375,7 @@ int mds_admin_init(struct braid_mds *mds, char *msg, size_t msglen)
 	}
 	ad->mds = mds;
 	mds->admin = ad;
-	nfsd_procs_bind(admin_procs, BRAID_ADMINPROC_RECALL + 1,
+	nfsd_procs_bind(admin_procs, BRAID_ADMINPROC_REBALANCE + 1,
 			&xdr_desc_BRAID_ADMIN_PROGRAM_BRAID_ADMIN_V1);
 	ad->prog = (struct nfsd_program){
 	    .prog = BRAID_ADMIN_PROGRAM,

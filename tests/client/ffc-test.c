@@ -35,7 +35,32 @@ void ffct_read_check(struct ffc *c, const char *path, uint64_t len, unsigned see
 	uint8_t *rb = malloc(len ? len : 1);
 	CHECK(rb);
 	CHECK_EQ(ffc_pread(f, rb, len, 0), (ssize_t)len);
-	CHECK(dt_check(rb, 0, len, seed));
+	if (!dt_check(rb, 0, len, seed)) {
+		/* where it first differs, for the log */
+		uint8_t *want = malloc(len);
+		CHECK(want);
+		dt_fill(want, 0, len, seed);
+		uint64_t at = 0;
+		while (at < len && rb[at] == want[at])
+			at++;
+		uint64_t end = at;
+		while (end < len && rb[end] != want[end])
+			end++;
+		uint64_t bad = 0, last = at;
+		for (uint64_t k = at; k < len; k++)
+			if (rb[k] != want[k]) {
+				bad++;
+				last = k;
+			}
+		fprintf(stderr,
+			"%s: %llu bytes, first differs at %llu (got %02x, want %02x), %llu bytes "
+			"differ, the last at %llu\n",
+			path, (unsigned long long)len, (unsigned long long)at, rb[at], want[at],
+			(unsigned long long)bad, (unsigned long long)last);
+		(void)end;
+		free(want);
+		CHECK(!"the bytes read back are the bytes written");
+	}
 	CHECK_EQ(ffc_close(f), 0);
 	free(rb);
 }
