@@ -66,6 +66,9 @@ const struct conf_schema ds_conf_schema[] = {
 	{ "ds", NULL, "read_window", CONF_INT, .min = 0, .max = 4096, .def = "3", S(read_window),
 	  .desc = "READs from the page cache in progress per connection (their CRC check "
 		  "kept just ahead of the send); 0: no limit.  Not with direct_io." },
+	{ "ds", NULL, "reserve", CONF_SIZE, .def = "0", S(reserve),
+	  .desc = "Free space below which the MDS places no new objects here (lowspace); 0: 1% "
+		  "of the filesystem, at most 1g." },
 	{ "ds", NULL, "scrub_interval", CONF_DURATION, .def = "0", S(scrub_interval_ms),
 	  .desc = "Verify every block this often in the background; 0: never." },
 	{ "ds", NULL, "metrics_listen", CONF_ADDRS, S(metrics_listen),
@@ -358,7 +361,39 @@ static void reg_addrs_fill(const struct conf_addrs *a, struct reg_addrs *r)
 	}
 }
 
-/* Wait up to ms or until stop; true when stopping. */
+/* The store's fullness changed: tell the MDS now, not at the next beat. */
+static void reg_kick(void *arg)
+{
+	struct braid_ds *ds = arg;
+	pthread_mutex_lock(&ds->reg_mu);
+	ds->reg_kick = true;
+	pthread_cond_broadcast(&ds->reg_cond);
+	pthread_mutex_unlock(&ds->reg_mu);
+}
+
+/* Free space below which the store is lowspace (no new placements). */
+static uint64_t ds_reserve(const struct braid_ds *ds, uint64_t total)
+{
+	if (ds->set.reserve)
+		return ds->set.reserve;
+	uint64_t r = total / 100;
+	return r < (1ull << 30) ? r : 1ull << 30;
+}
+
+/* HEARTBEAT's health flags. */
+static uint32_t ds_health(struct braid_ds *ds, uint64_t total, uint64_t avail)
+{
+	struct ds_store_counters cn;
+	ds_store_counters(ds->store, &cn);
+	uint32_t h = cn.crc_errors || cn.read_faults ? BRAID_CTL_HEALTH_DEGRADED : 0;
+	if (avail < ds_reserve(ds, total))
+		h |= BRAID_CTL_HEALTH_LOWSPACE;
+	if (ds_store_full(ds->store, avail))
+		h |= BRAID_CTL_HEALTH_FULL;
+	return h;
+}
+
+/* Wait up to ms, until stop or a kick; true when stopping. */
 static bool reg_sleep(struct braid_ds *ds, unsigned ms)
 {
 	struct timespec ts;
@@ -370,8 +405,10 @@ static bool reg_sleep(struct braid_ds *ds, unsigned ms)
 		ts.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&ds->reg_mu);
-	while (!ds->reg_stop && pthread_cond_timedwait(&ds->reg_cond, &ds->reg_mu, &ts) == 0)
+	while (!ds->reg_stop && !ds->reg_kick &&
+	       pthread_cond_timedwait(&ds->reg_cond, &ds->reg_mu, &ts) == 0)
 		;
+	ds->reg_kick = false;
 	bool stop = ds->reg_stop;
 	pthread_mutex_unlock(&ds->reg_mu);
 	return stop;
@@ -450,13 +487,12 @@ static void *reg_main(void *arg)
 				backoff = 250;
 			}
 		} else {
-			struct ds_store_counters cn;
-			ds_store_counters(ds->store, &cn);
 			braid_ctl_heartbeat_args a = {
 				.hb_ds_id = atomic_load(&ds->ds_id),
 				.hb_capacity = total,
 				.hb_free = avail,
-				.hb_health = cn.crc_errors || cn.read_faults ? BRAID_CTL_HEALTH_DEGRADED : 0,
+				.hb_objects = ds_store_objects(ds->store),
+				.hb_health = ds_health(ds, total, avail),
 			};
 			memcpy(a.hb_boot_verifier, verf, DS_VERIFIER_SIZE);
 			braid_ctl_heartbeat_res r;
@@ -555,8 +591,15 @@ static void ds_collect(void *arg, struct nfsd_metrics_out *o)
 		{"braid_ds_reads_uncached_total", "counter",
 		 "READs on a page-cache store read from disk into a buffer, their pages not cached.",
 		 c.reads_uncached},
+		{"braid_ds_nospc_total", "counter",
+		 "Writes and creates refused for lack of space (ENOSPC, EDQUOT).", c.nospc},
+		{"braid_ds_full", "gauge",
+		 "1 while the store is full: a write was refused for space, none freed since.",
+		 ds_store_full(ds->store, avail)},
 		{"braid_ds_rmw_blocks_total", "counter",
 		 "Partial blocks read back to recompute a CRC.", c.rmw_blocks},
+		{"braid_ds_objects", "gauge", "Objects the store holds.",
+		 ds_store_objects(ds->store)},
 		{"braid_ds_capacity_bytes", "gauge", "Bytes of the store's filesystem.", total},
 		{"braid_ds_free_bytes", "gauge", "Bytes available on the store's filesystem.", avail},
 		{"braid_ds_id", "gauge", "The id the MDS assigned (0: not registered).",
@@ -629,6 +672,8 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 		.block_size = (unsigned)set->block_size,
 		.max_open = (unsigned)set->max_open,
 		.io = set->io == DS_IO_PSYNC ? DS_STORE_IO_PSYNC : DS_STORE_IO_URING,
+		.space_changed = reg_kick,
+		.space_arg = ds,
 		.test_mapped_hook = set->store_test_mapped_hook,
 		.test_arg = set->store_test_arg,
 	};

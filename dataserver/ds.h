@@ -42,6 +42,7 @@ struct ds_settings {
 	int64_t loops, workers;       /* 0: automatic */
 	int64_t read_window;          /* page-cache READs per connection in progress */
 	uint64_t scrub_interval_ms;   /* 0: no background scrub */
+	uint64_t reserve;             /* lowspace below this free; 0: ds_reserve()'s */
 	struct conf_addrs metrics_listen; /* GET /metrics (Prometheus); n == 0: off */
 	/* Not in the file; tests set it after ds_settings_load:
 	 * ds_store_opts.test_mapped_hook and its argument. */

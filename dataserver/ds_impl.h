@@ -43,9 +43,10 @@ struct braid_ds {
 	/* MDS registration: the thread owns these, others read ds_id */
 	pthread_t reg_thread;
 	bool reg_running;
-	pthread_mutex_t reg_mu; /* guards reg_stop with reg_cond */
+	pthread_mutex_t reg_mu; /* guards reg_stop and reg_kick with reg_cond */
 	pthread_cond_t reg_cond;
 	bool reg_stop;
+	bool reg_kick; /* heartbeat now: the store's fullness changed */
 	_Atomic uint32_t ds_id;
 	/* background scrub */
 	pthread_t scrub_thread;

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,11 @@ bool ds_store_direct(const struct ds_store *st)
 	return st->direct;
 }
 
+uint64_t ds_store_objects(const struct ds_store *st)
+{
+	return __atomic_load_n(&st->nobjects, __ATOMIC_RELAXED);
+}
+
 void ds_store_counters(const struct ds_store *st, struct ds_store_counters *out)
 {
 	const uint64_t *src = (const uint64_t *)&st->ctr;
@@ -175,6 +181,40 @@ int ds_store_space(const struct ds_store *st, uint64_t *total, uint64_t *avail)
 	if (avail)
 		*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	return 0;
+}
+
+/* ------------------------------------------------------------- fullness */
+
+void st_note_nospc(struct ds_store *st)
+{
+	ctr_add(&st->ctr.nospc, 1);
+	uint64_t avail = 0;
+	ds_store_space(st, NULL, &avail);
+	/* the lowest free space seen refused: growth is measured from it */
+	uint64_t cur = atomic_load(&st->nospc_avail);
+	bool was_full = cur != 0;
+	while ((!cur || avail + 1 < cur) &&
+	       !atomic_compare_exchange_weak(&st->nospc_avail, &cur, avail + 1))
+		;
+	if (!was_full && st->space_changed)
+		st->space_changed(st->space_arg);
+}
+
+void st_note_freed(struct ds_store *st)
+{
+	if (atomic_exchange(&st->nospc_avail, 0) && st->space_changed)
+		st->space_changed(st->space_arg);
+}
+
+bool ds_store_full(struct ds_store *st, uint64_t avail)
+{
+	uint64_t v = atomic_load(&st->nospc_avail);
+	if (!v)
+		return false;
+	if (avail <= v - 1 + DS_STORE_FULL_SLACK)
+		return true;
+	atomic_compare_exchange_strong(&st->nospc_avail, &v, 0);
+	return false;
 }
 
 /* Whether the filesystem under dirfd takes O_DIRECT (open and one aligned write). */
@@ -320,10 +360,16 @@ int ds_store_open(const char *dir, const struct ds_store_opts *opts, struct ds_s
 		}
 	}
 	close(ofd);
+	if ((rc = st_scan_count(st, &st->nobjects))) {
+		st_log("%s: counting the objects: %s", dir, strerror(-rc));
+		goto fail;
+	}
 
 	st->io = o->io;
 	st->test_mapped_hook = o->test_mapped_hook;
 	st->test_arg = o->test_arg;
+	st->space_changed = o->space_changed;
+	st->space_arg = o->space_arg;
 	st_map_sigbus_install();
 	if (st->io == DS_STORE_IO_URING) {
 		struct ds_ring *r = st_ring_get(st);

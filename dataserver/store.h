@@ -76,6 +76,11 @@ struct ds_store_opts {
 				* 0 = DS_BLOCK_DEFAULT; an existing store keeps its own */
 	unsigned max_open;     /* idle objects kept open; 0 = 1024 */
 	enum ds_store_io io;
+	/* Called (from the thread that saw it, no store lock held) when the
+	 * store becomes full (a write refused for space) or stops being so
+	 * (space freed by a remove or truncate): ds_store_full changed. */
+	void (*space_changed)(void *arg);
+	void *space_arg;
 	/* Tests only: called with an object's data file descriptor after a
 	 * mapped READ has checked the file's length and before it verifies the
 	 * blocks, the window where a file cut short behind the store's back
@@ -113,6 +118,7 @@ struct ds_store_counters {
 	uint64_t read_faults; /* mapped READs the kernel could not fill (SIGBUS) */
 	uint64_t reads_uncached; /* READs copied since their pages were not cached */
 	uint64_t loads, evictions;
+	uint64_t nospc; /* writes and creates refused for space (ENOSPC, EDQUOT) */
 };
 
 /*
@@ -144,8 +150,21 @@ bool ds_store_direct(const struct ds_store *st);
 
 void ds_store_counters(const struct ds_store *st, struct ds_store_counters *out);
 
+/* Objects the store holds: counted in its directories at open, then moved
+ * by every create and remove (braid_ctl HEARTBEAT hb_objects). */
+uint64_t ds_store_objects(const struct ds_store *st);
+
 /* Bytes of the store's filesystem, total and available. */
 int ds_store_space(const struct ds_store *st, uint64_t *total, uint64_t *avail);
+
+/*
+ * Whether the store is full: a write was refused for space and, since,
+ * no object was removed or cut and avail (ds_store_space's) has not grown
+ * by DS_STORE_FULL_SLACK.  A write is never started without the space for
+ * all of it (ds_store_write), so "full" says a client has seen ENOSPC.
+ */
+#define DS_STORE_FULL_SLACK (1u << 20)
+bool ds_store_full(struct ds_store *st, uint64_t avail);
 
 /*
  * Create an empty object owned by uid/gid with permission bits mode (within
@@ -183,7 +202,10 @@ int ds_store_stat(struct ds_store *st, const struct ds_objid *id, struct ds_obj_
  * the byte count, all of it, once the promise of how is kept (a stable write
  * syncs the whole object, earlier UNSTABLE writes included).  -EFBIG past
  * DS_STORE_MAX_SIZE; -EINVAL over DS_STORE_MAX_IO; -EIO when a partially
- * overwritten block fails its CRC (nothing is written then).
+ * overwritten block fails its CRC (nothing is written then); -ENOSPC or
+ * -EDQUOT when the filesystem has no room for all of it: the space is
+ * allocated before any byte is touched, so the old bytes and their CRCs
+ * stay as they were (the store becomes full: ds_store_full).
  */
 ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		       uint64_t off, const struct iovec *iov, int iovcnt, enum ds_stable how);

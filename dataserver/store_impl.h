@@ -12,7 +12,8 @@
  *   store_io.c      READ and WRITE (COMMIT too), CRC verification
  *   store_mapped.c  mapped READ: the object's mapping, the SIGBUS handler
  *   store_meta.c    create, remove, truncate, setfence, stat
- *   store_scan.c    the object directories walked: LIST and scrub
+ *   store_scan.c    the object directories walked: the count at open,
+ *                   LIST and scrub
  *   store_writeback.c  write-back started early (COPY's long write runs)
  *
  * On-disk format, version 1 (all integers little-endian):
@@ -209,6 +210,7 @@ struct ds_obj {
 	uint64_t change;
 	uint64_t hdr_seq, hdr_written;	/* header dirty while they differ */
 	uint64_t write_seq, synced_seq; /* writes done; covered by a whole sync */
+	uint64_t resv_hi; /* [0, resv_hi) of data and its CRC entries is allocated */
 };
 
 struct ds_shard {
@@ -244,6 +246,16 @@ struct ds_store {
 	bool ring_warned;	   /* ring_mu */
 
 	struct ds_store_counters ctr; /* updated with atomics, no lock */
+	/*
+	 * Free bytes when a write was last refused for space, plus one; 0
+	 * once space was freed since (ds_store_full).  space_changed: opts'.
+	 */
+	_Atomic uint64_t nospc_avail;
+	void (*space_changed)(void *arg);
+	void *space_arg;
+	/* Objects held (.meta files): counted at open (st_scan_count), then
+	 * moved by create and remove, with atomics. */
+	uint64_t nobjects;
 	void (*test_mapped_hook)(int data_fd, void *arg);
 	void *test_arg;
 };
@@ -252,6 +264,11 @@ static inline void ctr_add(uint64_t *c, uint64_t v)
 {
 	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
 }
+
+/* A write or create was refused for space (-ENOSPC, -EDQUOT): note it. */
+void st_note_nospc(struct ds_store *st);
+/* Space was freed (an object removed or cut): the store is no longer full. */
+void st_note_freed(struct ds_store *st);
 
 static inline int sub_of(const struct ds_store *st, const struct ds_obj *o)
 {
@@ -325,6 +342,9 @@ uint64_t st_verify_blocks(struct ds_store *st, const struct ds_obj *o, const str
 ssize_t st_read(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		uint64_t off, size_t len, void *buf, struct ds_store_map *m, const void **data,
 		bool *eof);
+
+/* store_scan.c: the objects in the directories (their .meta files). */
+int st_scan_count(struct ds_store *st, uint64_t *n);
 
 /* store_mapped.c */
 void st_map_sigbus_install(void);

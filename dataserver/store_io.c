@@ -7,6 +7,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -149,6 +150,40 @@ uint64_t st_verify_blocks(struct ds_store *st, const struct ds_obj *o, const str
 /* ----------------------------------------------------------------- write */
 
 /*
+ * Allocate blocks [b0, b0 + nb) of data and their CRC entries before any
+ * byte of them is touched, so that a full filesystem refuses the write
+ * here (-ENOSPC, -EDQUOT) and leaves the old bytes and CRCs as they were.
+ * FALLOC_FL_KEEP_SIZE: the files' lengths stay what writes make them (I1,
+ * I2).  [0, o->resv_hi) is known allocated (a prefix only grows by
+ * reservations that touch it, and cuts lower it), so a sequential writer
+ * or an overwrite pays no system call.  A filesystem without fallocate
+ * keeps the old risk: a write that fails midway may leave blocks whose CRC
+ * no longer matches.  Caller holds the range lock exclusive.
+ */
+static int obj_reserve(struct ds_store *st, struct ds_obj *o, uint64_t b0, uint64_t nb)
+{
+	uint64_t a = b0 << st->bs_shift, z = (b0 + nb) << st->bs_shift;
+	pthread_mutex_lock(&o->mu);
+	uint64_t hi = o->resv_hi;
+	pthread_mutex_unlock(&o->mu);
+	if (z <= hi)
+		return 0;
+	if (fallocate(o->dfd, FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(z - a)) ||
+	    fallocate(o->mfd, FALLOC_FL_KEEP_SIZE, (off_t)(OBJ_TABLE_OFF + b0 * 8),
+		      (off_t)(nb * 8))) {
+		int e = errno;
+		if (e == EOPNOTSUPP || e == ENOSYS)
+			return 0;
+		return -e;
+	}
+	pthread_mutex_lock(&o->mu);
+	if (a <= o->resv_hi && z > o->resv_hi)
+		o->resv_hi = z;
+	pthread_mutex_unlock(&o->mu);
+	return 0;
+}
+
+/*
  * Write [off, off + len) as whole blocks [a, z): partial edge blocks are read,
  * verified and merged; the new CRCs go to the table in the same batch.
  * Caller holds o->lock shared.
@@ -190,6 +225,8 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 	}
 
 	st_rl_lock(st, o, a, z, true, &held);
+	if ((rc = obj_reserve(st, o, b0, nb)))
+		goto unlock;
 	pthread_mutex_lock(&o->mu);
 	uint64_t size = o->size;
 	pthread_mutex_unlock(&o->mu);
@@ -321,6 +358,8 @@ ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t 
 	if (!rc) {
 		ctr_add(&st->ctr.writes, 1);
 		ctr_add(&st->ctr.bytes_written, len);
+	} else if (rc == -ENOSPC || rc == -EDQUOT) {
+		st_note_nospc(st);
 	}
 	return rc ? rc : (ssize_t)len;
 }

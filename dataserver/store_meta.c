@@ -29,6 +29,7 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 	snprintf(mname, sizeof(mname), "%s.meta", o->name);
 	snprintf(tname, sizeof(tname), "%s.meta.tmp", o->name);
 
+	o->resv_hi = 0;
 	/* O_TRUNC: a data file without .meta is left from an interrupted create */
 	o->dfd = openat(sub, o->name,
 			O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | (st->direct ? O_DIRECT : 0), 0600);
@@ -58,6 +59,8 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 		rc = -errno;
 		goto fail;
 	}
+	/* the .meta is in place: an object, durable or not yet */
+	__atomic_add_fetch(&st->nobjects, 1, __ATOMIC_RELAXED);
 	rc = st_io_fsync(st, r, sub, false);
 	if (rc) {
 		/* renamed but not known durable: find out again next time */
@@ -101,6 +104,8 @@ out:
 	if (o)
 		st_obj_put(st, r, o);
 	st_ring_put(st, r);
+	if (rc == -ENOSPC || rc == -EDQUOT)
+		st_note_nospc(st);
 	return rc;
 }
 
@@ -111,8 +116,12 @@ static int obj_unlink(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 	int sub = sub_of(st, o);
 	snprintf(mname, sizeof(mname), "%s.meta", o->name);
 	snprintf(tname, sizeof(tname), "%s.meta.tmp", o->name);
-	if (unlinkat(sub, mname, 0) && errno != ENOENT)
-		return -errno;
+	if (unlinkat(sub, mname, 0)) {
+		if (errno != ENOENT)
+			return -errno;
+	} else {
+		__atomic_sub_fetch(&st->nobjects, 1, __ATOMIC_RELAXED);
+	}
 	int rc = st_io_fsync(st, r, sub, false);
 	if (rc)
 		return rc;
@@ -160,6 +169,8 @@ out:
 	if (o)
 		st_obj_put(st, r, o);
 	st_ring_put(st, r);
+	if (!rc)
+		st_note_freed(st);
 	return rc;
 }
 
@@ -211,6 +222,11 @@ static int obj_cut(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uin
 			return rc;
 	}
 	uint64_t nblocks = (at + st->bs - 1) >> st->bs_shift;
+	pthread_mutex_lock(&o->mu);
+	uint64_t keep = at >> st->bs_shift << st->bs_shift; /* the blocks wholly kept */
+	if (o->resv_hi > keep)
+		o->resv_hi = keep;
+	pthread_mutex_unlock(&o->mu);
 	if (ftruncate(o->dfd, (off_t)at) || ftruncate(o->mfd, (off_t)(OBJ_TABLE_OFF + nblocks * 8)))
 		return -errno;
 	return 0;
@@ -245,6 +261,8 @@ static int obj_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t
 	if (!rc)
 		rc = st_obj_sync(st, r, o, false);
 	st_obj_end(st, r, o);
+	if (!rc && size < cur)
+		st_note_freed(st);
 	return rc;
 }
 

@@ -302,6 +302,7 @@ static int obj_load(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 	}
 	o->write_seq = 1; /* unknown: the first COMMIT syncs */
 	o->synced_seq = 0;
+	o->resv_hi = 0;
 	o->dfd = dfd;
 	o->mfd = mfd;
 	o->state = OBJ_PRESENT;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The braid-ds object store's walks of its object directories: LIST
- * (braid_ctl) and scrub.
+ * The braid-ds object store's walks of its object directories: the count
+ * of objects at open, LIST (braid_ctl) and scrub.
  */
 #include "config.h"
 
@@ -34,6 +34,37 @@ static bool key_parse(const char *s, uint8_t key[DS_KEY_SIZE])
 		key[i] = (uint8_t)(hi << 4 | lo);
 	}
 	return true;
+}
+
+/* ---------------------------------------------------------------- count */
+
+/* The .meta files (the objects: a .meta is an object's commit point) whose
+ * names are keys of the directory they are in.  At open, before any other
+ * call: nothing creates or removes meanwhile. */
+int st_scan_count(struct ds_store *st, uint64_t *n)
+{
+	uint64_t count = 0;
+	for (unsigned sub = 0; sub < NSUB; sub++) {
+		int fd = openat(st->subfd[sub], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		DIR *d = fdopendir(fd);
+		if (!d) {
+			int rc = -errno;
+			close(fd);
+			return rc;
+		}
+		struct dirent *de;
+		uint8_t key[DS_KEY_SIZE];
+		while ((de = readdir(d)))
+			if (strlen(de->d_name) == 2 * DS_KEY_SIZE + 5 &&
+			    !strcmp(de->d_name + 2 * DS_KEY_SIZE, ".meta") &&
+			    key_parse(de->d_name, key) && objhash(key) >> 56 == sub)
+				count++;
+		closedir(d);
+	}
+	*n = count;
+	return 0;
 }
 
 /* ------------------------------------------------------- list and scrub */

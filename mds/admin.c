@@ -33,6 +33,7 @@
 #include "mds/dsreg.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/resilver.h"
 #include "mds/state.h"
 #include "nfsd/metrics.h"
 
@@ -357,6 +358,7 @@ static void ds_out(struct nfsd_req *req, const struct mds_ds_info *i, braid_admi
 	d->ds_registered = i->registered;
 	d->ds_up = i->up;
 	d->ds_drained = i->drained;
+	d->ds_lost = i->lost;
 	d->ds_health = i->health;
 	d->ds_capacity = i->capacity;
 	d->ds_free = i->free;
@@ -428,11 +430,13 @@ static int ds_drain(struct nfsd_req *req, braid_admin_ds_args *a, braid_admin_re
 	if (rc)
 		DONE(res, stat_of(rc), "data server %u: recording the change in %s: %s", a->da_id,
 		     mds->set.store_dir, strerror(-rc));
+	mds_resilver_kick(mds);
 	if (drain)
 		DONE(
 		    res, BRAID_ADMIN_OK,
-		    "data server %u (%s) drained: new files and segments go to other data servers; "
-		    "what it holds stays in use",
+		    "data server %u (%s) drained: new files and segments go to other data servers, "
+		    "and what it holds moves to them while it stays in use ('braidctl rebuild' "
+		    "shows the progress)",
 		    a->da_id, i.hostname[0] ? i.hostname : "?");
 	DONE(res, BRAID_ADMIN_OK, "data server %u (%s) admitted: placement may choose it again%s",
 	     a->da_id, i.hostname[0] ? i.hostname : "?",
@@ -823,7 +827,8 @@ static int a_layout(struct nfsd_req *req, void *argp, void *resp)
 	ok->ly_set.val = aalloc(req, m.nset, sizeof(braid_admin_set_member));
 	for (unsigned k = 0; ok->ly_set.val && k < m.nset; k++)
 		ok->ly_set.val[ok->ly_set.len++] = (braid_admin_set_member){
-		    m.set[k] & ~MDS_LAYOUT_CREATED, (m.set[k] & MDS_LAYOUT_CREATED) != 0};
+		    m.set[k] & MDS_LAYOUT_ID, (m.set[k] & MDS_LAYOUT_CREATED) != 0,
+		    (m.set[k] & MDS_LAYOUT_STALE) != 0};
 	struct seg_take t = {.req = req,
 			     .pol = &m.pol,
 			     .from = a->lg_cookie,
@@ -1032,9 +1037,98 @@ static int a_recall(struct nfsd_req *req, void *argp, void *resp)
 	     plen, path, lease);
 }
 
+/* --------------------------------------------------- DS_LOST, PROTECTION */
+
+static int a_ds_lost(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	braid_admin_ds_args *a = argp;
+	braid_admin_res *res = resp;
+	if (!authorized(req))
+		DONE(res, BRAID_ADMIN_ACCESS, NOAUTH);
+	struct mds_ds_info i;
+	if (mds_dsreg_get(mds, a->da_id, &i))
+		DONE(res, BRAID_ADMIN_NOENT, "no data server %u ('braidctl ds list' shows the ids)",
+		     a->da_id);
+	const char *host = i.hostname[0] ? i.hostname : "?";
+	if (i.up)
+		DONE(res, BRAID_ADMIN_BUSY,
+		     "data server %u (%s) is up: stop braid-ds there first (to move data off a "
+		     "running server, drain it)",
+		     a->da_id, host);
+	int rc = mds_dsreg_lost(mds, a->da_id, "by the administrator");
+	if (rc == -ENOENT)
+		DONE(res, BRAID_ADMIN_NOENT, "data server %u was removed meanwhile", a->da_id);
+	if (rc)
+		DONE(res, stat_of(rc), "data server %u: recording the change in %s: %s", a->da_id,
+		     mds->set.store_dir, strerror(-rc));
+	mds_resilver_kick(mds);
+	DONE(res, BRAID_ADMIN_OK,
+	     "data server %u (%s) declared lost: its copies are being rebuilt on the others "
+	     "('braidctl rebuild' shows the progress)",
+	     a->da_id, host);
+}
+
+static int a_protection(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	braid_admin_protection_res *res = resp;
+	(void)argp;
+	if (!authorized(req)) {
+		res->status = BRAID_ADMIN_ACCESS;
+		res->u.why = xdr_string_of(NOAUTH);
+		return NFSD_SUCCESS;
+	}
+	struct mds_resilver_stats st;
+	mds_resilver_stats(mds, &st);
+	braid_admin_protection_resok *ok = &res->u.ok;
+	*ok = (braid_admin_protection_resok){
+	    .pr_lost_servers = st.lost_servers,
+	    .pr_rebuild_files = st.rebuild_files,
+	    .pr_moved_files = st.moved_files,
+	    .pr_stale_files = st.stale_files,
+	    .pr_stale_bytes = st.stale_bytes,
+	    .pr_resilvered_files = st.files_done,
+	    .pr_resilvered_bytes = st.bytes_copied,
+	    .pr_failures = st.failures,
+	    .pr_rate = st.rate_Bps,
+	    .pr_inflight_ino = st.inflight_ino,
+	    .pr_inflight_to = st.inflight_to,
+	    .pr_inflight_bytes = st.inflight_bytes,
+	    .pr_unrecoverable = st.unrecoverable,
+	};
+	struct mds_lost_file *lf = aalloc(req, BRAID_ADMIN_LIST_MAX, sizeof(*lf));
+	braid_admin_lost_file *v = aalloc(req, BRAID_ADMIN_LIST_MAX, sizeof(*v));
+	unsigned n = lf && v ? mds_resilver_lost_files(mds, lf, BRAID_ADMIN_LIST_MAX) : 0;
+	for (unsigned k = 0; k < n; k++)
+		v[k] = (braid_admin_lost_file){.lf_ino = lf[k].ino,
+					       .lf_ds = lf[k].ds,
+					       .lf_path = xdr_string_of(lf[k].path)};
+	ok->pr_lost.val = v;
+	ok->pr_lost.len = n;
+	res->status = BRAID_ADMIN_OK;
+	return NFSD_SUCCESS;
+}
+
+static int a_rebalance(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	braid_admin_res *res = resp;
+	(void)argp;
+	if (!authorized(req))
+		DONE(res, BRAID_ADMIN_ACCESS, NOAUTH);
+	int rc = mds_resilver_rebalance(mds);
+	if (rc)
+		DONE(res, stat_of(rc), "recording the rebalance in %s: %s", mds->set.store_dir,
+		     strerror(-rc));
+	DONE(res, BRAID_ADMIN_OK,
+	     "rebalance started: copies move from the fullest data servers to the emptiest "
+	     "('braidctl rebuild' shows the progress)");
+}
+
 /* ------------------------------------------------------------ program */
 
-static struct nfsd_proc admin_procs[BRAID_ADMINPROC_RECALL + 1] = {
+static struct nfsd_proc admin_procs[BRAID_ADMINPROC_REBALANCE + 1] = {
     [BRAID_ADMINPROC_NULL] = {.name = "NULL", .fn = a_null, .flags = NFSD_PROC_INLINE},
     [BRAID_ADMINPROC_STATUS] = {.name = "STATUS", .fn = a_status},
     [BRAID_ADMINPROC_DS_LIST] = {.name = "DS_LIST", .fn = a_ds_list},
@@ -1048,9 +1142,12 @@ static struct nfsd_proc admin_procs[BRAID_ADMINPROC_RECALL + 1] = {
     [BRAID_ADMINPROC_POLICY_GET] = {.name = "POLICY_GET", .fn = a_policy_get},
     [BRAID_ADMINPROC_POLICY_SET] = {.name = "POLICY_SET", .fn = a_policy_set},
     [BRAID_ADMINPROC_RECALL] = {.name = "RECALL", .fn = a_recall},
+    [BRAID_ADMINPROC_DS_LOST] = {.name = "DS_LOST", .fn = a_ds_lost},
+    [BRAID_ADMINPROC_PROTECTION] = {.name = "PROTECTION", .fn = a_protection},
+    [BRAID_ADMINPROC_REBALANCE] = {.name = "REBALANCE", .fn = a_rebalance},
 };
 static const struct nfsd_version admin_versions[] = {
-    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_RECALL + 1},
+    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_REBALANCE + 1},
 };
 
 const struct nfsd_program *mds_admin_program(struct braid_mds *mds)

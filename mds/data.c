@@ -32,6 +32,7 @@
 #include "mds/dsreg.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 
 #define OBJ_LOCKS      64
@@ -45,22 +46,38 @@
  */
 struct mds_data {
 	pthread_mutex_t obj_mu[OBJ_LOCKS];
+	pthread_rwlock_t gate[OBJ_LOCKS]; /* mds_data_write_gate */
 };
 
 struct mds_data *mds_data_new(void)
 {
 	struct mds_data *d = calloc(1, sizeof(*d));
-	for (int i = 0; d && i < OBJ_LOCKS; i++)
+	for (int i = 0; d && i < OBJ_LOCKS; i++) {
 		pthread_mutex_init(&d->obj_mu[i], NULL);
+		pthread_rwlock_init(&d->gate[i], NULL);
+	}
 	return d;
+}
+
+void mds_data_write_gate(struct braid_mds *mds, uint64_t ino, enum mds_gate how)
+{
+	pthread_rwlock_t *g = &mds->data->gate[(ino ^ (ino >> 17)) % OBJ_LOCKS];
+	if (how == MDS_GATE_WRITE)
+		pthread_rwlock_rdlock(g);
+	else if (how == MDS_GATE_FREEZE)
+		pthread_rwlock_wrlock(g);
+	else
+		pthread_rwlock_unlock(g);
 }
 
 void mds_data_free(struct mds_data *d)
 {
 	if (!d)
 		return;
-	for (int i = 0; i < OBJ_LOCKS; i++)
+	for (int i = 0; i < OBJ_LOCKS; i++) {
 		pthread_mutex_destroy(&d->obj_mu[i]);
+		pthread_rwlock_destroy(&d->gate[i]);
+	}
 	free(d);
 }
 
@@ -248,22 +265,35 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 	if (cur.type != MDS_REG)
 		return -EINVAL;
 	struct layout_cand usable[256];
-	unsigned nu = mds_dsreg_candidates(mds, avoid, navoid, usable, 256);
+	bool space_short;
+	unsigned nu = mds_dsreg_candidates(mds, avoid, navoid, usable, 256, &space_short);
 	bool rec = !m->recorded;
 	uint32_t ids[LAYOUT_SET_MAX];
 	if (!m->nset) {
 		unsigned k = layout_set_size(&m->pol, nu);
 		if (!k)
-			return -EAGAIN;
+			return space_short ? -ENOSPC : -EAGAIN;
 		m->nset = layout_set_choose(usable, nu, k, rng_cb, mds, m->set);
 		rec = true;
 	}
-	for (unsigned i = 0; i < m->nset; i++)
-		ids[i] = m->set[i] & ~MDS_LAYOUT_CREATED;
+	/* a stale member (missing writes, or a move's target) takes no new
+	 * segment: it is neither read nor written until current */
+	uint32_t place[LAYOUT_SET_MAX];
+	unsigned np = 0;
+	for (unsigned i = 0; i < m->nset; i++) {
+		ids[i] = m->set[i] & MDS_LAYOUT_ID;
+		if (m->set[i] & MDS_LAYOUT_STALE) {
+			for (unsigned k = 0; k < nu; k++)
+				if (usable[k].id == ids[i])
+					usable[k--] = usable[--nu];
+		} else {
+			place[np++] = ids[i];
+		}
+	}
 	unsigned w = layout_seg_width(&m->pol);
 	memset(seg, 0, sizeof(*seg));
-	if ((rc = layout_seg_place(&m->pol, ids, m->nset, n, usable, nu, seg->ds)))
-		return rc;
+	if ((rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
+		return rc == -EAGAIN && space_short ? -ENOSPC : rc;
 	seg->nds = w;
 	/* a substitute from outside the set joins it while there is room */
 	for (unsigned j = 0; j < w; j++)
@@ -289,6 +319,8 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 		unsigned i = 0;
 		while (i < m->nset && ids[i] != seg->ds[j])
 			i++;
+		if (i < m->nset && (m->set[i] & MDS_LAYOUT_STALE))
+			continue; /* its resilver makes it */
 		if (i < m->nset && (m->set[i] & MDS_LAYOUT_CREATED))
 			continue;
 		if ((rc = obj_create(mds, seg->ds[j], &cur, m->epoch)))
@@ -406,6 +438,300 @@ int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigne
 	return (int)s.n;
 }
 
+/* ------------------------------------------------------------- stale mirrors */
+
+bool mds_data_map_stale(const struct mds_file_map *m, uint32_t id)
+{
+	for (unsigned i = 0; i < m->nset; i++)
+		if ((m->set[i] & MDS_LAYOUT_ID) == id)
+			return (m->set[i] & MDS_LAYOUT_STALE) != 0;
+	return false;
+}
+
+/* Whether every segment keeps a current copy with going stale too. */
+struct stale_check {
+	const struct mds_file_map *m;
+	const uint32_t *going;
+	unsigned ngoing;
+	bool orphaned;
+};
+
+static int stale_check_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct stale_check *c = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	unsigned S = c->m->pol.stripes ? c->m->pol.stripes : 1;
+	unsigned M = l->nds / S;
+	/* each stripe position needs one mirror whose server stays current */
+	for (unsigned s = 0; s < S; s++) {
+		bool kept = false;
+		for (unsigned mi = 0; mi < M && !kept; mi++) {
+			uint32_t id = l->ds[mi * S + s];
+			kept = !mds_data_map_stale(c->m, id) && !id_in(c->going, c->ngoing, id);
+		}
+		if (!kept) {
+			c->orphaned = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* mds_data_stale_mark with the object lock held. */
+static int stale_mark_locked(struct braid_mds *mds, uint64_t ino, const uint32_t *ids,
+			     unsigned n, bool *newly)
+{
+	*newly = false;
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	uint32_t going[LAYOUT_SET_MAX];
+	unsigned ng = 0;
+	for (unsigned k = 0; !rc && k < n; k++)
+		for (unsigned i = 0; i < m.nset; i++)
+			if ((m.set[i] & MDS_LAYOUT_ID) == ids[k] && !(m.set[i] & MDS_LAYOUT_STALE) &&
+			    ng < LAYOUT_SET_MAX)
+				going[ng++] = ids[k];
+	if (rc || !ng)
+		goto out;
+	struct stale_check c = {.m = &m, .going = going, .ngoing = ng};
+	if ((rc = mds_layout_list(mds->store, ino, stale_check_seg, &c)) < 0)
+		goto out;
+	rc = 0;
+	if (c.orphaned) {
+		rc = -EAGAIN; /* that would leave bytes with no current copy */
+		goto out;
+	}
+	if ((rc = mds_stale_mark(mds->store, ino)))
+		goto out;
+	for (unsigned i = 0; i < m.nset; i++)
+		if (id_in(going, ng, m.set[i] & MDS_LAYOUT_ID))
+			m.set[i] |= MDS_LAYOUT_STALE;
+	if (!(rc = map_record(mds, ino, &m))) {
+		*newly = true;
+		for (unsigned k = 0; k < ng; k++)
+			mds_log("inode %llu: its copy on data server %u is stale (missing writes)",
+				(unsigned long long)ino, going[k]);
+	}
+out:
+	return rc;
+}
+
+int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids, unsigned n,
+			bool *newly)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	int rc = stale_mark_locked(mds, ino, ids, n, newly);
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	bool any = false, changed = false;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		if ((m.set[i] & MDS_LAYOUT_ID) == id && (m.set[i] & MDS_LAYOUT_STALE)) {
+			m.set[i] &= ~MDS_LAYOUT_STALE;
+			changed = true;
+		}
+		any = any || (m.set[i] & MDS_LAYOUT_STALE);
+	}
+	if (!rc && changed)
+		rc = map_record(mds, ino, &m);
+	if (!rc && !any)
+		rc = mds_stale_clear(mds->store, ino);
+	pthread_mutex_unlock(mu);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* The segments of a file that name one data server (mds_layout_list). */
+struct seg_naming {
+	uint32_t id;
+	struct mds_layout_args *v;
+	unsigned n, cap;
+	int err;
+};
+
+static int seg_naming_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct seg_naming *c = arg;
+	if (seg >= MDS_LAYOUT_REC || !id_in(l->ds, l->nds, c->id))
+		return 0;
+	if (c->n == c->cap) {
+		unsigned cap = c->cap ? 2 * c->cap : 16;
+		struct mds_layout_args *v = realloc(c->v, cap * sizeof(*v));
+		if (!v) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct mds_layout_args){.seg = seg, .l = *l};
+	return 0;
+}
+
+int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct seg_naming segs = {.id = from};
+	int rc = mds_data_map(mds, ino, &m);
+	int ifrom = -1, ito = -1;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		if ((m.set[i] & MDS_LAYOUT_ID) == from)
+			ifrom = (int)i;
+		if ((m.set[i] & MDS_LAYOUT_ID) == to)
+			ito = (int)i;
+	}
+	if (rc || ifrom < 0)
+		goto out; /* nothing (left) to move */
+	/* some segment with no current copy but from's: its bytes are lost */
+	struct stale_check c = {.m = &m, .going = &from, .ngoing = 1};
+	if ((rc = mds_layout_list(mds->store, ino, stale_check_seg, &c)) < 0)
+		goto out;
+	rc = 0;
+	if (c.orphaned) {
+		rc = -ENODATA;
+		goto out;
+	}
+	/* 1: to joins the set, stale (the stale set first) */
+	if (ito < 0) {
+		if (m.nset == LAYOUT_SET_MAX) {
+			rc = -E2BIG;
+			goto out;
+		}
+		if ((rc = mds_stale_mark(mds->store, ino)))
+			goto out;
+		m.set[m.nset++] = to | MDS_LAYOUT_STALE;
+		if ((rc = map_record(mds, ino, &m)))
+			goto out;
+	} else if (!(m.set[ito] & MDS_LAYOUT_STALE)) {
+		rc = -EEXIST; /* a current member: not a place for from's copies */
+		goto out;
+	}
+	/* 2: every segment naming from names to instead */
+	if ((rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs)) < 0 ||
+	    (rc = segs.err))
+		goto out;
+	for (unsigned k = 0; !rc && k < segs.n; k++) {
+		struct mds_layout_args *la = &segs.v[k];
+		la->ino = ino;
+		for (uint32_t j = 0; j < la->l.nds; j++)
+			if (la->l.ds[j] == from)
+				la->l.ds[j] = to;
+		rc = mds_layout_set(mds->store, la);
+	}
+	/* 3: from leaves the set */
+	if (!rc) {
+		memmove(&m.set[ifrom], &m.set[ifrom + 1], (m.nset - (unsigned)ifrom - 1) * sizeof(m.set[0]));
+		m.nset--;
+		rc = map_record(mds, ino, &m);
+	}
+	if (!rc)
+		mds_log("inode %llu: its copy on data server %u moves to data server %u (stale until "
+			"resilvered)",
+			(unsigned long long)ino, from, to);
+out:
+	pthread_mutex_unlock(mu);
+	free(segs.v);
+	if (!rc && ifrom >= 0)
+		mds_layout_recall_file(mds, ino);
+	return rc;
+}
+
+int mds_data_move_begin(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	int ifrom = -1;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		uint32_t id = m.set[i] & MDS_LAYOUT_ID;
+		if (id == to || (m.set[i] & MDS_LAYOUT_TARGET))
+			rc = -EEXIST; /* one move at a time per file */
+		if (id == from)
+			ifrom = (int)i;
+	}
+	if (!rc && ifrom < 0)
+		rc = -ENOENT;
+	if (!rc && (m.set[ifrom] & MDS_LAYOUT_LEAVING))
+		rc = -EEXIST;
+	if (!rc && m.nset == LAYOUT_SET_MAX)
+		rc = -E2BIG;
+	if (!rc)
+		rc = mds_stale_mark(mds->store, ino);
+	if (!rc) {
+		m.set[ifrom] |= MDS_LAYOUT_LEAVING;
+		m.set[m.nset++] = to | MDS_LAYOUT_STALE | MDS_LAYOUT_TARGET;
+		rc = map_record(mds, ino, &m);
+	}
+	pthread_mutex_unlock(mu);
+	if (!rc)
+		mds_log("inode %llu: its copy on data server %u moves to data server %u",
+			(unsigned long long)ino, from, to);
+	return rc;
+}
+
+int mds_data_move_finish(struct braid_mds *mds, uint64_t ino, uint32_t to, uint32_t *from_out)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct seg_naming segs = {0};
+	int rc = mds_data_map(mds, ino, &m);
+	int ito = -1, ifrom = -1;
+	for (unsigned i = 0; !rc && i < m.nset; i++) {
+		if ((m.set[i] & MDS_LAYOUT_ID) == to && (m.set[i] & MDS_LAYOUT_TARGET))
+			ito = (int)i;
+		if (m.set[i] & MDS_LAYOUT_LEAVING)
+			ifrom = (int)i;
+	}
+	if (!rc && (ito < 0 || ifrom < 0))
+		rc = -ENOENT;
+	if (rc)
+		goto out;
+	uint32_t from = m.set[ifrom] & MDS_LAYOUT_ID;
+	*from_out = from;
+	/* 1: every segment naming from names to */
+	segs.id = from;
+	if ((rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs)) < 0 ||
+	    (rc = segs.err))
+		goto out;
+	for (unsigned k = 0; !rc && k < segs.n; k++) {
+		struct mds_layout_args *la = &segs.v[k];
+		la->ino = ino;
+		for (uint32_t j = 0; j < la->l.nds; j++)
+			if (la->l.ds[j] == from)
+				la->l.ds[j] = to;
+		rc = mds_layout_set(mds->store, la);
+	}
+	/* 2: to current (its object made by the copy), from out of the set */
+	if (!rc) {
+		m.set[ito] = to | MDS_LAYOUT_CREATED;
+		memmove(&m.set[ifrom], &m.set[ifrom + 1],
+			(m.nset - (unsigned)ifrom - 1) * sizeof(m.set[0]));
+		m.nset--;
+		rc = map_record(mds, ino, &m);
+	}
+	bool any = false;
+	for (unsigned i = 0; !rc && i < m.nset; i++)
+		any = any || (m.set[i] & MDS_LAYOUT_STALE);
+	if (!rc && !any)
+		rc = mds_stale_clear(mds->store, ino);
+out:
+	pthread_mutex_unlock(mu);
+	free(segs.v);
+	return rc;
+}
+
 /* With the object lock held: SETFENCE of the current epoch's pair on every
  * data server of the file; -EAGAIN when one could not be reached. */
 static int fence_apply_locked(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch)
@@ -467,6 +793,14 @@ int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a)
 	return rc;
 }
 
+/* Space freed on a data server: it takes new objects, and clients it
+ * refused for space may write there again. */
+static void data_space_freed(struct braid_mds *mds, uint32_t ds_id)
+{
+	mds_dsreg_space_freed(mds, ds_id);
+	mds_layout_ds_space_freed(mds, ds_id);
+}
+
 void mds_data_release(struct braid_mds *mds, uint64_t ino)
 {
 	struct mds_attr a;
@@ -494,6 +828,8 @@ void mds_data_release(struct braid_mds *mds, uint64_t ino)
 		}
 		err = ds_ctl_remove(dc->clnt, &mds->key, &id);
 		mds_ds_conn_put(dc);
+		if (!err)
+			data_space_freed(mds, s.id[k]);
 		/* NOENT: removed already (a repeat); STALE: not our generation there */
 		if (err && err != -ENOENT && err != -ESTALE) {
 			mds_log("inode %llu: removing its object from data server %u: %s",
@@ -537,6 +873,7 @@ int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino)
 			if (st.size > end)
 				end = st.size;
 		}
+		mds_space_note(mds, ino); /* written before a stop: not yet counted */
 		if (end <= at.size)
 			return 0;
 		/* guarded: a truncation meanwhile may have cut the objects */
@@ -562,10 +899,16 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 {
 	if (attr->type != MDS_REG)
 		return 0;
+	mds_data_write_gate(mds, attr->ino, MDS_GATE_WRITE);
 	pthread_mutex_t *mu = obj_lock(mds, attr->ino);
 	pthread_mutex_lock(mu);
 	struct ds_set s;
 	int rc = ds_set_of(mds, attr->ino, &s);
+	struct mds_file_map fm;
+	if (!rc)
+		rc = mds_data_map(mds, attr->ino, &fm);
+	uint32_t down[RELEASE_MAX_DS];
+	unsigned ndown = 0;
 	if (!rc && s.n == 0) {
 		/* no object: a missing object reads as zeros, so only an
 		 * extension makes one, holding the new end (best effort: its data
@@ -577,6 +920,7 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 		    segment_make_locked(mds, attr, layout_seg_index(&m.pol, n), NULL, 0, &m,
 					&seg)) {
 			pthread_mutex_unlock(mu);
+			mds_data_write_gate(mds, attr->ino, MDS_GATE_OPEN);
 			return 0;
 		}
 		for (uint32_t k = 0; k < seg.nds; k++)
@@ -586,18 +930,35 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 	mds_data_objid(attr, &id);
 	for (unsigned k = 0; !rc && k < s.n; k++) {
 		int err;
+		if (mds_data_map_stale(&fm, s.id[k]))
+			continue; /* its resilver copies the size */
 		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
 		if (dc) {
 			/* each object is the file's bytes at the file's offsets
 			 * (sparse), so every one is cut (or grown) to the size */
 			err = ds_ctl_truncate(dc->clnt, &mds->key, &id, attr->size);
 			mds_ds_conn_put(dc);
+			if (!err && attr->size < old_size)
+				data_space_freed(mds, s.id[k]);
+		}
+		/* a mirror's server gone: it misses the cut, so goes stale */
+		if ((err == -EAGAIN || err == -ETIMEDOUT || err == -ECONNREFUSED) &&
+		    fm.pol.mirrors > 1) {
+			down[ndown++] = s.id[k];
+			continue;
 		}
 		/* NOENT: the object is missing, nothing beyond the size to drop */
 		if (err && err != -ENOENT)
 			rc = err == -ESTALE ? -EIO : err;
 	}
+	bool newly = false;
+	if (!rc && ndown)
+		rc = stale_mark_locked(mds, attr->ino, down, ndown, &newly);
 	pthread_mutex_unlock(mu);
+	mds_data_write_gate(mds, attr->ino, MDS_GATE_OPEN);
+	if (newly)
+		mds_layout_recall_file(mds, attr->ino);
+	mds_space_note(mds, attr->ino); /* even a partial cut freed some */
 	/* RFC 8881 §12.5.5: layouts of a shrunk file are recalled, so clients
 	 * drop what they cached of it; an extension changes no mapping */
 	if (!rc && attr->size < old_size)

@@ -18,7 +18,12 @@
  *   MDS_LAYOUT_REC, the file's record: flags = layout_policy_encode() of
  *     its policy; ds[0] = its fence epoch; ds[1..] = its set of data
  *     servers, in placement order, bit MDS_LAYOUT_CREATED set once the
- *     object there is known to exist.  A file with segment 0 and no record
+ *     object there is known to exist, bit MDS_LAYOUT_STALE while the
+ *     object there misses writes its mirrors took (a stale mirror: never
+ *     read, nor written, until brought up to date); a move (drain,
+ *     rebalance) marks the member leaving MDS_LAYOUT_LEAVING and adds the
+ *     one taking over, stale, with MDS_LAYOUT_TARGET (in no segment until
+ *     the move finishes).  A file with segment 0 and no record
  *     is whole-file on segment 0's data servers, fence epoch 0.
  *   On a directory, MDS_LAYOUT_REC holds the policy new files below it
  *     take (ds[0] = 0, nds = 1): see mds_layout_policy_set().
@@ -39,6 +44,10 @@ struct ds_objid;
 
 #define MDS_LAYOUT_REC	   (UINT64_MAX - 1)
 #define MDS_LAYOUT_CREATED 0x80000000u
+#define MDS_LAYOUT_STALE   0x40000000u /* its object missed writes (below) */
+#define MDS_LAYOUT_TARGET  0x20000000u /* stale, taking over from the LEAVING one */
+#define MDS_LAYOUT_LEAVING 0x10000000u /* its copy moves to the TARGET member */
+#define MDS_LAYOUT_ID	   0x0fffffffu /* the data server id of a set entry */
 
 /* The module's state (mds->data: its per-inode object locks); NULL when
  * out of memory. */
@@ -78,6 +87,61 @@ int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create
 /* The object of a's file on data server ds_id is missing (crash between
  * recording and creating it): create it again if the inode lives. */
 int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
+/*
+ * The MDS's own writes to a file's objects (proxied WRITE, ALLOCATE,
+ * DEALLOCATE, truncation) hold its gate shared (MDS_GATE_WRITE); a
+ * resilver's last pass holds it exclusive (MDS_GATE_FREEZE), so that no
+ * such write lands between that pass and the copy's being declared
+ * current.  MDS_GATE_OPEN releases either.  Hashed per inode.
+ */
+enum mds_gate { MDS_GATE_OPEN, MDS_GATE_WRITE, MDS_GATE_FREEZE };
+void mds_data_write_gate(struct braid_mds *mds, uint64_t ino, enum mds_gate how);
+
+/* Whether the object of m's file on data server id is stale. */
+bool mds_data_map_stale(const struct mds_file_map *m, uint32_t id);
+/*
+ * The objects of ino's file on data servers ids[0..n) miss writes that
+ * their mirrors take (the data server is down, or a client or the MDS
+ * cannot write it): mark them stale, durably, before such a write is
+ * acknowledged or a layout without them granted.  The store's stale set
+ * (mds_stale_mark) first, then the file's record, so a crash between the
+ * two leaves a set entry with nothing stale (dropped by the resilver).
+ * Refused (-EAGAIN, nothing marked) when some segment would be left with
+ * no current copy.  *newly: some were not stale before (the caller
+ * recalls the file's layouts, which may name them).
+ */
+int mds_data_stale_mark(struct braid_mds *mds, uint64_t ino, const uint32_t *ids, unsigned n,
+			bool *newly);
+/* Data server id's object of ino is current again (resilvered): its bit
+ * cleared, and the file leaves the stale set when none is left. */
+int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id);
+
+/*
+ * Rebuild: data server 'from' (declared lost) is replaced in ino's file by
+ * 'to', a data server the file does not use, whose copy is stale until the
+ * resilver makes it from a current mirror.  In order, each durable: to
+ * joins the set (stale), the segments naming from name to, from leaves
+ * the set; a crash in between leaves a state a retry finishes.  Then the
+ * file's layouts are recalled.  0 (also when from is not named);
+ * -ENODATA: a segment has no current copy besides from's (its bytes are
+ * lost; nothing changed); -EEXIST: to is a current member already.
+ */
+int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to);
+
+/*
+ * Drain and rebalance: move ino's copy on 'from' to 'to', a data server the
+ * file does not use.  _begin (durable): to joins the set, stale and
+ * TARGET, from is marked LEAVING, and the file enters the stale set, so
+ * the resilver (mds/resilver.h) copies it while clients keep using from;
+ * -EEXIST: to is in the set, or from is already moving; -ENOENT: from is
+ * not in the set.  _finish, by the resilver after its last pass with the
+ * file frozen: the segments naming from name to, to is current and from
+ * leaves the set (each durable, in that order: a crash in between leaves a
+ * state a retry finishes); *from_out then names the copy to remove.
+ */
+int mds_data_move_begin(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to);
+int mds_data_move_finish(struct braid_mds *mds, uint64_t ino, uint32_t to, uint32_t *from_out);
+
 /* Every data server holding a segment of ino: how many (at most max), or -errno. */
 int mds_data_ds_list(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);
 /*

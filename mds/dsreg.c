@@ -11,7 +11,8 @@
  * fsync + rename + fsync of the directory before the REGISTER reply, so the
  * id survives restarts of both sides.  Each line is "id uuid", then
  * "drained" for a data server the administrator drained (placement skips
- * it) or "removed" for one forgotten (a tombstone: its id is never given
+ * it), "lost" for one declared lost (its copies are rebuilt elsewhere,
+ * mds/resilver.h; placement skips it until 'braidctl ds add') or "removed" for one forgotten (a tombstone: its id is never given
  * again, and its uuid registering anew gets a new id).  Everything else about a data server
  * (addresses, versions, space, boot verifier) is soft state: after an MDS
  * restart each data server's next HEARTBEAT is answered STALE and it
@@ -53,7 +54,9 @@
 #include "layout/policy.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/resilver.h"
 #include "mds/state.h"
 
 #define DSREG_FILE	  "data-servers"
@@ -128,6 +131,19 @@ static bool ent_up(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t n
 	       now - e->hb_ns < r->mds->set.ds_timeout_ms * 1000000ull;
 }
 
+/* Short of space: below its reserve (lowspace) or refusing writes (full). */
+static bool ent_short(const struct ds_ent *e)
+{
+	return e->i.health & (BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL);
+}
+
+/* Up and taking new objects, whatever its space. */
+static bool ent_takes(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t now)
+{
+	return ent_up(r, e, now) && !e->i.drained && !e->i.lost &&
+	       !(e->i.health & (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY));
+}
+
 static int ent_add(struct mds_dsreg *r, uint32_t id, const uint8_t uuid[16])
 {
 	if (r->nents == r->cap) {
@@ -197,7 +213,8 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 		char extra;
 		int nf = sscanf(p, "%lu %63s %15s %c", &id, hex, flag, &extra);
 		bool drained = !strcmp(flag, "drained"), removed = !strcmp(flag, "removed");
-		bool ok = (nf == 2 || (nf == 3 && (drained || removed))) && id > 0 &&
+		bool lost = !strcmp(flag, "lost");
+		bool ok = (nf == 2 || (nf == 3 && (drained || removed || lost))) && id > 0 &&
 			  id < UINT32_MAX && strlen(hex) == 32;
 		for (int k = 0; ok && k < 16; k++) {
 			int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
@@ -210,13 +227,14 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 		} else if (!ok) {
 			snprintf(msg, msglen,
 				 "%s:%u: expected \"id uuid\" (32 hex digits), then "
-				 "\"drained\" or \"removed\" or nothing",
+				 "\"drained\", \"lost\", \"removed\" or nothing",
 				 r->path, lineno);
 			rc = -EINVAL;
 		} else if ((rc = ent_add(r, (uint32_t)id, uuid))) {
 			snprintf(msg, msglen, "out of memory");
 		} else {
 			r->ents[r->nents - 1]->i.drained = drained;
+			r->ents[r->nents - 1]->i.lost = lost;
 			r->ents[r->nents - 1]->removed = removed;
 		}
 	}
@@ -232,7 +250,7 @@ static int bindings_load(struct mds_dsreg *r, char *msg, size_t msglen)
 struct binding {
 	uint32_t id;
 	uint8_t uuid[16];
-	bool drained, removed;
+	bool drained, removed, lost;
 };
 
 /* The table's bindings (with room for one more at the end): malloc'd. */
@@ -242,8 +260,10 @@ static struct binding *bindings_snapshot(struct mds_dsreg *r, unsigned *n)
 	struct binding *b = malloc((r->nents + 1) * sizeof(*b));
 	for (unsigned k = 0; b && k < r->nents; k++) {
 		const struct ds_ent *e = r->ents[k];
-		b[k] =
-		    (struct binding){.id = e->i.id, .drained = e->i.drained, .removed = e->removed};
+		b[k] = (struct binding){.id = e->i.id,
+					.drained = e->i.drained,
+					.removed = e->removed,
+					.lost = e->i.lost};
 		memcpy(b[k].uuid, e->i.uuid, 16);
 	}
 	*n = r->nents;
@@ -271,7 +291,11 @@ static int bindings_save(struct mds_dsreg *r, const struct binding *b, unsigned 
 		fprintf(f, "%u ", b[i].id);
 		for (int k = 0; k < 16; k++)
 			fprintf(f, "%02x", b[i].uuid[k]);
-		fputs(b[i].removed ? " removed\n" : b[i].drained ? " drained\n" : "\n", f);
+		fputs(b[i].removed ? " removed\n"
+		      : b[i].lost  ? " lost\n"
+		      : b[i].drained ? " drained\n"
+				     : "\n",
+		      f);
 	}
 	int rc = 0;
 	if (fflush(f) || fsync(fd))
@@ -503,7 +527,11 @@ static int c_register(struct nfsd_req *req, void *argp, void *resp)
 	n->i.id = id;
 	n->i.registered = true;
 	n->i.drained = e->i.drained; /* the administrator's, not the data server's */
+	n->i.lost = e->i.lost;
 	n->i.health = 0;
+	/* REGISTER carries no count: the last HEARTBEAT's stands until the next
+	 * (same id, same store) */
+	n->i.objects = e->i.objects;
 	n->hb_ns = nfsd_now_ns();
 	n->was_up = e->was_up;
 	n->epoch = e->epoch + 1;
@@ -517,6 +545,7 @@ static int c_register(struct nfsd_req *req, void *argp, void *resp)
 		restarted ? " after a restart" : "");
 	free(n);
 	thread_kick(r);
+	mds_resilver_kick(mds); /* its stale copies can be brought up to date */
 	res->u.rr_resok.rr_ds_id = id;
 	res->u.rr_resok.rr_heartbeat_interval = hb_interval_s(mds);
 	return NFSD_SUCCESS;
@@ -532,12 +561,17 @@ static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
 		res->hb_status = BRAID_CTL_ACCESS;
 		return NFSD_SUCCESS;
 	}
+	bool freed = false;
 	pthread_mutex_lock(&r->mu);
 	struct ds_ent *e = ent_find(r, a->hb_ds_id);
 	/* unknown, not registered since we started, or restarted: REGISTER again */
 	if (!e || !e->i.registered || memcmp(e->i.boot_verifier, a->hb_boot_verifier, 8)) {
 		res->hb_status = BRAID_CTL_STALE;
 	} else {
+		/* no longer full, or room for another full-sized write */
+		freed = ((e->i.health & BRAID_CTL_HEALTH_FULL) &&
+			 !(a->hb_health & BRAID_CTL_HEALTH_FULL)) ||
+			a->hb_free > e->i.free + (1u << 20);
 		e->i.capacity = a->hb_capacity;
 		e->i.free = a->hb_free;
 		e->i.objects = a->hb_objects;
@@ -547,6 +581,8 @@ static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
 		res->u.hb_heartbeat_interval = hb_interval_s(mds);
 	}
 	pthread_mutex_unlock(&r->mu);
+	if (freed)
+		mds_layout_ds_space_freed(mds, a->hb_ds_id);
 	return NFSD_SUCCESS;
 }
 
@@ -592,12 +628,15 @@ int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain)
 	pthread_mutex_lock(&r->reg_mu); /* the file's writers take turns */
 	pthread_mutex_lock(&r->mu);
 	struct ds_ent *e = ent_find(r, id);
-	bool was = e && e->i.drained;
-	if (e)
+	bool was = e && e->i.drained, was_lost = e && e->i.lost;
+	if (e) {
 		e->i.drained = drain;
+		if (!drain)
+			e->i.lost = false; /* readmitted: an empty server */
+	}
 	pthread_mutex_unlock(&r->mu);
 	int rc = e ? 0 : -ENOENT;
-	if (e && was != drain) {
+	if (e && (was != drain || was_lost != e->i.lost)) {
 		unsigned n;
 		struct binding *b = bindings_snapshot(r, &n);
 		rc = b ? bindings_save(r, b, n) : -ENOMEM;
@@ -605,14 +644,48 @@ int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain)
 		if (rc) { /* not durable: not done */
 			pthread_mutex_lock(&r->mu);
 			e->i.drained = was;
+			e->i.lost = was_lost;
 			pthread_mutex_unlock(&r->mu);
 		}
 	}
 	pthread_mutex_unlock(&r->reg_mu);
-	if (!rc && was != drain)
+	if (!rc && was_lost && !drain)
+		mds_log("data server %u, declared lost, admitted back by the administrator (as "
+			"an empty server)",
+			id);
+	else if (!rc && was != drain)
 		mds_log("data server %u %s by the administrator", id,
 			drain ? "drained (no new objects go there)"
 			      : "admitted back into placement");
+	return rc;
+}
+
+int mds_dsreg_lost(struct braid_mds *mds, uint32_t id, const char *why)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	pthread_mutex_lock(&r->reg_mu);
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	bool was = e && e->i.lost;
+	if (e)
+		e->i.lost = true;
+	pthread_mutex_unlock(&r->mu);
+	int rc = e ? 0 : -ENOENT;
+	if (e && !was) {
+		unsigned n;
+		struct binding *b = bindings_snapshot(r, &n);
+		rc = b ? bindings_save(r, b, n) : -ENOMEM;
+		free(b);
+		if (rc) {
+			pthread_mutex_lock(&r->mu);
+			e->i.lost = false;
+			pthread_mutex_unlock(&r->mu);
+		}
+	}
+	pthread_mutex_unlock(&r->reg_mu);
+	if (!rc && !was)
+		mds_log("data server %u declared lost (%s): its copies are rebuilt on the others",
+			id, why);
 	return rc;
 }
 
@@ -693,11 +766,15 @@ void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail)
 		return;
 	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&r->mu);
-	for (unsigned i = 0; i < r->nents; i++)
-		if (ent_up(r, r->ents[i], now)) {
-			*total += r->ents[i]->i.capacity;
-			*avail += r->ents[i]->i.free;
-		}
+	for (unsigned i = 0; i < r->nents; i++) {
+		const struct ds_ent *e = r->ents[i];
+		if (!ent_up(r, e, now))
+			continue;
+		*total += e->i.capacity;
+		/* what new files can take: not a server placement leaves out */
+		if (ent_takes(r, e, now) && !ent_short(e))
+			*avail += e->i.free;
+	}
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -725,39 +802,49 @@ int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id)
 {
 	struct mds_dsreg *r = mds->dsreg;
 	uint64_t now = nfsd_now_ns();
+	uint64_t total = 0;
+	bool short_only = false;
 	int rc = -EAGAIN;
 	pthread_mutex_lock(&r->mu);
-	/* tier 0: not low on space; tier 1: any that takes new objects */
-	for (int tier = 0; tier < 2 && rc; tier++) {
-		uint64_t total = 0;
-		for (int pass = 0; pass < 2 && rc; pass++) {
-			uint64_t pick = pass ? rng_next(r) % total : 0;
-			for (unsigned i = 0; i < r->nents; i++) {
-				const struct ds_ent *e = r->ents[i];
-				uint32_t rs, ws;
-				if (!ent_up(r, e, now) || e->i.drained ||
-				    (e->i.health &
-				     (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY)) ||
-				    (tier == 0 && (e->i.health & BRAID_CTL_HEALTH_LOWSPACE)) ||
-				    (nfs3 && !ent_nfs3(e, &rs, &ws)))
-					continue;
-				uint64_t w = (e->i.free >> 20) + 1; /* MiB: sums cannot overflow */
-				if (!pass) {
-					total += w;
-				} else if (pick < w) {
-					*id = e->i.id;
-					rc = 0;
-					break;
-				} else {
-					pick -= w;
-				}
+	for (int pass = 0; pass < 2 && rc; pass++) {
+		uint64_t pick = pass ? rng_next(r) % total : 0;
+		for (unsigned i = 0; i < r->nents; i++) {
+			const struct ds_ent *e = r->ents[i];
+			uint32_t rs, ws;
+			if (!ent_takes(r, e, now) || (nfs3 && !ent_nfs3(e, &rs, &ws)))
+				continue;
+			if (ent_short(e)) {
+				short_only = true;
+				continue;
 			}
-			if (!total)
+			uint64_t w = (e->i.free >> 20) + 1; /* MiB: sums cannot overflow */
+			if (!pass) {
+				total += w;
+			} else if (pick < w) {
+				*id = e->i.id;
+				rc = 0;
 				break;
+			} else {
+				pick -= w;
+			}
 		}
+		if (!total)
+			break;
 	}
 	pthread_mutex_unlock(&r->mu);
-	return rc;
+	return rc && short_only ? -ENOSPC : rc;
+}
+
+void mds_dsreg_space_freed(struct braid_mds *mds, uint32_t id)
+{
+	struct mds_dsreg *r = mds->dsreg;
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	struct ds_ent *e = ent_find(r, id);
+	if (e)
+		e->i.health &= ~(uint32_t)(BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL);
+	pthread_mutex_unlock(&r->mu);
 }
 
 static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
@@ -770,31 +857,36 @@ static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
 
 /*
  * Data servers new segments may go to: up, taking new objects, serving
- * NFSv3 (the MDS proxies I/O over it) and not in avoid; those low on space
- * only when no other is usable, those in avoid only when nothing else is.
- * Weighted by free space.
+ * NFSv3 (the MDS proxies I/O over it), with room (neither lowspace nor
+ * full) and not in avoid; those in avoid only when nothing else is.
+ * Weighted by free space.  *space_short: none usable, and some were left
+ * out only for want of space.
  */
 unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsigned navoid,
-			      struct layout_cand *out, unsigned max)
+			      struct layout_cand *out, unsigned max, bool *space_short)
 {
 	struct mds_dsreg *r = mds->dsreg;
 	uint64_t now = nfsd_now_ns();
 	unsigned n = 0;
+	bool shorted = false;
 	pthread_mutex_lock(&r->mu);
-	/* tier 2: those avoided too, rather than none at all */
-	for (int tier = 0; tier < 3 && !n; tier++)
+	/* tier 1: those avoided too, rather than none at all */
+	for (int tier = 0; tier < 2 && !n; tier++)
 		for (unsigned i = 0; i < r->nents && n < max; i++) {
 			const struct ds_ent *e = r->ents[i];
 			uint32_t rs, ws;
-			if (!ent_up(r, e, now) || e->i.drained ||
-			    (e->i.health &
-			     (BRAID_CTL_HEALTH_DRAINING | BRAID_CTL_HEALTH_READONLY)) ||
-			    (tier == 0 && (e->i.health & BRAID_CTL_HEALTH_LOWSPACE)) ||
-			    !ent_nfs3(e, &rs, &ws) || (tier < 2 && id_in(avoid, navoid, e->i.id)))
+			if (!ent_takes(r, e, now) || !ent_nfs3(e, &rs, &ws) ||
+			    (tier < 1 && id_in(avoid, navoid, e->i.id)))
 				continue;
+			if (ent_short(e)) {
+				shorted = true;
+				continue;
+			}
 			out[n++] = (struct layout_cand){e->i.id, e->i.free};
 		}
 	pthread_mutex_unlock(&r->mu);
+	if (space_short)
+		*space_short = !n && shorted;
 	return n;
 }
 uint64_t mds_dsreg_random(struct braid_mds *mds)

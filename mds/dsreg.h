@@ -23,7 +23,9 @@ int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen);
 void mds_dsreg_release(struct braid_mds *mds);
 /* The control program data servers call (REGISTER, HEARTBEAT). */
 const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds);
-/* Bytes total and free over the data servers that are up (0 and 0 if none). */
+/* Bytes over the data servers that are up (0 and 0 if none): their
+ * capacity, and the free space of those new objects may go to (taking
+ * them, neither lowspace nor full: mds_dsreg_place). */
 void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail);
 
 /* What the MDS knows of one data server (braidctl, layouts): a snapshot. */
@@ -43,6 +45,7 @@ struct mds_ds_info {
 	bool registered; /* has REGISTERed since this MDS started */
 	bool up;	 /* registered and heard from within [mds] ds_timeout */
 	bool drained;	 /* by the administrator (mds_dsreg_drain): placement skips it */
+	bool lost;	 /* declared lost (mds_dsreg_lost): its copies are rebuilt elsewhere */
 	uint32_t health; /* BRAID_CTL_HEALTH_* of the last HEARTBEAT */
 	uint64_t capacity, free, objects;
 	uint64_t since_heartbeat_ms; /* since the last REGISTER or HEARTBEAT */
@@ -67,6 +70,14 @@ int mds_dsreg_get(struct braid_mds *mds, uint32_t id, struct mds_ds_info *out);
  */
 int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain);
 /*
+ * braidctl ds lost, or [mds] ds_lost_after: the data server is gone for
+ * good.  Recorded in the bindings file before returning; placement skips
+ * it and mds/resilver.c rebuilds every copy it held on the others.
+ * 'braidctl ds add' (mds_dsreg_drain false) admits it back, empty.  0,
+ * -ENOENT, or the -errno of the write (nothing changed).
+ */
+int mds_dsreg_lost(struct braid_mds *mds, uint32_t id, const char *why);
+/*
  * braidctl ds remove: forget the data server: its id is never given again
  * and, should its uuid register anew, it gets a new id.  The caller checks
  * that no file needs it (mds_layout_scan).  0, -ENOENT, -errno of the write.
@@ -74,20 +85,29 @@ int mds_dsreg_drain(struct braid_mds *mds, uint32_t id, bool drain);
 int mds_dsreg_forget(struct braid_mds *mds, uint32_t id);
 /*
  * Placement: a data server for a new object, chosen at random among those
- * up and not draining or read-only, weighted by free space (those low on
- * space only when no other is up).  nfs3: one serving NFSv3 (the MDS's own
- * I/O needs it).  0, or -EAGAIN when none is up.
+ * up, not draining or read-only and with room (a data server below its
+ * reserve, lowspace, or refusing writes for space, full, takes none),
+ * weighted by free space.  nfs3: one serving NFSv3 (the MDS's own I/O
+ * needs it).  0; -ENOSPC when those up all lack room; -EAGAIN when none is
+ * up.
  */
 int mds_dsreg_place(struct braid_mds *mds, bool nfs3, uint32_t *id);
 /*
  * Data servers new segments may go to (mds/data.c places them with
- * layout/policy.h): up, taking new objects, serving NFSv3 and not in
- * avoid; those low on space only when no other is usable, those in avoid
- * only when nothing else is.  Weighted by free space; at most max into
- * out, and how many.
+ * layout/policy.h): up, taking new objects, serving NFSv3, with room and
+ * not in avoid; those in avoid only when nothing else is.  Weighted by
+ * free space; at most max into out, and how many.  *space_short (may be
+ * NULL): none, and some up were left out only for want of room.
  */
 unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsigned navoid,
-			      struct layout_cand *out, unsigned max);
+			      struct layout_cand *out, unsigned max, bool *space_short);
+/*
+ * The MDS freed space on data server id (removed or cut an object there):
+ * it takes new objects again at once, as though its next HEARTBEAT said it
+ * has room (which that HEARTBEAT confirms or takes back), so that space a
+ * user frees with rm is usable straight away.
+ */
+void mds_dsreg_space_freed(struct braid_mds *mds, uint32_t id);
 /* A random 64-bit number (placement spreads load by it); thread safe. */
 uint64_t mds_dsreg_random(struct braid_mds *mds);
 

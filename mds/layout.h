@@ -83,6 +83,23 @@ int mds_layout_recall_client(struct braid_mds *mds, uint64_t clientid);
 nfsstat4 mds_layout_sid_test(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
 nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const stateid4 *sid);
 
+/*
+ * Resilver (mds/resilver.c): while a stale mirror's last pass runs, no RW
+ * layout of ino is out.  _begin pins the file, makes RW LAYOUTGETs answer
+ * LAYOUTTRYLATER and recalls its layouts; _rw_held says whether any RW
+ * layout of it is still out (wait until not); _end lets them go again.
+ */
+void mds_layout_resilver_begin(struct braid_mds *mds, uint64_t ino);
+bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino);
+void mds_layout_resilver_end(struct braid_mds *mds, uint64_t ino);
+
+/*
+ * Space was freed on data server ds_id (an object removed or cut there,
+ * or its heartbeat says so): clients told NOSPC or DQUOT by it may be laid
+ * out there for writing again.
+ */
+void mds_layout_ds_space_freed(struct braid_mds *mds, uint32_t ds_id);
+
 /* Counters from LAYOUTRETURN (ff_layoutreturn4), LAYOUTERROR and LAYOUTSTATS. */
 struct mds_layout_counters {
 	uint64_t layoutgets, layoutreturns, recalls, revoked;

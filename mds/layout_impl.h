@@ -34,6 +34,7 @@
 #define LO_FENCE_TRIES 150  /* about 5 minutes of them */
 #define LO_REFENCE_GAP 1000 /* ms: ACCESS reports fence a file at most this often */
 #define LO_SCAN_MS     1000 /* device address changes are looked for this often */
+#define LO_CL_MARKS    8    /* data servers one client's error reports steer it from */
 
 /* ----------------------------------------------------------- structures */
 
@@ -48,12 +49,27 @@ struct lo_ranges {
 
 struct lo_state;
 
+/*
+ * A client's own failure mark on a data server, from its error reports:
+ * until until_ns its new layouts steer around the server (status NXIO,
+ * IO, SERVERFAULT), or its RW LAYOUTGETs of segments there answer the
+ * status itself (NOSPC, DQUOT) while no space was freed there since
+ * (space_gen, lo_dsmark's).
+ */
+struct lo_clmark {
+	uint32_t ds;
+	uint32_t status; /* nfsstat4; 0: free slot */
+	uint64_t until_ns;
+	uint64_t space_gen;
+};
+
 /* A client holding (or having held) layouts: its states and counters. */
 struct lo_client {
 	struct htab_node h; /* in lo->clients, by nfsd_mix64(id) */
 	uint64_t id;	    /* client ID */
 	struct lo_state *states;
 	struct mds_layout_counters ctr;
+	struct lo_clmark marks[LO_CL_MARKS];
 };
 
 /* A file with layout state, or one being fenced. */
@@ -65,6 +81,7 @@ struct lo_file {
 	bool recall;  /* its layouts are being recalled: LAYOUTGET gets RECALLCONFLICT */
 	bool fencing; /* a new fence epoch is being recorded: LAYOUTTRYLATER */
 	bool release; /* mds_data_release waits for its layouts to go */
+	bool resilver; /* a stale mirror's last pass: RW LAYOUTGET gets LAYOUTTRYLATER */
 	uint64_t gen; /* moves at every recall and fence: grants check it */
 	uint64_t refence_ns;
 	/*
@@ -121,10 +138,16 @@ struct lo_dev {
 	unsigned nclients, cap;
 };
 
-/* Per data server: counters and the failure mark (steering). */
+/*
+ * Per data server: counters and the cluster-wide failure mark (steering),
+ * set when two clients report it failing within steer_ns of each other;
+ * space_gen moves whenever space is freed there.
+ */
 struct lo_dsmark {
 	uint32_t id;
 	uint64_t avoid_until_ns;
+	uint64_t reporter, report_ns; /* the last client reporting it failing, when */
+	uint64_t space_gen;
 	struct mds_layout_counters ctr;
 };
 
@@ -206,6 +229,14 @@ void lo_state_note_ds(struct lo_state *s, uint32_t id);
 /* Per data server: counters and the failure mark (made on first use). */
 struct lo_dsmark *lo_mark_get(struct mds_layout *lo, uint32_t id);
 bool lo_ds_avoided(struct mds_layout *lo, uint32_t id, uint64_t now);
+/* cl's live mark on data server ds, or NULL; a space mark (NOSPC, DQUOT)
+ * lives until space is freed there too. */
+const struct lo_clmark *lo_clmark_find(struct mds_layout *lo, const struct lo_client *cl,
+				       uint32_t ds, uint64_t now);
+/* Mark ds for cl (a free, expired or the oldest slot); true when it was
+ * not marked with this status already. */
+bool lo_clmark_set(struct mds_layout *lo, struct lo_client *cl, uint32_t ds, uint32_t status,
+		   uint64_t now);
 
 /* Work for the thread. */
 void lo_kick(struct mds_layout *lo);

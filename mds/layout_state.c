@@ -24,6 +24,7 @@
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/layout_impl.h"
+#include "mds/space.h"
 
 /* ---------------------------------------------------------------- ranges */
 
@@ -300,6 +301,10 @@ void lo_state_free(struct mds_layout *lo, struct lo_state *s)
 			*pp = s->rnext;
 			break;
 		}
+	/* returned (all of a client's at once), revoked or expired: the
+	 * writes through an RW layout are over */
+	if (s->had_rw)
+		mds_space_note(lo->mds, s->f->ino);
 	free(s->held[0].v);
 	free(s->held[1].v);
 	free(s);
@@ -350,6 +355,113 @@ bool lo_ds_avoided(struct mds_layout *lo, uint32_t id, uint64_t now)
 		if (lo->marks[i].id == id)
 			return lo->marks[i].avoid_until_ns > now;
 	return false;
+}
+
+static bool space_status(uint32_t status)
+{
+	return status == NFS4ERR_NOSPC || status == NFS4ERR_DQUOT;
+}
+
+static bool clmark_live(struct mds_layout *lo, const struct lo_clmark *m, uint64_t now)
+{
+	if (!m->status || m->until_ns <= now)
+		return false;
+	if (!space_status(m->status))
+		return true;
+	struct lo_dsmark *dm = lo_mark_get(lo, m->ds);
+	return !dm || dm->space_gen == m->space_gen;
+}
+
+const struct lo_clmark *lo_clmark_find(struct mds_layout *lo, const struct lo_client *cl,
+				       uint32_t ds, uint64_t now)
+{
+	for (unsigned i = 0; cl && i < LO_CL_MARKS; i++)
+		if (cl->marks[i].ds == ds && clmark_live(lo, &cl->marks[i], now))
+			return &cl->marks[i];
+	return NULL;
+}
+
+bool lo_clmark_set(struct mds_layout *lo, struct lo_client *cl, uint32_t ds, uint32_t status,
+		   uint64_t now)
+{
+	struct lo_clmark *slot = NULL;
+	bool fresh = true;
+	for (unsigned i = 0; i < LO_CL_MARKS && !slot; i++)
+		if (cl->marks[i].ds == ds && cl->marks[i].status) {
+			slot = &cl->marks[i];
+			fresh = !clmark_live(lo, slot, now) || slot->status != status;
+		}
+	for (unsigned i = 0; i < LO_CL_MARKS && !slot; i++)
+		if (!clmark_live(lo, &cl->marks[i], now))
+			slot = &cl->marks[i];
+	for (unsigned i = 0; i < LO_CL_MARKS && !slot; i++)
+		if (!slot || cl->marks[i].until_ns < slot->until_ns)
+			slot = &cl->marks[i];
+	if (!slot)
+		slot = &cl->marks[0];
+	struct lo_dsmark *dm = lo_mark_get(lo, ds);
+	*slot = (struct lo_clmark){.ds = ds,
+				   .status = status,
+				   .until_ns = now + lo->steer_ns,
+				   .space_gen = dm ? dm->space_gen : 0};
+	return fresh;
+}
+
+void mds_layout_resilver_begin(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_get(lo, ino);
+	if (f) {
+		f->pins++;
+		f->resilver = true;
+		f->gen++; /* grants in progress give up */
+		lo_recall_file(lo, f, false);
+	}
+	pthread_mutex_unlock(&lo->mu);
+}
+
+bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return false;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_find(lo, ino);
+	bool held = false;
+	for (struct lo_state *st = f ? f->states : NULL; st && !held; st = st->fnext)
+		held = st->held[LAYOUTIOMODE4_RW - 1].n > 0;
+	pthread_mutex_unlock(&lo->mu);
+	return held;
+}
+
+void mds_layout_resilver_end(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_find(lo, ino);
+	if (f && f->resilver) {
+		f->resilver = false;
+		f->pins--;
+		lo_file_put_unused(lo, f);
+	}
+	pthread_mutex_unlock(&lo->mu);
+}
+
+void mds_layout_ds_space_freed(struct braid_mds *mds, uint32_t ds_id)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_dsmark *dm = lo_mark_get(lo, ds_id);
+	if (dm)
+		dm->space_gen++;
+	pthread_mutex_unlock(&lo->mu);
 }
 
 void lo_fence_queue(struct mds_layout *lo, uint64_t ino, bool apply, uint64_t at)

@@ -25,6 +25,8 @@
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/mount.h"
+#include "mds/resilver.h"
+#include "mds/space.h"
 #include "mds/state.h"
 #include "nfsd/metrics.h"
 
@@ -65,6 +67,12 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "ds_timeout", CONF_DURATION, .min = 2000, .max = 3600000, .def = "20s",
 	  S(ds_timeout_ms),
 	  .desc = "A data server silent this long is down: new files go elsewhere." },
+	{ "mds", NULL, "ds_lost_after", CONF_DURATION, .def = "0", S(ds_lost_after_ms),
+	  .desc = "A data server down this long is declared lost: its copies are rebuilt on "
+		  "the others (braidctl ds lost does it at once); 0: never by itself." },
+	{ "mds", NULL, "resilver_rate", CONF_SIZE, .def = "0", S(resilver_rate),
+	  .desc = "Bytes per second each resilver copy reads from its source (a stale mirror "
+		  "brought up to date); 0: no bound." },
 	{ "mds", NULL, "layout", CONF_ENUM, .values = layout_modes, .def = "whole", S(layout),
 	  .desc = "Where new files' bytes go, unless a directory says otherwise: whole (each "
 		  "file on one data server, files spread by free space), segments (a grid of "
@@ -785,8 +793,9 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		goto fail;
 	}
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
-	    (rc = mds_layout_init(mds, msg, msglen)) || (rc = mds_mount_init(mds, msg, msglen)) ||
-	    (rc = mds_admin_init(mds, msg, msglen)))
+	    (rc = mds_space_init(mds, msg, msglen)) || (rc = mds_layout_init(mds, msg, msglen)) ||
+	    (rc = mds_resilver_init(mds, msg, msglen)) ||
+	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
 
 	struct nfs41_server_opts no = {
@@ -846,15 +855,19 @@ void braid_mds_stop(struct braid_mds *mds)
 	nfsd_metrics_http_stop(mds->metrics_http); /* no render runs a collector past here */
 	if (mds->srv && mds->nports)
 		mds_mount_rpcbind_unset(mds);
+	mds_resilver_stop(mds); /* its thread calls data servers and the layout layer */
 	mds_layout_stop(mds); /* its thread calls clients back and data servers */
+	mds_space_stop(mds);  /* its thread calls data servers; notes stop counting */
 	if (mds->srv)
 		nfsd_server_free(mds->srv);
 	if (mds->v41)
 		nfs41_server_free(mds->v41);
 	mds_admin_release(mds);
 	mds_mount_release(mds);
+	mds_resilver_release(mds);
 	mds_dsreg_release(mds);
 	mds_layout_release(mds); /* after dsreg's thread, which asks it */
+	mds_space_release(mds);	 /* after everything that notes */
 	mds_data_free(mds->data); /* after both threads, which use it */
 	mds_state_release(mds);
 	mds_cb_release(mds);

@@ -34,6 +34,8 @@ struct mds_settings {
 	int data_io;		       /* enum mds_data_io */
 	uint64_t heartbeat_ms;	       /* interval asked of data servers */
 	uint64_t ds_timeout_ms;	       /* no heartbeat this long: DS is down */
+	uint64_t resilver_rate;	       /* bytes/s a resilver copy reads; 0: no bound */
+	uint64_t ds_lost_after_ms;     /* down this long: declared lost; 0: never */
 	/* the layout policy of files no directory gives one (layout/policy.h) */
 	int layout;		       /* enum layout_mode - 1: whole, segments, striped */
 	uint64_t layout_segment_size;  /* segments: the grid */

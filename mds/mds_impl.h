@@ -25,6 +25,10 @@
  *   data.c        file objects on the data servers: maps, segments,
  *                 repair, truncation, sizes, fence epochs, orphans
  *                 (mds/data.h)
+ *   space.c       space_used of regular files, summed from the data
+ *                 servers in the background (mds/space.h)
+ *   resilver.c    stale copies brought up to date by the data servers
+ *                 (mds/resilver.h)
  *   op_layout.c   LAYOUTGET LAYOUTCOMMIT LAYOUTRETURN GETDEVICEINFO
  *                 GETDEVICELIST LAYOUTSTATS LAYOUTERROR; policies
  *   layout_state.c  layout state: stateids, recalls, revocation, fencing,
@@ -65,6 +69,8 @@
 struct mds_state;  /* op_state.c */
 struct mds_dsreg;  /* dsreg.c */
 struct mds_data;   /* data.c */
+struct mds_space;  /* space.c */
+struct mds_resilver; /* resilver.c */
 struct mds_mount;  /* mount.c */
 struct mds_cb;	   /* callback.c */
 struct mds_layout; /* layout_state.c */
@@ -134,6 +140,8 @@ struct braid_mds {
 	struct mds_state *state;
 	struct mds_dsreg *dsreg;
 	struct mds_data *data;
+	struct mds_space *space;
+	struct mds_resilver *resilver;
 	struct mds_mount *mount;
 	struct mds_cb *cb;
 	struct mds_layout *layout;

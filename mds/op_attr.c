@@ -22,6 +22,7 @@
 #include "mds/data.h"
 #include "mds/dsreg.h"
 #include "mds/fh.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/state.h"
 
@@ -127,12 +128,31 @@ struct enc {
 	uint64_t files_total, files_free, files_avail;
 };
 
+/*
+ * Space as a writer sees it: the data servers' bytes (those new files may
+ * go to, for avail and free: mds_dsreg_space) over the copies each byte
+ * takes, the mirrors of the policy new files here take (a directory's) or
+ * this file has.
+ */
 static void enc_space(struct enc *x)
 {
-	if (!x->have_space) {
-		mds_dsreg_space(x->mds, &x->space_total, &x->space_avail);
-		x->have_space = true;
+	if (x->have_space)
+		return;
+	mds_dsreg_space(x->mds, &x->space_total, &x->space_avail);
+	struct layout_policy p;
+	struct mds_file_map m;
+	if (x->a->type == MDS_DIR) {
+		if (mds_layout_policy_inherited(x->mds, x->a->ino, &p))
+			mds_layout_policy_default(x->mds, &p);
+	} else if (x->a->type == MDS_REG && !mds_data_map(x->mds, x->a->ino, &m)) {
+		p = m.pol;
+	} else {
+		mds_layout_policy_default(x->mds, &p);
 	}
+	unsigned copies = p.mirrors ? p.mirrors : 1;
+	x->space_total /= copies;
+	x->space_avail /= copies;
+	x->have_space = true;
 }
 
 /* Inodes cost store space, nothing else: an estimate from the store's disk. */

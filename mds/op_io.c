@@ -26,7 +26,12 @@
  * answers with a verifier of this MDS instance.
  *
  * Errors: a data server that is down, unreachable or times out is
- * NFS4ERR_DELAY, never a hang (calls time out, see dsreg.c); an object on a
+ * NFS4ERR_DELAY, never a hang (calls time out, see dsreg.c), unless the
+ * file is mirrored: then reads go to a mirror that answers, and a write or
+ * COMMIT goes on without the mirror it cannot reach, which is marked stale
+ * first (mds_data_stale_mark: durable before the reply; refused when no
+ * current copy would be left) and is neither read nor written again until
+ * a resilver brings it up to date; an object on a
  * data server without NFSv3 cannot be proxied: NFS4ERR_PNFS_NO_LAYOUT.  A
  * data server refusing our uid/gid (NFS3ERR_ACCES) means the file was
  * fenced meanwhile, or a SETFENCE missed that data server: the pair is read
@@ -50,7 +55,9 @@
 #include "ctl/fh.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 
 #define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */
@@ -392,8 +399,10 @@ static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t 
 	bool refenced = false;
 	unsigned nm = seg_mirrors(o, seg);
 	for (unsigned m = 0; m < nm; m++) {
-		struct mds_ds_conn *dc =
-		    mds_ds_conn_get(o->mds, seg->ds[layout_ds_slot(&o->map.pol, m, off)], &rc);
+		uint32_t id = seg->ds[layout_ds_slot(&o->map.pol, m, off)];
+		if (mds_data_map_stale(&o->map, id))
+			continue; /* misses writes: never read */
+		struct mds_ds_conn *dc = mds_ds_conn_get(o->mds, id, &rc);
 		if (!dc)
 			continue;
 		rc = read_from(o, dc, off, want, ar, dst, out, ndata);
@@ -407,6 +416,19 @@ static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t 
 		 * us to the next */
 		if (rc != -EAGAIN && rc != -ENOTSUP && rc != -EIO)
 			break;
+	}
+	if (rc == -EAGAIN) {
+		/* none answered: if every current copy is on a data server lost
+		 * for good, this waits for nothing (mds/resilver.h): EIO */
+		bool gone = true;
+		for (unsigned m = 0; m < nm && gone; m++) {
+			uint32_t id = seg->ds[layout_ds_slot(&o->map.pol, m, off)];
+			struct mds_ds_info info;
+			if (!mds_data_map_stale(&o->map, id))
+				gone = !mds_dsreg_get(o->mds, id, &info) && info.lost;
+		}
+		if (gone)
+			rc = -EIO;
 	}
 	return rc;
 }
@@ -503,7 +525,31 @@ static int write_to(struct obj *o, uint32_t id, uint64_t off, const uint8_t *p, 
 	return done ? 0 : rc;
 }
 
-/* Writes p to every mirror of the segments it spans (laid out if need be). */
+/* A data server call that failed for want of the server (down,
+ * unreachable, timed out), not for what it said. */
+static bool unreachable(int rc)
+{
+	return rc == -EAGAIN || rc == -ETIMEDOUT || rc == -ECONNREFUSED || rc == -ENOTCONN ||
+	       rc == -ECONNRESET || rc == -EHOSTUNREACH;
+}
+
+/* ids[0..n) of o's file missed a write the other mirrors took: stale
+ * (mds_data_stale_mark), and the layouts naming them recalled. */
+static int mirrors_lost(struct obj *o, const uint32_t *ids, unsigned n)
+{
+	bool newly;
+	int rc = mds_data_stale_mark(o->mds, o->a->ino, ids, n, &newly);
+	if (rc)
+		return rc;
+	if (newly)
+		mds_layout_recall_file(o->mds, o->a->ino);
+	/* later pieces of this write skip them too */
+	mds_data_map(o->mds, o->a->ino, &o->map);
+	return 0;
+}
+
+/* Writes p to every current mirror of the segments it spans (laid out if
+ * need be); a mirror whose server cannot be reached goes stale. */
 static int data_write(struct braid_mds *mds, const struct mds_attr *a, uint64_t off,
 		      const uint8_t *p, uint32_t len, uint32_t stable, struct wres *w)
 {
@@ -521,14 +567,32 @@ static int data_write(struct braid_mds *mds, const struct mds_attr *a, uint64_t 
 		if ((rc = seg_of(&o, layout_seg_index(&o.map.pol, q), true, &seg, &cur)))
 			break;
 		uint32_t n = (uint32_t)(qe - q), least = n;
-		unsigned nm = seg_mirrors(&o, &seg);
-		for (unsigned m = 0; !rc && m < nm; m++) {
-			uint32_t cnt = 0;
-			rc = write_to(&o, seg.ds[layout_ds_slot(&o.map.pol, m, q)], q,
-				      p + (q - off), n, stable, &cnt, &committed, &vs);
+		unsigned nm = seg_mirrors(&o, &seg), nok = 0;
+		uint32_t down[LAYOUT_MIRRORS_MAX];
+		unsigned ndown = 0;
+		int first = 0;
+		for (unsigned m = 0; m < nm; m++) {
+			uint32_t cnt = 0, id = seg.ds[layout_ds_slot(&o.map.pol, m, q)];
+			if (mds_data_map_stale(&o.map, id))
+				continue; /* brought up to date later, whole */
+			int r = write_to(&o, id, q, p + (q - off), n, stable, &cnt, &committed, &vs);
+			if (unreachable(r) && nm > 1) {
+				down[ndown++] = id;
+				continue;
+			}
+			if (r) {
+				first = first ? first : r;
+				continue;
+			}
+			nok++;
 			least = cnt < least ? cnt : least;
 		}
-		if (rc)
+		/* mirrors that could not be reached miss this write: stale,
+		 * durably, before it is acknowledged (refused if that would
+		 * leave no current copy: then the write fails, DELAY) */
+		if (!first && ndown)
+			first = mirrors_lost(&o, down, ndown);
+		if ((rc = first ? first : nok ? 0 : -EAGAIN))
 			break;
 		done += least;
 		if (least < n)
@@ -555,11 +619,24 @@ static int data_commit(struct braid_mds *mds, const struct mds_attr *a, uint64_t
 	if (n < 0)
 		return n;
 	struct verfs vs = {0};
+	uint32_t down[64];
+	unsigned ndown = 0;
 	for (int k = 0; !rc && k < n; k++) {
 		struct mds_ds_conn *dc;
 		uint8_t v[8];
-		if ((rc = conn_get(&o, ids[k], &dc)))
+		if (mds_data_map_stale(&o.map, ids[k]))
+			continue; /* holds nothing current to flush */
+		/* a mirror's server gone (below, or unreachable): what it held
+		 * unstable is lost there, and its mirrors hold it (committed
+		 * here), so it goes stale */
+		if ((rc = conn_get(&o, ids[k], &dc))) {
+			if (unreachable(rc) && o.map.pol.mirrors > 1) {
+				down[ndown++] = ids[k];
+				rc = 0;
+				continue;
+			}
 			break;
+		}
 		rc = ds_commit(&o, dc, off, count, v);
 		if (rc == -EACCES && !(rc = obj_refence(&o)))
 			rc = ds_commit(&o, dc, off, count, v);
@@ -569,9 +646,16 @@ static int data_commit(struct braid_mds *mds, const struct mds_attr *a, uint64_t
 			mds_verf(mds, v);
 			rc = 0;
 		}
+		if (unreachable(rc) && o.map.pol.mirrors > 1) {
+			down[ndown++] = ids[k];
+			rc = 0;
+			continue;
+		}
 		if (!rc)
 			verfs_note(&vs, ids[k], v);
 	}
+	if (!rc && ndown)
+		rc = mirrors_lost(&o, down, ndown);
 	if (!rc)
 		file_verf(&o, &vs, out);
 	return rc;
@@ -650,7 +734,8 @@ static bool refused(struct nfs41_compound *c)
 	return mds_of(c)->set.data_io == MDS_DATA_REFUSE;
 }
 
-/* Data changed (and maybe the size): mtime and change move, durably. */
+/* Data changed (and maybe the size): mtime and change move, durably, and
+ * space_used follows (mds/space.h). */
 static int file_touch(struct braid_mds *mds, uint64_t ino, uint64_t size_max)
 {
 	struct mds_setattr_args sa = {.ino = ino, .mask = MDS_SET_MTIME_NOW};
@@ -658,7 +743,9 @@ static int file_touch(struct braid_mds *mds, uint64_t ino, uint64_t size_max)
 		sa.mask |= MDS_SET_SIZE_MAX;
 		sa.size = size_max;
 	}
-	return mds_inode_setattr(mds->store, &sa, NULL);
+	int rc = mds_inode_setattr(mds->store, &sa, NULL);
+	mds_space_note(mds, ino);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- READ */
@@ -725,7 +812,9 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 		return NFS4_OK;
 	}
 	struct wres w;
+	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
 	int rc = data_write(mds, &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);
+	mds_data_write_gate(mds, at.ino, MDS_GATE_OPEN);
 	if (!rc)
 		rc = file_touch(mds, at.ino, a->offset + w.count);
 	if (rc)
@@ -752,6 +841,7 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 		return NFS4ERR_INVAL;
 	int rc =
 	    data_commit(mds_of(c), &at, a->offset, a->count, res->u.opcommit.u.resok4.writeverf);
+	mds_space_note(mds_of(c), at.ino);
 	return rc ? io_status(rc) : NFS4_OK;
 }
 
@@ -785,9 +875,12 @@ static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 	if (rc)
 		return io_status(rc);
 	unsigned nm = seg_mirrors(&o, &seg);
+	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
 	for (unsigned m = 0; !rc && m < nm; m++) {
 		uint32_t id = seg.ds[layout_ds_slot(&o.map.pol, m, end - 1)];
 		struct mds_ds_conn *dc;
+		if (mds_data_map_stale(&o.map, id))
+			continue; /* its resilver copies the size too */
 		if ((rc = conn_get(&o, id, &dc)))
 			break;
 		struct mds_ds_info info;
@@ -803,6 +896,7 @@ static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 		}
 		mds_ds_conn_put(dc);
 	}
+	mds_data_write_gate(mds, at.ino, MDS_GATE_OPEN);
 	if (!rc && end > at.size)
 		rc = file_touch(mds, at.ino, end);
 	return rc ? io_status(rc) : NFS4_OK;
@@ -870,6 +964,7 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 	if (!o.map.laid_out)
 		return NFS4_OK; /* no object: all zeros already */
 	uint64_t cur = UINT64_MAX;
+	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
 	for (uint64_t q = a->da_offset; !rc && q < end;) {
 		uint64_t qe = layout_piece_end(&o.map.pol, q);
 		qe = qe < end ? qe : end;
@@ -881,8 +976,10 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 			unsigned nm = seg_mirrors(&o, &seg);
 			for (unsigned m = 0; !rc && m < nm; m++) {
 				struct mds_ds_conn *dc;
-				if (!(rc = conn_get(&o, seg.ds[layout_ds_slot(&o.map.pol, m, q)],
-						    &dc))) {
+				uint32_t id = seg.ds[layout_ds_slot(&o.map.pol, m, q)];
+				if (mds_data_map_stale(&o.map, id))
+					continue;
+				if (!(rc = conn_get(&o, id, &dc))) {
 					rc = zero_range(mds, &o, dc, q, qe);
 					mds_ds_conn_put(dc);
 				}
@@ -890,6 +987,7 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 		}
 		q = qe;
 	}
+	mds_data_write_gate(mds, at.ino, MDS_GATE_OPEN);
 	if (rc == -EOPNOTSUPP)
 		return NFS4ERR_NOTSUPP;
 	if (!rc)

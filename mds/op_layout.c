@@ -51,13 +51,22 @@
  * the same way for every file it held RW layouts of.
  *
  * Errors reported by clients (LAYOUTRETURN's ff_ioerr4, LAYOUTERROR) are
- * counted per client and per data server; a data server reported failing
- * (NXIO, IO, SERVERFAULT, NOSPC, DQUOT) is avoided for ds_timeout (at
- * least 10 s): new segments go elsewhere, READ layouts leave it out when
- * another mirror holds the data, and LAYOUTGETs that need it get
- * NFS4ERR_LAYOUTTRYLATER.  NFS4ERR_ACCESS from a client holding the
- * current pair fences the file anew (at most once a second), so the next
- * LAYOUTGET answers differently.
+ * counted per client and per data server.  A report that a data server is
+ * failing (NXIO, IO, SERVERFAULT) steers that client alone for ds_timeout
+ * (at least 10 s): its new segments go elsewhere, its READ layouts leave
+ * the server out when another mirror holds the data, and where nothing
+ * else would do it gets NFS4ERR_LAYOUTUNAVAILABLE (its I/O goes through
+ * the MDS, data_io = proxy) or LAYOUTTRYLATER.  Only a second client's
+ * report within that time marks the server failing for everybody: one
+ * client's network, or a hostile client, never stalls the others.  A
+ * report of NOSPC or DQUOT makes that client's RW LAYOUTGETs of segments
+ * on the server answer the same status until space is freed there
+ * (mds_layout_ds_space_freed: a removal or truncation, or its heartbeat),
+ * so the application's write fails at once, as on a local filesystem,
+ * instead of retrying a layout that fails again; placement leaves out
+ * servers whose heartbeats say lowspace or full (mds/dsreg.c).
+ * NFS4ERR_ACCESS from a client holding the current pair fences the file
+ * anew (at most once a second), so the next LAYOUTGET answers differently.
  *
  * A directory's policy (mds_layout_policy_set, an export's layout=
  * option) is recorded on it and copied to each regular file OPEN creates
@@ -81,6 +90,7 @@
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/layout_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 
 /* ------------------------------------------------------------- policies */
@@ -387,6 +397,8 @@ struct seg_ds {
 	uint8_t dev[NFS4_DEVICEID4_SIZE];
 	unsigned nvers; /* versions the layout type names it by */
 	bool healthy;	/* up, not avoided, speaks a version we can name */
+	bool stale;	/* its copy misses writes: neither read nor written */
+	bool lost;	/* on a data server declared lost */
 };
 
 /*
@@ -437,8 +449,9 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 	return ops->encode_layout(&seg, c->arena, out) ? NFS4ERR_SERVERFAULT : NFS4_OK;
 }
 
-/* The data servers now avoided (LAYOUTERROR, ioerrors), into v. */
-static unsigned avoided_list(struct mds_layout *lo, uint32_t *v, unsigned max)
+/* The data servers clientid's new segments avoid: those marked failing
+ * for everybody or by its own error reports (lo_clmark), into v. */
+static unsigned avoided_list(struct mds_layout *lo, uint64_t clientid, uint32_t *v, unsigned max)
 {
 	uint64_t now = nfsd_now_ns();
 	unsigned n = 0;
@@ -446,6 +459,10 @@ static unsigned avoided_list(struct mds_layout *lo, uint32_t *v, unsigned max)
 	for (unsigned i = 0; i < lo->nmarks && n < max; i++)
 		if (lo->marks[i].avoid_until_ns > now)
 			v[n++] = lo->marks[i].id;
+	struct lo_client *cl = lo_client_find(lo, clientid);
+	for (unsigned i = 0; cl && i < LO_CL_MARKS && n < max; i++)
+		if (lo_clmark_find(lo, cl, cl->marks[i].ds, now) == &cl->marks[i])
+			v[n++] = cl->marks[i].ds;
 	pthread_mutex_unlock(&lo->mu);
 	return n;
 }
@@ -550,7 +567,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	}
 	struct lo_state *mine = lo_state_of(f, c->clientid);
 	st = f->recall || (mine && mine->recalling) ? NFS4ERR_RECALLCONFLICT
-	     : f->fencing			    ? NFS4ERR_LAYOUTTRYLATER
+	     : f->fencing || (rw && f->resilver)    ? NFS4ERR_LAYOUTTRYLATER
 						    : NFS4_OK;
 	if (st) {
 		lo_file_put_unused(lo, f);
@@ -586,7 +603,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	struct mds_file_map map;
 	struct mds_layout_seg seg;
 	uint32_t avoid[64];
-	unsigned navoid = avoided_list(lo, avoid, 64);
+	unsigned navoid = avoided_list(lo, c->clientid, avoid, 64);
 	rc = mds_data_map(mds, at.ino, &map);
 	if (rc) {
 		unpin(lo, f);
@@ -612,6 +629,8 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	}
 	uint64_t now = nfsd_now_ns();
 	struct layout_device ld;
+	nfsstat4 space_st = NFS4_OK; /* this client was told NOSPC/DQUOT there */
+	bool own_only = true;	     /* what keeps mirrors out is this client's marks */
 	for (unsigned j = 0; j < M * S; j++) {
 		sd[j].id = seg.ds[j];
 		sd[j].info = NULL;
@@ -631,25 +650,81 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		sd[j].nvers = ops->device_versions(&ld);
 		pthread_mutex_lock(&lo->mu);
 		bool avoided = lo_ds_avoided(lo, sd[j].id, now);
+		const struct lo_clmark *cm =
+		    lo_clmark_find(lo, lo_client_find(lo, c->clientid), sd[j].id, now);
+		bool space = cm && (cm->status == NFS4ERR_NOSPC || cm->status == NFS4ERR_DQUOT);
+		if (space && !space_st)
+			space_st = (nfsstat4)cm->status;
 		pthread_mutex_unlock(&lo->mu);
-		sd[j].healthy = sd[j].info->up && !avoided && sd[j].nvers;
+		bool others = !sd[j].info->up || avoided || !sd[j].nvers;
+		sd[j].healthy = !others && (!cm || space);
+		sd[j].stale = mds_data_map_stale(&map, sd[j].id);
+		sd[j].lost = sd[j].info->lost;
+		own_only = own_only && (!others || sd[j].stale);
 	}
-	/* healthy mirrors first; READ leaves out the others when it can, RW
-	 * must write every mirror (RFC 8435 §8.1) */
-	unsigned order[LAYOUT_MIRRORS_MAX], nm = 0, nbad = 0;
-	bool good[LAYOUT_MIRRORS_MAX];
-	for (unsigned m = 0; m < M; m++) {
-		good[m] = true;
-		for (unsigned s = 0; s < S; s++)
-			good[m] = good[m] && sd[m * S + s].healthy;
-		if (good[m])
-			order[nm++] = m;
-		else
-			nbad++;
-	}
-	if (!nm || (rw && nbad)) {
+	/* a write that needs a server this client was just told is out of
+	 * space fails at once, as a local filesystem's would, instead of
+	 * handing out the layout that fails again (cleared when space is
+	 * freed there: mds_layout_ds_space_freed) */
+	if (rw && space_st) {
 		unpin(lo, f);
-		return NFS4ERR_LAYOUTTRYLATER;
+		return space_st;
+	}
+	/*
+	 * The mirrors to name: current (not stale) and healthy.  READ leaves
+	 * out the others.  RW must write every current mirror (RFC 8435
+	 * §8.1): a current one that cannot be written is marked stale first,
+	 * durably, and the file's layouts recalled (they may name it), so the
+	 * grant goes out degraded and nobody reads that copy until a resilver
+	 * brings it up to date.  A stale mirror is never named.
+	 */
+	unsigned order[LAYOUT_MIRRORS_MAX], nm = 0, nbad = 0;
+	uint32_t lost[LAYOUT_MIRRORS_MAX * LAYOUT_STRIPES_MAX];
+	unsigned nlost = 0;
+	bool gone = true; /* every current mirror has a copy on a server lost for good */
+	for (unsigned m = 0; m < M; m++) {
+		bool cur = true, good = true, on_lost = false;
+		for (unsigned s = 0; s < S; s++) {
+			cur = cur && !sd[m * S + s].stale;
+			good = good && sd[m * S + s].healthy;
+			on_lost = on_lost || sd[m * S + s].lost;
+		}
+		if (cur && !on_lost)
+			gone = false;
+		if (cur && good) {
+			order[nm++] = m;
+		} else if (cur) {
+			nbad++;
+			for (unsigned s = 0; s < S; s++)
+				if (!sd[m * S + s].healthy)
+					lost[nlost++] = sd[m * S + s].id;
+		}
+	}
+	/* only this client fails to use servers the others use: it does its
+	 * I/O through the MDS (RFC 8881 §12.2.9) where the MDS proxies (and
+	 * writes every mirror); otherwise degraded, or it waits */
+	bool via_mds = own_only && mds->set.data_io == MDS_DATA_PROXY;
+	if (!nm && gone) {
+		/* no copy of this segment survives (mds/resilver.h: unrecoverable):
+		 * an error, never zeros, and never a wait for ever */
+		unpin(lo, f);
+		return NFS4ERR_IO;
+	}
+	if (!nm || (rw && nbad && via_mds)) {
+		unpin(lo, f);
+		return via_mds ? NFS4ERR_LAYOUTUNAVAILABLE : NFS4ERR_LAYOUTTRYLATER;
+	}
+	if (rw && nbad) {
+		bool newly;
+		rc = mds_data_stale_mark(mds, at.ino, lost, nlost, &newly);
+		if (rc) {
+			unpin(lo, f);
+			return layout_errno(rc);
+		}
+		/* a recall bumps f->gen: the grant below then answers
+		 * RECALLCONFLICT, and the client asks again once they are in */
+		if (newly)
+			mds_layout_recall_file(mds, at.ino);
 	}
 	xdr_opaque body;
 	if ((st = segment_encode(c, ops, &at, &map, sd, order, nm, &body))) {
@@ -667,8 +742,10 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	pthread_mutex_lock(&lo->mu);
 	f->pins--;
 	mine = lo_state_of(f, c->clientid);
-	if (f->gen != gen0 || f->recall || f->fencing || (mine && mine->recalling)) {
-		st = f->fencing ? NFS4ERR_LAYOUTTRYLATER : NFS4ERR_RECALLCONFLICT;
+	if (f->gen != gen0 || f->recall || f->fencing || (rw && f->resilver) ||
+	    (mine && mine->recalling)) {
+		st = f->fencing || (rw && f->resilver) ? NFS4ERR_LAYOUTTRYLATER
+						       : NFS4ERR_RECALLCONFLICT;
 		lo_file_put_unused(lo, f);
 		pthread_mutex_unlock(&lo->mu);
 		return st;
@@ -811,6 +888,7 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	int rc = mds_inode_setattr(mds->store, &sa, &sr);
 	if (rc)
 		return mds_nfs4_status(rc);
+	mds_space_note(mds, at.ino); /* what the client wrote is on its data servers */
 	ok->locr_newsize.ns_sizechanged = newoff && sr.attr.size != sr.old_size;
 	if (ok->locr_newsize.ns_sizechanged)
 		ok->locr_newsize.u.ns_size = sr.attr.size;
@@ -845,6 +923,7 @@ static void report_error(struct mds_layout *lo, struct lo_client *cl, uint64_t i
 	nfsstat4 status = (nfsstat4)e->status;
 	uint32_t ds = layout_devid_ds(e->devid);
 	struct lo_dsmark *mk = ds ? lo_mark_get(lo, ds) : NULL;
+	uint64_t clid = cl ? cl->id : 0;
 	if (cl) {
 		cl->ctr.ioerrors++;
 		cl->ctr.ioerr_access += status == NFS4ERR_ACCESS;
@@ -852,15 +931,29 @@ static void report_error(struct mds_layout *lo, struct lo_client *cl, uint64_t i
 	if (mk) {
 		mk->ctr.ioerrors++;
 		mk->ctr.ioerr_access += status == NFS4ERR_ACCESS;
-		if (status_steers(status)) {
+	}
+	bool space = status == NFS4ERR_NOSPC || status == NFS4ERR_DQUOT;
+	if (mk && cl && status_steers(status) && lo_clmark_set(lo, cl, ds, status, now))
+		mds_log("client %016llx reports error %d from data server %u (inode %llu): %s",
+			(unsigned long long)clid, (int)status, ds, (unsigned long long)ino,
+			space ? "its writes there fail with it until space is freed there"
+			      : "its new layouts avoid that server");
+	/* one client alone never takes a server away from the others (it may
+	 * be the one at fault: its network, or a hostile client); a second
+	 * client's report within steer_ns does.  Space is the data server's
+	 * own word (HEARTBEAT's lowspace and full) */
+	if (mk && status_steers(status) && !space) {
+		if (mk->reporter && mk->reporter != clid && now - mk->report_ns < lo->steer_ns) {
 			if (mk->avoid_until_ns <= now)
-				mds_log("client %016llx reports error %d from data server %u "
-					"(inode %llu): new layouts avoid it for %llu s",
-					cl ? (unsigned long long)cl->id : 0ull, (int)status, ds,
-					(unsigned long long)ino,
+				mds_log("data server %u: clients %016llx and %016llx report "
+					"errors: new layouts avoid it for %llu s",
+					ds, (unsigned long long)mk->reporter,
+					(unsigned long long)clid,
 					(unsigned long long)(lo->steer_ns / 1000000000ull));
 			mk->avoid_until_ns = now + lo->steer_ns;
 		}
+		mk->reporter = clid;
+		mk->report_ns = now;
 	}
 	if (status == NFS4ERR_ACCESS && ino) {
 		struct lo_file *f = lo_file_get(lo, ino);
@@ -1073,6 +1166,8 @@ static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	for (int m = 0; m < 2 && !rc; m++)
 		if (a->lora_iomode == LAYOUTIOMODE4_ANY || a->lora_iomode == m + 1)
 			rc = lo_ranges_sub(&ls->held[m], rf->lrf_offset, end);
+	if (ls->had_rw && a->lora_iomode != LAYOUTIOMODE4_READ)
+		mds_space_note(mds, at.ino); /* writes through it are done */
 	ls->cl->ctr.layoutreturns++;
 	if (rc) {
 		pthread_mutex_unlock(&lo->mu);

@@ -38,6 +38,7 @@
 #include "mds/data.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
+#include "mds/space.h"
 #include "mds/state.h"
 #include "mds/state_impl.h"
 
@@ -1155,7 +1156,7 @@ static nfsstat4 op_close(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	if ((s = mds_cfh(c, &fh, NULL, NULL)) ||
 	    (s = st_sid_arg(c, &a->u.opclose.open_stateid, true, &id)))
 		return s;
-	bool last = false;
+	bool last = false, wrote = false;
 	pthread_mutex_lock(&st->mu);
 	struct st_sid *o;
 	s = st_sid_find(st, c->clientid, &id, ST_SID_OPEN, fh.ino, &o);
@@ -1172,11 +1173,14 @@ static nfsstat4 op_close(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 		}
 		/* the file outlives the loop: o is still on it */
 		last = f->opens == o && !o->fnext;
+		wrote = o->access & OPEN4_SHARE_ACCESS_WRITE;
 		st_sid_free(st, o);
 	}
 	pthread_mutex_unlock(&st->mu);
 	if (s)
 		return s;
+	if (wrote)
+		mds_space_note(mds, fh.ino); /* data written through this open is in */
 	if (last)
 		orphan_release(mds, fh.ino);
 	/* §18.2.4: the invalid special stateid */

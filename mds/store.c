@@ -405,6 +405,7 @@ static int store_open_env(struct mds_store *s, const struct mds_store_opts *o)
 	    {"clients", offsetof(struct mds_store, db_clients)},
 	    {"orphans", offsetof(struct mds_store, db_orphans)},
 	    {"wlayouts", offsetof(struct mds_store, db_wlayouts)},
+	    {"stale", offsetof(struct mds_store, db_stale)},
 	};
 	char lock[4096];
 	MDB_txn *txn;
@@ -840,6 +841,18 @@ int mds_wlayout_mark(struct mds_store *s, uint64_t ino)
 int mds_wlayout_clear(struct mds_store *s, uint64_t ino)
 {
 	struct mds_op op = {.type = MDS_OP_WLAYOUT_CLEAR, .args.ino = ino};
+	return mds_store_run(s, &op);
+}
+
+int mds_stale_mark(struct mds_store *s, uint64_t ino)
+{
+	struct mds_op op = {.type = MDS_OP_STALE_MARK, .args.ino = ino};
+	return mds_store_run(s, &op);
+}
+
+int mds_stale_clear(struct mds_store *s, uint64_t ino)
+{
+	struct mds_op op = {.type = MDS_OP_STALE_CLEAR, .args.ino = ino};
 	return mds_store_run(s, &op);
 }
 
@@ -1291,6 +1304,12 @@ int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), vo
 {
 	struct ino_cb cb = {.ino = fn, .arg = arg};
 	return ino_set_walk(s, s->db_wlayouts, wlayout_one, &cb);
+}
+
+int mds_stale_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg)
+{
+	struct ino_cb cb = {.ino = fn, .arg = arg};
+	return ino_set_walk(s, s->db_stale, wlayout_one, &cb);
 }
 
 static int orphan_one(struct mds_store *s, MDB_txn *txn, uint64_t ino, void *arg)

@@ -246,6 +246,8 @@ enum mds_op_type {
 	MDS_OP_CLIENT_REMOVE,
 	MDS_OP_WLAYOUT_MARK,
 	MDS_OP_WLAYOUT_CLEAR,
+	MDS_OP_STALE_MARK,
+	MDS_OP_STALE_CLEAR,
 };
 
 /* RFC 8881 §18.16.3 createmode4. */
@@ -334,7 +336,8 @@ struct mds_link_res {
 	struct mds_attr attr;
 };
 
-/* What a SETATTR sets (mask); every setattr moves change and ctime. */
+/* What a SETATTR sets (mask); every setattr moves change and ctime, but
+ * one of MDS_SET_SPACE_USED alone (mds/space.h) moves neither. */
 #define MDS_SET_MODE	     0x001u
 #define MDS_SET_UID	     0x002u
 #define MDS_SET_GID	     0x004u
@@ -466,6 +469,14 @@ int mds_layout_remove(struct mds_store *s, const struct mds_layout_args *a);
 int mds_wlayout_mark(struct mds_store *s, uint64_t ino);
 int mds_wlayout_clear(struct mds_store *s, uint64_t ino);
 int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg);
+/*
+ * Files with a stale mirror: an object on some data server missed writes
+ * (mds/data.h MDS_LAYOUT_STALE says which), to be brought up to date.
+ * MARK is durable before it returns; reaping a file drops its mark.
+ */
+int mds_stale_mark(struct mds_store *s, uint64_t ino);
+int mds_stale_clear(struct mds_store *s, uint64_t ino);
+int mds_stale_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg);
 int mds_client_put(struct mds_store *s, const struct mds_client_args *a);
 int mds_client_remove(struct mds_store *s, const struct mds_client_args *a);
 

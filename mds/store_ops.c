@@ -98,6 +98,9 @@ static int inode_purge(struct mds_wtx *w, uint64_t ino)
 	if (rc && rc != -ENOENT)
 		return rc;
 	rc = wtx_del(w, s->db_wlayouts, kb, sizeof(kb));
+	if (rc && rc != -ENOENT)
+		return rc;
+	rc = wtx_del(w, s->db_stale, kb, sizeof(kb));
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -498,8 +501,13 @@ static int op_setattr(struct mds_wtx *w, struct mds_op *op)
 		i.a.mtime = a->mtime;
 	else if ((a->mask & MDS_SET_MTIME_NOW) || resized)
 		i.a.mtime = w->now;
-	i.a.ctime = w->now;
-	i.a.change++;
+	/* space_used alone is bookkeeping of what the data servers hold (the
+	 * write that moved it moved change already): a client seeing change
+	 * move would drop its cached data for nothing */
+	if (a->mask != MDS_SET_SPACE_USED) {
+		i.a.ctime = w->now;
+		i.a.change++;
+	}
 	if ((rc = inode_store(w, &i)))
 		return rc;
 	res->attr = i.a;
@@ -627,19 +635,22 @@ static int op_client(struct mds_wtx *w, struct mds_op *op)
 		       CLIENT_VAL_HDR + a->owner_len + r->data_len);
 }
 
-static int op_wlayout(struct mds_wtx *w, struct mds_op *op)
+/* The inode sets: wlayouts and stale. */
+static int op_ino_set(struct mds_wtx *w, struct mds_op *op)
 {
 	uint8_t kb[8];
 	put_be64(kb, op->args.ino);
-	if (op->type == MDS_OP_WLAYOUT_CLEAR) {
-		int rc = wtx_del(w, w->s->db_wlayouts, kb, sizeof(kb));
+	bool stale = op->type == MDS_OP_STALE_MARK || op->type == MDS_OP_STALE_CLEAR;
+	MDB_dbi db = stale ? w->s->db_stale : w->s->db_wlayouts;
+	if (op->type == MDS_OP_WLAYOUT_CLEAR || op->type == MDS_OP_STALE_CLEAR) {
+		int rc = wtx_del(w, db, kb, sizeof(kb));
 		return rc == -ENOENT ? 0 : rc;
 	}
 	struct mds_attr a;
 	int rc = mds_inode_read(w->s, w->txn, op->args.ino, &a);
 	if (rc)
 		return rc;
-	return wtx_put(w, w->s->db_wlayouts, kb, sizeof(kb), "", 0);
+	return wtx_put(w, db, kb, sizeof(kb), "", 0);
 }
 
 int mds_op_apply(struct mds_wtx *w, struct mds_op *op)
@@ -668,7 +679,9 @@ int mds_op_apply(struct mds_wtx *w, struct mds_op *op)
 		return op_client(w, op);
 	case MDS_OP_WLAYOUT_MARK:
 	case MDS_OP_WLAYOUT_CLEAR:
-		return op_wlayout(w, op);
+	case MDS_OP_STALE_MARK:
+	case MDS_OP_STALE_CLEAR:
+		return op_ino_set(w, op);
 	}
 	return -EINVAL;
 }

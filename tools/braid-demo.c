@@ -83,6 +83,31 @@ static void progress_show(struct progress *p, bool final)
 		fputc('\n', stderr);
 }
 
+/*
+ * "host:port" ("[v6]:port") of a data server as GETDEVICEINFO names it,
+ * "netid uaddr" with the RFC 5665 universal address ("tcp 127.0.0.1.8.5":
+ * the port's two bytes after the host); anything else as it came.
+ */
+static const char *host_port(const char *addr, char *out, size_t len)
+{
+	const char *ua = strchr(addr, ' ');
+	const char *lo = ua ? strrchr(ua, '.') : NULL;
+	const char *hi = lo;
+	while (hi && hi > ua + 1 && hi[-1] != '.')
+		hi--;
+	unsigned ph, pl;
+	char end;
+	if (!lo || hi <= ua + 2 || sscanf(hi, "%u.%u%c", &ph, &pl, &end) != 2 || ph > 255 ||
+	    pl > 255) {
+		snprintf(out, len, "%s", addr);
+		return out;
+	}
+	int hlen = (int)(hi - 1 - (ua + 1));
+	bool v6 = memchr(ua + 1, ':', (size_t)hlen) != NULL;
+	snprintf(out, len, "%s%.*s%s:%u", v6 ? "[" : "", hlen, ua + 1, v6 ? "]" : "", ph << 8 | pl);
+	return out;
+}
+
 /* Write (or read and check) one file of 'size' bytes. */
 static int do_file(struct ffc *c, const char *path, uint64_t id, uint64_t size, bool write,
 		   uint8_t *buf, uint8_t *want, struct progress *p)
@@ -227,9 +252,12 @@ int main(int argc, char **argv)
 		else
 			printf("braid-demo: no layouts (%s): all data went through the MDS\n",
 			       st.pnfs_why[0] ? st.pnfs_why : "the MDS gave none");
-		for (unsigned i = 0; i < st.ndev && i < FFC_STATS_DEV_MAX; i++)
-			printf("  data server %-28s wrote %8.1f MB  read %8.1f MB\n", st.dev[i].addr,
+		for (unsigned i = 0; i < st.ndev && i < FFC_STATS_DEV_MAX; i++) {
+			char hp[sizeof(st.dev[i].addr) + 4];
+			printf("  data server %-28s wrote %8.1f MB  read %8.1f MB\n",
+			       host_port(st.dev[i].addr, hp, sizeof(hp)),
 			       st.dev[i].write_bytes / 1e6, st.dev[i].read_bytes / 1e6);
+		}
 	}
 	free(buf);
 	free(want);

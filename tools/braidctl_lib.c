@@ -56,9 +56,13 @@ void braidctl_usage(FILE *f)
 	       "commands:\n"
 	       "  status                   the MDS and every data server\n"
 	       "  ds list                  data servers: addresses, space, health\n"
-	       "  ds drain ID              place no new data there\n"
+	       "  ds drain ID              place no new data there, move its data off\n"
 	       "  ds add ID                let placement use it again (undo drain)\n"
 	       "  ds remove [--force] ID   forget a drained data server no file uses\n"
+	       "  ds lost ID               a data server gone for good: rebuild its copies\n"
+	       "  rebalance                move data onto the emptiest data servers\n"
+	       "  rebuild                  stale copies, resilver and rebuild progress,\n"
+	       "                           files that cannot be recovered\n"
 	       "  exports list             the exports in force\n"
 	       "  exports reload           re-read the exports file\n"
 	       "  clients                  NFSv4.1 clients: sessions, leases, state, layouts\n"
@@ -353,7 +357,8 @@ static const char *health_text(char *buf, size_t size, uint32_t h)
 	} f[] = {{BRAID_CTL_HEALTH_READONLY, "readonly"},
 		 {BRAID_CTL_HEALTH_DEGRADED, "degraded"},
 		 {BRAID_CTL_HEALTH_DRAINING, "draining"},
-		 {BRAID_CTL_HEALTH_LOWSPACE, "lowspace"}};
+		 {BRAID_CTL_HEALTH_LOWSPACE, "lowspace"},
+		 {BRAID_CTL_HEALTH_FULL, "full"}};
 	size_t n = 0;
 	buf[0] = 0;
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -572,6 +577,8 @@ static void ds_all_free(struct ds_all *all)
 
 static const char *ds_state(const braid_admin_ds *d)
 {
+	if (d->ds_lost)
+		return d->ds_up ? "up,lost" : "lost";
 	if (!d->ds_registered)
 		return d->ds_drained ? "unseen,drained" : "unseen";
 	if (!d->ds_up)
@@ -640,6 +647,7 @@ static void ds_json(struct json *j, const char *key, const struct ds_all *all)
 		j_bool(j, "registered", d->ds_registered);
 		j_bool(j, "up", d->ds_up);
 		j_bool(j, "drained", d->ds_drained);
+		j_bool(j, "lost", d->ds_lost);
 		j_u64(j, "health_flags", d->ds_health);
 		j_str(j, "health", health_text(h, sizeof(h), d->ds_health));
 		j_u64(j, "capacity_bytes", d->ds_capacity);
@@ -828,7 +836,7 @@ static int c_ds(struct braidctl *b, int argc, char **argv)
 			       ids);
 		else
 			errorf(b, "usage: braidctl ds list | ds add ID | ds drain ID | "
-				  "ds remove [--force] ID");
+				  "ds remove [--force] ID | ds lost ID");
 		return BRAIDCTL_USAGE;
 	}
 	if (!strcmp(sub, "add") || !strcmp(sub, "drain")) {
@@ -840,7 +848,11 @@ static int c_ds(struct braidctl *b, int argc, char **argv)
 		braid_admin_ds_remove_args a = {.dr_id = (uint32_t)id, .dr_force = force};
 		return change(b, BRAID_ADMINPROC_DS_REMOVE, &a);
 	}
-	errorf(b, "unknown 'ds %s': use ds list | add | drain | remove", sub);
+	if (!strcmp(sub, "lost")) {
+		braid_admin_ds_args a = {.da_id = (uint32_t)id};
+		return change(b, BRAID_ADMINPROC_DS_LOST, &a);
+	}
+	errorf(b, "unknown 'ds %s': use ds list | add | drain | remove | lost", sub);
 	return BRAIDCTL_USAGE;
 }
 
@@ -1082,6 +1094,7 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 					j_open(&j, NULL, '{');
 					j_u64(&j, "ds", ok->ly_set.val[k].sm_id);
 					j_bool(&j, "created", ok->ly_set.val[k].sm_created);
+					j_bool(&j, "stale", ok->ly_set.val[k].sm_stale);
 					j_close(&j, '}');
 				}
 				j_close(&j, ']');
@@ -1099,10 +1112,11 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 				if (ok->ly_set.len) {
 					fprintf(b->out, "data server set:");
 					for (uint32_t k = 0; k < ok->ly_set.len; k++)
-						fprintf(b->out, " %s%s",
+						fprintf(b->out, " %s%s%s",
 							dev_name(ok, ok->ly_set.val[k].sm_id, b2,
 								 sizeof(b2)),
-							ok->ly_set.val[k].sm_created ? "*" : "");
+							ok->ly_set.val[k].sm_created ? "*" : "",
+							ok->ly_set.val[k].sm_stale ? " (stale)" : "");
 					fprintf(b->out, "\n");
 				}
 			}
@@ -1285,6 +1299,100 @@ static int c_recall(struct braidctl *b, int argc, char **argv)
 	return change(b, BRAID_ADMINPROC_RECALL, &a);
 }
 
+/* ------------------------------------------------------------- rebuild */
+
+static int c_rebuild(struct braidctl *b, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		errorf(b, "usage: braidctl rebuild");
+		return BRAIDCTL_USAGE;
+	}
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 4u << 20);
+	braid_admin_protection_res res;
+	int rc = call(b, BRAID_ADMINPROC_PROTECTION, NULL, &res, &ar);
+	if (!rc && res.status)
+		rc = refused(b, res.status, res.u.why);
+	if (rc) {
+		xdr_arena_release(&ar);
+		return rc;
+	}
+	const braid_admin_protection_resok *p = &res.u.ok;
+	/* time left: the stale bytes at the recent rate */
+	int64_t left = p->pr_rate ? (int64_t)(p->pr_stale_bytes / p->pr_rate) : -1;
+	if (b->o.json) {
+		struct json j = {.f = b->out};
+		j_open(&j, NULL, '{');
+		j_u64(&j, "lost_servers", p->pr_lost_servers);
+		j_u64(&j, "rebuild_files", p->pr_rebuild_files);
+		j_u64(&j, "moved_files", p->pr_moved_files);
+		j_u64(&j, "stale_files", p->pr_stale_files);
+		j_u64(&j, "stale_bytes", p->pr_stale_bytes);
+		j_u64(&j, "resilvered_files", p->pr_resilvered_files);
+		j_u64(&j, "resilvered_bytes", p->pr_resilvered_bytes);
+		j_u64(&j, "failures", p->pr_failures);
+		j_u64(&j, "rate_bytes_per_s", p->pr_rate);
+		if (left >= 0)
+			j_u64(&j, "time_left_s", (uint64_t)left);
+		j_u64(&j, "copying_inode", p->pr_inflight_ino);
+		j_u64(&j, "copying_to", p->pr_inflight_to);
+		j_u64(&j, "copying_bytes", p->pr_inflight_bytes);
+		j_u64(&j, "unrecoverable", p->pr_unrecoverable);
+		j_open(&j, "unrecoverable_files", '[');
+		for (uint32_t i = 0; i < p->pr_lost.len; i++) {
+			j_open(&j, NULL, '{');
+			j_u64(&j, "inode", p->pr_lost.val[i].lf_ino);
+			j_u64(&j, "data_server", p->pr_lost.val[i].lf_ds);
+			j_xs(&j, "path", p->pr_lost.val[i].lf_path);
+			j_close(&j, '}');
+		}
+		j_close(&j, ']');
+		j_close(&j, '}');
+	} else {
+		FILE *f = b->out;
+		char b1[64], b2[64], b3[64];
+		fprintf(f, "lost data servers   %" PRIu64 "; files still naming one: %" PRIu64
+			   "; copies moved off them: %" PRIu64 "\n",
+			p->pr_lost_servers, p->pr_rebuild_files, p->pr_moved_files);
+		fprintf(f, "stale copies        %" PRIu64 " files, %s to copy", p->pr_stale_files,
+			hbytes(b1, sizeof(b1), p->pr_stale_bytes));
+		if (left >= 0)
+			fprintf(f, " at %s/s: about %s left", hbytes(b2, sizeof(b2), p->pr_rate),
+				hdur(b3, sizeof(b3), left));
+		fputc('\n', f);
+		fprintf(f, "resilvered          %" PRIu64 " copies, %s; %" PRIu64
+			   " passes failed (retried)\n",
+			p->pr_resilvered_files, hbytes(b1, sizeof(b1), p->pr_resilvered_bytes),
+			p->pr_failures);
+		if (p->pr_inflight_ino)
+			fprintf(f, "copying now         inode %" PRIu64 " to data server %u, %s so far\n",
+				p->pr_inflight_ino, p->pr_inflight_to,
+				hbytes(b1, sizeof(b1), p->pr_inflight_bytes));
+		fprintf(f, "unrecoverable       %" PRIu64 " files%s\n", p->pr_unrecoverable,
+			p->pr_unrecoverable ? " (no surviving copy of some bytes: reads fail with EIO)"
+					    : "");
+		for (uint32_t i = 0; i < p->pr_lost.len; i++) {
+			char path[600];
+			fprintf(f, "  inode %-10" PRIu64 " (was on data server %u)  %s\n",
+				p->pr_lost.val[i].lf_ino, p->pr_lost.val[i].lf_ds,
+				xs(path, sizeof(path), p->pr_lost.val[i].lf_path));
+		}
+	}
+	xdr_arena_release(&ar);
+	return BRAIDCTL_OK;
+}
+
+static int c_rebalance(struct braidctl *b, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		errorf(b, "usage: braidctl rebalance");
+		return BRAIDCTL_USAGE;
+	}
+	return change(b, BRAID_ADMINPROC_REBALANCE, NULL);
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 static const struct {
@@ -1293,6 +1401,7 @@ static const struct {
 } commands[] = {
     {"status", c_status}, {"ds", c_ds},		{"exports", c_exports}, {"clients", c_clients},
     {"layout", c_layout}, {"policy", c_policy}, {"recall", c_recall},
+    {"rebuild", c_rebuild}, {"rebalance", c_rebalance},
 };
 
 bool braidctl_command_known(const char *name)

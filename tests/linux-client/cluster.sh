@@ -36,6 +36,8 @@ cluster_cleanup() {
 		[[ -n ${PIDS[$i]} ]] && kill "${PIDS[$i]}" 2>/dev/null
 	done
 	for i in "${!PIDS[@]}"; do [[ -n ${PIDS[$i]} ]] && wait "${PIDS[$i]}" 2>/dev/null; done
+	# stores on file systems of the run's own (run.sh's enospc check)
+	for i in "$T"/ds*; do mountpoint -q "$i" 2>/dev/null && umount -l "$i"; done
 	if [[ ${KEEP:-0} = 1 ]]; then echo "$PROG: kept $T" >&2; else rm -rf "$T"; fi
 }
 

@@ -26,6 +26,20 @@
 #           with that server gone; after "@@PNFS restart-killed" the host
 #           starts it again, and the guest waits until every data server's
 #           metrics answer, then reads the new file back.
+#   lost    under /mirrored (2 mirrors), write LOST_FILES files of 4 MiB;
+#           print "@@PNFS lost-start DIR" and wait until a data server's
+#           metrics stop answering (the host SIGKILLs one holding them, for
+#           good); then read each file back, append 1 MiB to it and create
+#           a new 1 MiB file, each dd timed ("@@PNFS lost-worst S": the
+#           slowest, at most LOST_BOUND seconds), read everything back
+#           after drop_caches; print "@@PNFS lost-done" (the host starts
+#           the server again and checks its stale copies are resilvered)
+#           and wait for its metrics.
+#   enospc  under /full (layout=whole; run.sh gives the data servers 48
+#           MiB stores), write ENOSPC_MIB MiB files with dd conv=fsync
+#           until three in a row fail; each failure must be ENOSPC within
+#           ENOSPC_BOUND seconds; then read every file written back, rm
+#           the failed ones and three more, and write a new one at once.
 #   trunk   write and read a PNFS_TRUNK_MIB file under /striped, with the
 #           data servers on two guest NICs; print what the client has
 #           connected (sunrpc's sysfs, /proc/fs/nfsfs/servers, netstat).
@@ -51,7 +65,7 @@
 #
 # Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from run.sh:
 # GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
-# PNFS_TRUNK_MIB PNFS_METRICS (DAEMON=host:port as the guest sees them)
+# PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND LOST_FILES LOST_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
 # EXPECT_VERS.
 
 FAILS=0
@@ -226,7 +240,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -368,6 +382,167 @@ check_mirror() {
 	verify "$f2" 8 "$m2"
 }
 
+# now: seconds since boot, to the hundredth
+now() { read nu ni < /proc/uptime; echo "$nu"; }
+# elapsed T0 T1: T1 - T0 in seconds (awk: the shell has no fractions)
+elapsed() { awk "BEGIN { printf \"%.2f\", $2 - $1 }"; }
+# within S BOUND: S <= BOUND
+within() { awk "BEGIN { exit !($1 <= $2) }"; }
+
+# put_sync FILE: ENOSPC_MIB MiB of random bytes to FILE with dd conv=fsync;
+# sets PS_RC (dd's status), PS_SECS (the dd's time), PS_SUM (the md5) and
+# leaves dd's messages in /tmp/dd.err
+put_sync() {
+	dd if=/dev/urandom of=/tmp/chunk bs=1M count="$ENOSPC_MIB" 2>/dev/null || die "urandom"
+	PS_SUM=$(md5sum < /tmp/chunk | cut -d' ' -f1)
+	pt0=$(now)
+	dd if=/tmp/chunk of="$1" bs=1M conv=fsync 2>/tmp/dd.err
+	PS_RC=$?
+	PS_SECS=$(elapsed "$pt0" "$(now)")
+	rm -f /tmp/chunk
+}
+
+check_enospc() {
+	d=$MNT/full/$W
+	mkdir -p "$d" || die "mkdir $d"
+	echo "df before: $(df -Pk "$MNT" | tail -1)"
+	step fill "write $ENOSPC_MIB MiB files with dd conv=fsync until three in a row fail"
+	n=0 good=0 run=0 nfail=0 failed= worst=0
+	while [ $n -lt 60 ] && [ $run -lt 3 ]; do
+		put_sync "$d/f$n"
+		if [ $PS_RC = 0 ]; then
+			echo "$PS_SUM" > "/tmp/sum.f$n"
+			good=$((good + 1)) run=0
+		else
+			run=$((run + 1)) nfail=$((nfail + 1)) failed="$failed f$n"
+			echo "@@ENOSPC file f$n failed after $PS_SECS s: $(cat /tmp/dd.err | tr '\n' ' ')"
+			if grep -q "No space left on device" /tmp/dd.err; then
+				ok "f$n: ENOSPC after $PS_SECS s"
+			else
+				fail "f$n: dd failed, not with ENOSPC: $(cat /tmp/dd.err)"
+			fi
+			within "$PS_SECS" "$ENOSPC_BOUND" ||
+				fail "f$n: the error took $PS_SECS s, more than $ENOSPC_BOUND s"
+			within "$PS_SECS" "$worst" || worst=$PS_SECS
+		fi
+		n=$((n + 1))
+	done
+	echo "@@ENOSPC $good files written, $nfail failed (slowest failure $worst s)"
+	[ $nfail -gt 0 ] || fail "no write failed: the data servers never filled"
+	[ $((good * ENOSPC_MIB)) -ge 72 ] ||
+		fail "only $((good * ENOSPC_MIB)) MiB written before the servers were full (96 MiB between them)"
+	dfa=$(df -Pk "$MNT" | tail -1)
+	echo "df full: $dfa"
+	set -- $dfa
+	[ "$4" -lt 8192 ] && ok "df: $4 KiB available" || fail "df: $4 KiB available on full servers"
+	step read-full "read every file written back"
+	dropcaches
+	i=0
+	while [ $i -lt $n ]; do
+		if [ -f "/tmp/sum.f$i" ]; then
+			got=$(md5sum < "$d/f$i" | cut -d' ' -f1)
+			[ "$got" = "$(cat "/tmp/sum.f$i")" ] || fail "$d/f$i: read back differs"
+		fi
+		i=$((i + 1))
+	done
+	ok "the $good files written read back byte-exact"
+	step rm-write "rm the failed files and three more, then write a new one"
+	for f in $failed; do rm -f "$d/$f" || fail "rm $d/$f"; done
+	i=0 k=0
+	while [ $k -lt 3 ]; do
+		if [ -f "/tmp/sum.f$i" ]; then rm -f "$d/f$i" "/tmp/sum.f$i"; k=$((k + 1)); fi
+		i=$((i + 1))
+	done
+	put_sync "$d/again"
+	if [ $PS_RC = 0 ]; then
+		ok "after rm: a new file written in $PS_SECS s"
+		dropcaches
+		got=$(md5sum < "$d/again" | cut -d' ' -f1)
+		[ "$got" = "$PS_SUM" ] && ok "$d/again reads back" || fail "$d/again: read back differs"
+	else
+		fail "after rm: writing a new file failed after $PS_SECS s: $(cat /tmp/dd.err)"
+	fi
+	echo "df after: $(df -Pk "$MNT" | tail -1)"
+}
+
+# timed CMD...: run it, fold its time into worst, say when it failed
+timed() {
+	tt0=$(now)
+	"$@"
+	trc=$?
+	tdt=$(elapsed "$tt0" "$(now)")
+	within "$tdt" "$worst" || worst=$tdt
+	[ $trc = 0 ] || fail "$* failed (status $trc) after $tdt s"
+	return $trc
+}
+
+# lost_metrics_wait GONE: until one data server's metrics stop answering
+# (GONE=1) or all of them answer (GONE=0), 60 s at most
+lost_metrics_wait() {
+	lw=0
+	while [ $lw -lt 120 ]; do
+		down=0
+		for dm in $PNFS_METRICS; do
+			case $dm in ds*) ;; *) continue;; esac
+			wget -q -O /dev/null "http://${dm#*=}/metrics" 2>/dev/null || down=$((down + 1))
+		done
+		if [ "$1" = 1 ] && [ $down -gt 0 ]; then return 0; fi
+		if [ "$1" = 0 ] && [ $down = 0 ]; then return 0; fi
+		usleep 500000
+		lw=$((lw + 1))
+	done
+	return 1
+}
+
+check_lost() {
+	d=$MNT/mirrored/$W/lost
+	mkdir -p "$d" || die "mkdir $d"
+	step write-lost "write $LOST_FILES files of 4 MiB under /mirrored (2 mirrors)"
+	i=0
+	while [ $i -lt "$LOST_FILES" ]; do
+		dd if=/dev/urandom of="/tmp/lost.$i" bs=1M count=4 2>/dev/null || die "urandom"
+		dd if="/tmp/lost.$i" of="$d/f$i" bs=1M conv=fsync 2>/dev/null || fail "write $d/f$i"
+		i=$((i + 1))
+	done
+	echo "@@PNFS lost-start ${d#$MNT/}"
+	lost_metrics_wait 1 || die "no data server went away"
+	step degraded "read, append and create with a data server gone for good"
+	worst=0
+	t0=$(now)
+	i=0
+	while [ $i -lt "$LOST_FILES" ]; do
+		tt0=$(now)
+		got=$(md5sum < "$d/f$i" | cut -d' ' -f1)
+		tdt=$(elapsed "$tt0" "$(now)")
+		within "$tdt" "$worst" || worst=$tdt
+		[ "$got" = "$(md5sum < "/tmp/lost.$i" | cut -d' ' -f1)" ] ||
+			fail "$d/f$i: read back differs with a data server gone"
+		dd if=/dev/urandom of=/tmp/app bs=1M count=1 2>/dev/null
+		cat /tmp/app >> "/tmp/lost.$i"
+		timed dd if=/tmp/app of="$d/f$i" bs=1M seek=4 conv=notrunc,fsync 2>/dev/null
+		dd if=/dev/urandom of="/tmp/new.$i" bs=1M count=1 2>/dev/null
+		timed dd if="/tmp/new.$i" of="$d/n$i" bs=1M conv=fsync 2>/dev/null
+		i=$((i + 1))
+	done
+	echo "@@PNFS lost-worst $worst"
+	ok "$((LOST_FILES * 3)) reads, appends and creates in $(elapsed "$t0" "$(now)") s; the slowest $worst s"
+	within "$worst" "$LOST_BOUND" || fail "an operation took $worst s, more than $LOST_BOUND s"
+	dropcaches
+	i=0
+	while [ $i -lt "$LOST_FILES" ]; do
+		[ "$(md5sum < "$d/f$i" | cut -d' ' -f1)" = "$(md5sum < "/tmp/lost.$i" | cut -d' ' -f1)" ] ||
+			fail "$d/f$i (appended): read back differs"
+		[ "$(md5sum < "$d/n$i" | cut -d' ' -f1)" = "$(md5sum < "/tmp/new.$i" | cut -d' ' -f1)" ] ||
+			fail "$d/n$i (made with a server gone): read back differs"
+		i=$((i + 1))
+	done
+	ok "every file reads back after drop_caches"
+	echo "@@PNFS lost-done"
+	step lost-back "the host starts the data server again"
+	lost_metrics_wait 0 || fail "data servers' metrics not all back after 60 s"
+	rm -f /tmp/lost.* /tmp/new.* /tmp/app
+}
+
 check_trunk() {
 	mkdir -p "$MNT/striped/$W" || die "mkdir $MNT/striped/$W"
 	step write-trunk "write $PNFS_TRUNK_MIB MiB under /striped"
@@ -388,8 +563,8 @@ for c in $GUEST_CHECKS; do
 	f0=$FAILS
 	case $c in
 	posix) check_posix;;
-	data|mirror|trunk) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, data, mirror or trunk";;
+	data|mirror|lost|trunk|enospc) pnfs_mount; "check_$c"; pnfs_umount;;
+	*) die "check $c: want posix, data, mirror, lost, trunk or enospc";;
 	esac
 	T "$c-done"
 	snapshot "$c"

@@ -71,6 +71,36 @@
 #                 data servers they go to both NICs (session trunking).
 #                 /proc/self/mountstats cannot show this: its xprt: lines
 #                 are the MDS mount's own transports.
+# lost            a data server lost for good (issue 15): the guest writes
+#                 LOST_FILES (20) files of 4 MiB under /mirrored (2
+#                 mirrors); the host SIGKILLs the data server holding the
+#                 first's first mirror and leaves it down while the guest
+#                 reads each file, appends 1 MiB to it and creates a new
+#                 one: every byte must read back, no operation may fail,
+#                 and none may take longer than LOST_BOUND (60) seconds.
+#                 Then the host starts the server again: every copy it
+#                 holds that went stale must be resilvered (braidctl
+#                 layout: no stale member left) within 60 s, and the MDS
+#                 must have marked copies stale and resilvered them (its
+#                 log and braid_mds_resilver_files_total).
+# enospc          a full data server (issue 21): 2 data servers whose
+#                 stores are 48 MiB tmpfs mounts (in a mount namespace of
+#                 the run's own: unshare -m; needs root), default [ds]
+#                 reserve, the export /full (layout=whole).  The guest
+#                 writes files of 4 MiB with dd conv=fsync, each from
+#                 random bytes, until three in a row fail: every failure
+#                 must be ENOSPC ("No space left on device") and come
+#                 within ENOSPC_BOUND (30) seconds of the dd's start;
+#                 the files must have filled both servers (at least 72 of
+#                 their 96 MiB: placement moved on to the server with
+#                 room); df's available space must have fallen below 8
+#                 MiB; every file written reads back byte-exact after
+#                 drop_caches; after rm of the failed files and 3 good
+#                 ones, a new 4 MiB file must write at once and read back.
+#                 The host: the data servers refused writes for space
+#                 (braid_ds_nospc_total), and braid-mds ran no READ,
+#                 WRITE or COMMIT (data_io = refuse: the errors came
+#                 through layouts).  It runs alone (its cluster is its own).
 # Every pNFS check (data, mirror, trunk), from its mount's mountstats and
 # the MDS's counters during it: pnfs=LAYOUT_FLEX_FILES; LAYOUTGET count >
 # 0 (in mountstats for data and trunk, whose 1 MiB segments need
@@ -103,7 +133,7 @@ BACKEND= VERS= CHECKS= DS_VERS=4.1 MAX_MIB=64 TIMEOUT=${PNFS_TIMEOUT:-1500} KEEP
 usage() {
 	echo "usage: $PROG --backend qemu|uml --vers 4.1|4.2 --checks CHECK[,CHECK...]" \
 		"[--ds-vers 4.1|3] [--max-mib N] [--timeout S] [--keep]" \
-		"(checks: posix data mirror trunk; trunk alone)" >&2
+		"(checks: posix data mirror lost trunk enospc; trunk and enospc alone)" >&2
 	exit 99
 }
 while [[ $# -gt 0 ]]; do
@@ -127,14 +157,26 @@ declare -A HAS=()
 IFS=, read -ra CHECK_LIST <<< "$CHECKS"
 ((${#CHECK_LIST[@]} > 0)) || usage
 for c in "${CHECK_LIST[@]}"; do
-	[[ $c = posix || $c = data || $c = mirror || $c = trunk ]] || usage
+	[[ $c = posix || $c = data || $c = mirror || $c = lost || $c = trunk || $c = enospc ]] ||
+		usage
 	[[ -z ${HAS[$c]:-} ]] || usage # each once
 	HAS[$c]=1
 done
 [[ -z ${HAS[trunk]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
+[[ -z ${HAS[enospc]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 
 skip() { echo "$PROG: SKIP: $*" >&2; exit 77; }
 hard() { echo "$PROG: ERROR: $*" >&2; exit 99; }
+# enospc: the data servers' small filesystems are mounted in a mount
+# namespace of this run's own, so nothing outside sees them and they go
+# with it
+if [[ ${HAS[enospc]:-} && -z ${BRAID_RUN_NS:-} ]]; then
+	[[ $(id -u) = 0 ]] || skip "the enospc check mounts tmpfs stores: run as root"
+	command -v unshare > /dev/null || skip "unshare (util-linux) not installed"
+	BRAID_RUN_NS=1 exec unshare -m --propagation private bash "$0" --backend "$BACKEND" \
+		--vers "$VERS" --checks "$CHECKS" --ds-vers "$DS_VERS" --max-mib "$MAX_MIB" \
+		--timeout "$TIMEOUT" $( ((KEEP)) && echo --keep)
+fi
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/braid-linux-client.XXXXXX") || hard "mktemp"
@@ -180,9 +222,18 @@ if [[ ${HAS[data]:-} ]]; then
 fi
 [[ ${HAS[data]:-}${HAS[trunk]:-} ]] &&
 	BRAID_EXPORTS+=$'\n'"/striped *(rw,$EXP,layout=segments:segment_size=1M)"
-if [[ ${HAS[mirror]:-} ]]; then
+if [[ ${HAS[mirror]:-}${HAS[lost]:-} ]]; then
 	BRAID_EXPORTS+=$'\n'"/mirrored *(rw,$EXP,layout=whole:mirrors=2)"
-	GUEST_ENV+=(--env PNFS_MIRROR_MIB=128)
+	GUEST_ENV+=(--env PNFS_MIRROR_MIB=128 --env LOST_FILES=20 --env LOST_BOUND=60)
+fi
+if [[ ${HAS[enospc]:-} ]]; then
+	BRAID_NDS=2
+	BRAID_EXPORTS+=$'\n'"/full *(rw,$EXP,layout=whole)"
+	GUEST_ENV+=(--env ENOSPC_MIB=4 --env ENOSPC_BOUND=30)
+	for i in 1 2; do
+		mkdir -p "$T/ds$i" && mount -t tmpfs -o size=48m tmpfs "$T/ds$i" ||
+			hard "cannot mount a 48 MiB tmpfs on $T/ds$i"
+	done
 fi
 if [[ ${HAS[trunk]:-} ]]; then
 	BRAID_NDS=2 BRAID_DS_NICS=2 NICS=2
@@ -296,6 +347,36 @@ print(" ".join(str(m[0]) for m in d["segments"][0]["mirrors"]))' "$T/mirror-layo
 	echo "$PROG: braid-ds $k started again (pid ${DS_PID[$k]}) on its store" >&2
 }
 
+# lost_control (the lost check): when the guest has written its files,
+# SIGKILL the data server holding the first one's first mirror; once the
+# guest is done with it gone, start it again on its store.  Sets LOST_ID
+# (the MDS's id of the server).
+LOST_ID= LOST_DIR=
+lost_control() {
+	local id k
+	console_wait '^@@PNFS lost-start' || { bad "the guest never started the lost check"; return; }
+	LOST_DIR=$(sed -n 's/^@@PNFS lost-start \(.*\)/\1/p' "$T/vm.log" | head -1)
+	ctl --json layout "/$LOST_DIR/f0" > "$T/lost-layout.json" 2>&1 ||
+		{ bad "braidctl layout /$LOST_DIR/f0: $(cat "$T/lost-layout.json")"; return; }
+	id=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print(d["segments"][0]["mirrors"][0][0])' "$T/lost-layout.json") ||
+		{ bad "cannot read the layout of /$LOST_DIR/f0"; return; }
+	k=${IDX_OF[$id]}
+	kill -9 "${DS_PID[$k]}"
+	forget_pid "${DS_PID[$k]}"
+	LOST_ID=$id
+	echo "$PROG: SIGKILLed braid-ds $k (id $id), which holds /$LOST_DIR/f0, for good" >&2
+	console_wait '^@@PNFS lost-done' || return
+	LOGS+=("$T/ds$k.lost.log")
+	start "braid-ds $k (back)" "$T/ds$k.lost.log" "$DS_BIN" -c "$T/ds$k.conf" \
+		--ready-fd 3 3> "$T/ds$k.ready3"
+	wait_ready "braid-ds $k (back)" "${PIDS[-1]}" "$T/ds$k.ready3" > /dev/null ||
+		{ bad "braid-ds $k did not start again"; return; }
+	DS_PID[$k]=${PIDS[-1]}
+	echo "$PROG: braid-ds $k started again (pid ${DS_PID[$k]}) on its store" >&2
+}
+
 # PNFS_PCAP=1 (with --keep): the MDS's traffic into $T/mds.pcap, for
 # debugging (tcpdump)
 CAPPID=
@@ -320,6 +401,7 @@ CPID=$!
 tail -n +1 -f --pid="$CPID" "$T/vm.log" 7>&- &
 TPID=$!
 [[ ${HAS[mirror]:-} ]] && mirror_control
+[[ ${HAS[lost]:-} ]] && lost_control
 wait "$CPID"
 rc=$?
 wait "$TPID"
@@ -340,6 +422,30 @@ while read -r _ _ path bytes md5; do
 done < <(grep '^@@PNFS FILE ' "$T/vm.log")
 
 echo "$PROG: layouts taken in $((SECONDS - tq)) s" >&2
+# lost: the stale copies on the server that came back are resilvered
+if [[ ${HAS[lost]:-} && -n $LOST_DIR ]]; then
+	t1=$SECONDS stale=-1
+	while ((SECONDS - t1 < 60)); do
+		stale=0
+		for f in f n; do
+			for ((i = 0; i < 20; i++)); do
+				ctl --json layout "/$LOST_DIR/$f$i" 2> /dev/null | python3 -c 'import json,sys
+sys.exit(any(m.get("stale") for m in json.load(sys.stdin)["set"]))' || stale=$((stale + 1))
+			done
+		done
+		((stale == 0)) && break
+		sleep 1
+	done
+	if ((stale)); then
+		bad "lost: $stale files still have a stale copy 60 s after the guest's end"
+	else
+		good "lost: no stale copy left $((SECONDS - t1)) s after the guest's end"
+	fi
+	n=$(metric "$(scrape "$MDS_METRICS")" braid_mds_resilver_files_total)
+	if ((n > 0)); then good "lost: braid-mds resilvered $n copies"; else bad "lost: braid-mds resilvered none"; fi
+	n=$(grep -c "is stale (missing writes)" "$T/mds.log")
+	if ((n > 0)); then good "lost: braid-mds marked $n copies stale"; else bad "lost: braid-mds marked no copy stale"; fi
+fi
 stop_servers braid "$died"
 echo "$PROG: server stopped after ${SECONDS}s" >&2
 
@@ -724,6 +830,28 @@ for check in checks:
             opn[op] = opn.get(op, 0) + int(v)
     note("braid-mds ran %s" % ", ".join("%d %s" % (n, op) for op, n in
                                         sorted(opn.items(), key=lambda x: -x[1])))
+    if check in ("enospc", "lost"):
+        # the guest judged the application's view; here: (enospc) the data
+        # servers refused writes for space; no byte went through the MDS
+        if check == "enospc":
+            refused = sum(int(dsm[i].get("braid_ds_nospc_total", 0)) for i in range(1, nds + 1))
+            if refused > 0:
+                ok("the data servers refused %d writes for space (braid_ds_nospc_total)" % refused)
+            else:
+                bad("no data server refused a write for space: the failures came from elsewhere")
+        else:
+            worst = [l.split()[2] for l in section[check] if l.startswith("@@PNFS lost-worst ")]
+            note("the slowest read, append or create with a data server gone: %s s"
+                 % (worst[0] if worst else "?"))
+        lge = sum(v for k, v in mdsm.items()
+                  if k.startswith("braid_nfs4_op_errors_total{") and 'op="LAYOUTGET"' in k)
+        note("braid-mds refused %d LAYOUTGET(s)" % lge)
+        for op in ("READ", "WRITE", "COMMIT"):
+            n = sum(v for k, v in mdsm.items()
+                    if k.startswith("braid_nfs4_ops_total{") and 'op="%s"' % op in k)
+            if n:
+                bad("braid-mds ran %d %s operations (data_io = refuse)" % (n, op))
+        continue
     if check == "posix":
         # posix.sh says what it checks; on this cluster its data must also
         # have gone through layouts

@@ -60,13 +60,19 @@ static int32_t do_register(const struct reg *r, uint32_t *id)
 	return res.rr_status;
 }
 
-static int32_t do_heartbeat(uint32_t id, uint8_t verf_byte)
+static int32_t do_heartbeat_h(uint32_t id, uint8_t verf_byte, uint32_t health)
 {
-	braid_ctl_heartbeat_args a = {.hb_ds_id = id, .hb_capacity = 1 << 30, .hb_free = 1 << 29};
+	braid_ctl_heartbeat_args a = {
+	    .hb_ds_id = id, .hb_capacity = 1 << 30, .hb_free = 1 << 29, .hb_health = health};
 	memset(a.hb_boot_verifier, verf_byte, 8);
 	braid_ctl_heartbeat_res res;
 	CHECK_EQ(ds_ctl_call(M.c, &M.key, BRAID_CTLPROC_HEARTBEAT, &a, &res, NULL), 0);
 	return res.hb_status;
+}
+
+static int32_t do_heartbeat(uint32_t id, uint8_t verf_byte)
+{
+	return do_heartbeat_h(id, verf_byte, 0);
 }
 
 /* A control call with a plain flavor (AUTH_SYS root, or AUTH_NONE). */
@@ -276,9 +282,36 @@ int main(void)
 	CHECK_EQ(all[0].id, fake);
 	CHECK_EQ(all[1].id, a.id);
 	CHECK_EQ(all[2].id, b.id);
-	/* none up: placement has nowhere to go */
+	/* a alone is up; the fake one comes back short of space: lowspace (below
+	 * its reserve) or full (refusing writes) takes no new objects, and
+	 * with no other up placement says ENOSPC, not "try later" */
+	CHECK_EQ(do_register(&r, &id), BRAID_CTL_OK);
+	CHECK_EQ(id, fake);
+	CHECK_EQ(do_heartbeat_h(fake, 3, BRAID_CTL_HEALTH_LOWSPACE), BRAID_CTL_OK);
+	for (int i = 0; i < 50; i++) {
+		CHECK_EQ(mds_dsreg_place(M.mds, true, &id), 0);
+		CHECK_EQ(id, a.id);
+	}
 	cds_stop(&a);
 	cl_wait_down(&M, a.id);
+	uint32_t shorts[] = {BRAID_CTL_HEALTH_LOWSPACE, BRAID_CTL_HEALTH_FULL,
+			     BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL};
+	for (unsigned k = 0; k < 3; k++) {
+		CHECK_EQ(do_heartbeat_h(fake, 3, shorts[k]), BRAID_CTL_OK);
+		CHECK_EQ(mds_dsreg_place(M.mds, true, &id), -ENOSPC);
+		mds_dsreg_space(M.mds, &total, &avail);
+		CHECK_EQ(total, 1u << 30);
+		CHECK_EQ(avail, 0); /* what new files can take: nothing */
+	}
+	/* room again: back in placement */
+	CHECK_EQ(do_heartbeat_h(fake, 3, BRAID_CTL_HEALTH_DEGRADED), BRAID_CTL_OK);
+	CHECK_EQ(mds_dsreg_place(M.mds, true, &id), 0);
+	CHECK_EQ(id, fake);
+	mds_dsreg_space(M.mds, &total, &avail);
+	CHECK_EQ(avail, 1u << 29);
+
+	/* none up: placement has nowhere to go */
+	cl_wait_down(&M, fake);
 	CHECK_EQ(mds_dsreg_place(M.mds, true, &id), -EAGAIN);
 	mds_dsreg_space(M.mds, &total, &avail);
 	CHECK_EQ(total, 0);

@@ -9,10 +9,14 @@
  *  - LAYOUTRETURN with an ff_layoutreturn4 body: its I/O errors and
  *    statistics counted per client and per data server; a malformed body
  *    is NFS4ERR_BADXDR and returns nothing;
- *  - LAYOUTERROR (NFSv4.2 only) steers new layouts away from the data
- *    server reported failing: READ of a mirrored file names only the
- *    healthy mirror, RW gets NFS4ERR_LAYOUTTRYLATER, new files go to other
- *    data servers; LAYOUTSTATS is counted;
+ *  - LAYOUTERROR (NFSv4.2 only) steers the reporting client's new
+ *    layouts away from the data server reported failing: READ of a
+ *    mirrored file names only the healthy mirror, RW gets
+ *    NFS4ERR_LAYOUTUNAVAILABLE (its I/O goes through the MDS), new files go
+ *    to other data servers; other clients keep the server until a second
+ *    client reports it, then RW gets NFS4ERR_LAYOUTTRYLATER for everybody;
+ *    NOSPC and DQUOT make the client's RW layouts of files there fail with
+ *    that status until space is freed; LAYOUTSTATS is counted;
  *  - GETDEVICELIST pages through every data server's device ID.
  */
 #include "config.h"
@@ -28,10 +32,16 @@ static struct lt L;
 static struct nfs41c_session *S;
 static uint8_t *buf, *rbuf;
 
-static void run42(const nfs_argop4 *ops, unsigned n, COMPOUND4res *res, struct xdr_arena *ar)
+static void run42_on(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned n,
+		     COMPOUND4res *res, struct xdr_arena *ar)
 {
 	xdr_arena_init(ar, NULL, 0, 1u << 20);
-	CHECK_EQ(nfs41c_compound_ex(S, NULL, NFS41C_MINOR2, ops, n, res, ar), 0);
+	CHECK_EQ(nfs41c_compound_ex(s, NULL, NFS41C_MINOR2, ops, n, res, ar), 0);
+}
+
+static void run42(const nfs_argop4 *ops, unsigned n, COMPOUND4res *res, struct xdr_arena *ar)
+{
+	run42_on(S, ops, n, res, ar);
 }
 
 static void t_mirrors(void)
@@ -159,9 +169,17 @@ static void t_return_reports(void)
 	CHECK_EQ(d1.ioerrors - d0.ioerrors, 2);
 	CHECK_EQ(d1.write_bytes - d0.write_bytes, 200);
 
-	/* NFS4ERR_IO there: that data server is avoided a while, so the file
-	 * it holds gets no layout for now (the next answer differs) */
-	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &o.sid, NULL), NFS4ERR_LAYOUTTRYLATER);
+	/* NFS4ERR_IO there: this client's layouts avoid that data server a
+	 * while, so the file it holds gets no layout for now: this client
+	 * alone cannot use it, so its I/O goes through the MDS (once the
+	 * fencing the ACCESS report started is done: TRYLATER meanwhile) */
+	nfsstat4 st = NFS4ERR_LAYOUTTRYLATER;
+	for (int i = 0; i < 100 && st == NFS4ERR_LAYOUTTRYLATER; i++) {
+		if (i)
+			usleep(50 * 1000);
+		st = lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &o.sid, NULL);
+	}
+	CHECK_EQ(st, NFS4ERR_LAYOUTUNAVAILABLE);
 
 	/* a partial return keeps the stateid, one seqid on (a new file: it
 	 * goes elsewhere) */
@@ -213,14 +231,14 @@ static void t_return_reports(void)
 	}
 }
 
-static nfsstat4 layouterror(const struct ts_fh *f, const stateid4 *sid, const deviceid4 dev,
-			    nfsstat4 status, bool v42)
+static nfsstat4 layouterror_on(struct nfs41c_session *s, const struct ts_fh *f,
+			       const stateid4 *sid, const deviceid4 dev, nfsstat4 status, bool v42)
 {
 	nfs_argop4 ops[2] = {ts_put(f), ts_op(OP_LAYOUTERROR)};
 	device_error4 e;
 	memcpy(e.de_deviceid, dev, sizeof(deviceid4));
 	e.de_status = status;
-	e.de_opnum = OP_READ;
+	e.de_opnum = status == NFS4ERR_NOSPC ? OP_WRITE : OP_READ;
 	LAYOUTERROR4args *a = &ops[1].u.oplayouterror;
 	a->lea_offset = 0;
 	a->lea_length = MiB;
@@ -230,12 +248,18 @@ static nfsstat4 layouterror(const struct ts_fh *f, const stateid4 *sid, const de
 	COMPOUND4res res;
 	struct xdr_arena ar;
 	if (v42)
-		run42(ops, 2, &res, &ar);
+		run42_on(s, ops, 2, &res, &ar);
 	else
-		ts_run(S, ops, 2, &res, &ar);
+		ts_run(s, ops, 2, &res, &ar);
 	nfsstat4 st = ts_st(&res, 1);
 	xdr_arena_release(&ar);
 	return st;
+}
+
+static nfsstat4 layouterror(const struct ts_fh *f, const stateid4 *sid, const deviceid4 dev,
+			    nfsstat4 status, bool v42)
+{
+	return layouterror_on(S, f, sid, dev, status, v42);
 }
 
 static nfsstat4 layoutstats(const struct ts_fh *f, const stateid4 *sid, const deviceid4 dev,
@@ -295,17 +319,47 @@ static void t_layouterror_steers(void)
 	CHECK_EQ(c1.read_bytes - c0.read_bytes, 10 * MiB);
 	CHECK_EQ(c1.write_ops - c0.write_ops, 4);
 
-	/* the first mirror's data server fails */
+	/* the first mirror's data server fails, as this client sees it */
 	CHECK_EQ(layouterror(&o.fh, &l.sid, l.ds[0].dev, NFS4ERR_NXIO, true), NFS4_OK);
 	struct mds_layout_counters dc;
 	mds_layout_counters_ds(L.m.mds, bad->id, &dc);
 	CHECK(dc.ioerrors >= 1);
-	/* READ: the other mirror only; RW: try later */
+	/* READ: the other mirror only; RW needs both: this client alone
+	 * cannot reach one, so its I/O goes through the MDS */
 	struct lt_layout r;
 	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_READ, 0, &l.sid, &r), NFS4_OK);
 	CHECK_EQ(r.nmirrors, 1);
 	CHECK(lt_ds_of_dev(&L, S, r.ds[0].dev) == good);
-	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &r.sid, NULL), NFS4ERR_LAYOUTTRYLATER);
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &r.sid, NULL),
+		 NFS4ERR_LAYOUTUNAVAILABLE);
+	/* one client's report does not take the server from the others */
+	struct nfs41c_session *S2 = mt_session(&L.m, "lt-reports-2", 0, 0);
+	struct ts_openres o2;
+	lt_create(S2, &dir, "s", &o2);
+	struct lt_layout l2;
+	CHECK_EQ(lt_get_page(S2, &o2.fh, LAYOUTIOMODE4_RW, 0, &o2.sid, &l2), NFS4_OK);
+	CHECK_EQ(l2.nmirrors, 2);
+	CHECK(lt_ds_of_dev(&L, S2, l2.ds[0].dev) == bad || lt_ds_of_dev(&L, S2, l2.ds[1].dev) == bad);
+	/* a second client's report does: for everybody, the file is now
+	 * written without that mirror, which goes stale (durably) and the
+	 * layouts naming it are recalled first */
+	const uint8_t *bad_dev = lt_ds_of_dev(&L, S2, l2.ds[0].dev) == bad ? l2.ds[0].dev : l2.ds[1].dev;
+	CHECK_EQ(layouterror_on(S2, &o2.fh, &l2.sid, bad_dev, NFS4ERR_IO, true), NFS4_OK);
+	CHECK_EQ(lt_get_page(S2, &o2.fh, LAYOUTIOMODE4_RW, 0, &l2.sid, NULL),
+		 NFS4ERR_RECALLCONFLICT);
+	struct mds_file_map fm;
+	CHECK_EQ(mds_data_map(L.m.mds, lt_ino(&L, &o.fh), &fm), 0);
+	CHECK(mds_data_map_stale(&fm, bad->id) && !mds_data_map_stale(&fm, good->id));
+	CHECK_EQ(lt_return_all(S2, &o2.fh, &l2.sid), NFS4_OK);
+	CHECK_EQ(lt_return_all(S, &o.fh, &r.sid), NFS4_OK);
+	CHECK_EQ(lt_get_page(S2, &o2.fh, LAYOUTIOMODE4_RW, 0, &o2.sid, &l2), NFS4_OK);
+	CHECK_EQ(l2.nmirrors, 1);
+	CHECK(lt_ds_of_dev(&L, S2, l2.ds[0].dev) == good);
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_READ, 0, &o.sid, &r), NFS4_OK);
+	CHECK_EQ(r.nmirrors, 1);
+	CHECK(lt_ds_of_dev(&L, S, r.ds[0].dev) == good);
+	CHECK_EQ(lt_return_all(S2, &o2.fh, &l2.sid), NFS4_OK);
+	nfs41c_session_destroy(S2);
 	/* new files stay off it */
 	for (unsigned i = 0; i < 8; i++) {
 		char name[16];
@@ -317,6 +371,57 @@ static void t_layouterror_steers(void)
 		CHECK(lt_ds_of_dev(&L, S, nl.ds[0].dev) != bad);
 		CHECK_EQ(lt_return_all(S, &f.fh, &nl.sid), NFS4_OK);
 	}
+	CHECK_EQ(lt_return_all(S, &o.fh, &r.sid), NFS4_OK);
+}
+
+/*
+ * NFS4ERR_NOSPC reported by a client: its RW layouts of files on that data
+ * server answer NFS4ERR_NOSPC (the write fails at once, as on a local
+ * filesystem) until space is freed there; its READ layouts and other
+ * clients are not affected; its new files go to other data servers.
+ */
+static void t_nospc(void)
+{
+	struct ts_fh dir;
+	lt_mkdir_policy(&L, "full", "whole", &dir);
+	struct ts_openres o;
+	lt_create(S, &dir, "n1", &o);
+	struct lt_layout l;
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &o.sid, &l), NFS4_OK);
+	struct cds *full = lt_ds_of_dev(&L, S, l.ds[0].dev);
+	CHECK_EQ(layouterror(&o.fh, &l.sid, l.ds[0].dev, NFS4ERR_NOSPC, true), NFS4_OK);
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &l.sid, NULL), NFS4ERR_NOSPC);
+	struct lt_layout r;
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_READ, 0, &l.sid, &r), NFS4_OK);
+	CHECK(lt_ds_of_dev(&L, S, r.ds[0].dev) == full);
+	/* DQUOT the same way, and it replaces the mark */
+	CHECK_EQ(layouterror(&o.fh, &l.sid, l.ds[0].dev, NFS4ERR_DQUOT, true), NFS4_OK);
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &l.sid, NULL), NFS4ERR_DQUOT);
+	CHECK_EQ(layouterror(&o.fh, &l.sid, l.ds[0].dev, NFS4ERR_NOSPC, true), NFS4_OK);
+	/* another client: its own writes will tell it */
+	struct nfs41c_session *S2 = mt_session(&L.m, "lt-nospc-2", 0, 0);
+	struct ts_openres o2;
+	lt_create(S2, &dir, "n1", &o2);
+	struct lt_layout l2;
+	CHECK_EQ(lt_get_page(S2, &o2.fh, LAYOUTIOMODE4_RW, 0, &o2.sid, &l2), NFS4_OK);
+	CHECK_EQ(lt_return_all(S2, &o2.fh, &l2.sid), NFS4_OK);
+	nfs41c_session_destroy(S2);
+	/* this client's new files go to servers with room */
+	for (unsigned i = 0; i < 8; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "room%u", i);
+		struct ts_openres f;
+		lt_create(S, &dir, name, &f);
+		struct lt_layout nl;
+		CHECK_EQ(lt_get_page(S, &f.fh, LAYOUTIOMODE4_RW, 0, &f.sid, &nl), NFS4_OK);
+		CHECK(lt_ds_of_dev(&L, S, nl.ds[0].dev) != full);
+		CHECK_EQ(lt_return_all(S, &f.fh, &nl.sid), NFS4_OK);
+	}
+	/* space freed there (a removal, a truncation, its heartbeat) */
+	mds_layout_ds_space_freed(L.m.mds, full->id);
+	usleep(1100 * 1000); /* past the window where a repeat is a duplicate (DELAY) */
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &l.sid, &r), NFS4_OK);
+	CHECK(lt_ds_of_dev(&L, S, r.ds[0].dev) == full);
 	CHECK_EQ(lt_return_all(S, &o.fh, &r.sid), NFS4_OK);
 }
 
@@ -385,6 +490,7 @@ int main(void)
 	t_mirrors();
 	t_return_reports();
 	t_devicelist();
+	t_nospc();
 	t_layouterror_steers(); /* last: the failing data server stays avoided */
 	nfs41c_session_destroy(S);
 	lt_finish(&L);

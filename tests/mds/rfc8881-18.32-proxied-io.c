@@ -347,7 +347,8 @@ static void t_open_stateids(struct nfs41c_session *s)
 /*
  * A segment mirrored on two data servers (as the layout layer may record
  * it): WRITE reaches both (making the missing objects), the verifier is
- * neither's alone, READ is served by the survivor when one is down.
+ * neither's alone, READ is served by the survivor when one is down, and
+ * WRITE goes on without the one down, marking it stale.
  */
 static void t_mirrors(struct nfs41c_session *s)
 {
@@ -375,13 +376,27 @@ static void t_mirrors(struct nfs41c_session *s)
 	ds_store_verifier(braid_ds_store(A.ds), va);
 	ds_store_verifier(braid_ds_store(b.ds), vb);
 	CHECK(memcmp(v, va, 8) != 0 && memcmp(v, vb, 8) != 0);
-	/* the first mirror goes down: reads come from the second, writes wait */
+	/* the first mirror goes down: reads come from the second; a write
+	 * and a COMMIT go on without it, which goes stale first (durably) */
 	cds_stop(&A);
 	cl_wait_down(&M, A.id);
 	read_back(s, &f, MiB, 11, UINT64_MAX);
-	CHECK_EQ(cl_do_write(s, &f, 0, UNSTABLE4, buf, 10, NULL, NULL, NULL), NFS4ERR_DELAY);
+	CHECK_EQ(cl_do_write(s, &f, 0, UNSTABLE4, buf, 10, NULL, NULL, NULL), NFS4_OK);
+	struct mds_file_map m;
+	CHECK_EQ(mds_data_map(M.mds, f.ino, &m), 0);
+	CHECK(mds_data_map_stale(&m, A.id) && !mds_data_map_stale(&m, b.id));
+	CHECK_EQ(cl_do_commit(s, &f, 0, 0, NULL), NFS4_OK);
+	/* A is back but stale: never read (with b down, no current copy
+	 * answers), and no write may leave the file without a current copy */
 	cds_start(&M, &A);
 	cds_stop(&b);
+	cl_wait_down(&M, b.id);
+	uint32_t n;
+	bool eof;
+	CHECK_EQ(cl_do_read(s, &f, 0, 4096, rbuf, &n, &eof), NFS4ERR_DELAY);
+	CHECK_EQ(cl_do_write(s, &f, 0, UNSTABLE4, buf, 10, NULL, NULL, NULL), NFS4ERR_DELAY);
+	CHECK_EQ(mds_data_map(M.mds, f.ino, &m), 0);
+	CHECK(mds_data_map_stale(&m, A.id) && !mds_data_map_stale(&m, b.id));
 }
 
 int main(void)

@@ -2,13 +2,16 @@
 # tools/braid-cluster and braid-demo, as the README's main job uses them: a
 # cluster of 1 braid-mds and 4 braid-ds on loopback under one folder starts,
 # the demo writes a dataset and a large file through the pNFS client and
-# reads every byte back, status reports it, stop stops every daemon, and
-# start again reuses the stores (the demo's files are still there and the
-# data servers keep their ids).  Every daemon's metrics can be scraped.
+# reads every byte back, naming each data server it used as host:port,
+# status reports it, stop stops every daemon, and start again reuses the
+# stores (the demo's files are still there and the data servers keep their
+# ids).  'braidctl ds list' counts on each data server the objects its
+# store holds on disk, before and after the restart.  Every daemon's
+# metrics can be scraped.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 b=$(cd "$top_builddir" && pwd)
-for f in braid-mds braid-ds tools/braid-demo; do
+for f in braid-mds braid-ds braidctl tools/braid-demo; do
 	[ -x "$b/$f" ] || { echo "SKIP: $b/$f not built"; exit 77; }
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/braid-cluster-test.XXXXXX")
@@ -23,6 +26,34 @@ for p in range(31000, 60000, 7):
         s.close()
     if ok: print(p); break')
 cluster() { BRAID_BUILD=$b sh "$top_srcdir/tools/braid-cluster" "$@" --dir "$dir"; }
+# Each data server's objects in 'braidctl --json ds list' are the .meta
+# files (one per object) in its store, within 3 heartbeats (5 s each).
+check_objects() {
+	i=0
+	until "$b/braidctl" -c "$dir/etc/mds.conf" --json ds list >"$dir/ds.json" 2>"$dir/ds.err" &&
+		python3 - "$dir" <<'PY'
+import glob, json, sys
+d = sys.argv[1]
+total = 0
+for ds in json.load(open(d + "/ds.json")):
+    want = len(glob.glob("%s/%s/objects/*/*.meta" % (d, ds["hostname"])))
+    if not ds["up"] or ds["objects"] != want:
+        print("%s: braidctl says %s objects (up %s), its store holds %d"
+              % (ds["hostname"], ds["objects"], ds["up"], want))
+        sys.exit(1)
+    total += want
+# the demo's 6 files and its large one each have an object somewhere
+if total < 7:
+    print("only %d objects in all" % total)
+    sys.exit(1)
+print("braidctl ds list: %d objects, as the stores hold" % total)
+PY
+	do
+		i=$((i + 1))
+		[ $i -lt 30 ] || { cat "$dir/ds.err"; echo "FAIL: braidctl ds list objects"; exit 1; }
+		sleep 0.5
+	done
+}
 cleanup() { cluster stop >/dev/null 2>&1 || true; rm -rf "$dir"; }
 trap cleanup EXIT
 
@@ -40,6 +71,13 @@ cat "$out"
 grep -q "read and checked it" "$out"
 grep -q "pNFS flexfiles" "$out" || { echo "FAIL: the demo got no layouts"; exit 1; }
 [ "$(grep -c '^  data server' "$out")" -ge 2 ] || { echo "FAIL: data went to fewer than 2 data servers"; exit 1; }
+# named host:port, the port one of the cluster's data servers'
+grep '^  data server' "$out" | while read -r _ _ hp _; do
+	p=${hp#127.0.0.1:}
+	case $hp in 127.0.0.1:*) ;; *) echo "FAIL: data server named $hp, not host:port"; exit 1 ;; esac
+	[ "$p" -gt "$port" ] && [ "$p" -le $((port + 4)) ] || { echo "FAIL: data server port $p"; exit 1; }
+done || exit 1
+check_objects
 
 # every daemon serves Prometheus text 1000 ports above its own
 for q in 0 1 4; do
@@ -59,10 +97,13 @@ cluster start --port "$port"
 cluster status
 ids_after=$(cat "$dir/mds/data-servers" 2>/dev/null | sort | md5sum)
 [ "$ids_before" = "$ids_after" ] || { echo "FAIL: data-server ids changed across a restart"; exit 1; }
+# the MDS starts knowing no counts: each data server's, counted at its start
+check_objects
 i=0
 until "$b/tools/braid-demo" --mds "127.0.0.1:$port" --files 6 --file-size 3M --big-size 40M >"$out" 2>"$dir/demo.err"; do
 	i=$((i + 1))
 	[ $i -lt 10 ] || { cat "$out" "$dir/demo.err"; echo "FAIL: demo after restart"; exit 1; }
 	sleep 1
 done
+check_objects
 echo "braid-cluster: ok"

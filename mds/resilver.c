@@ -1,0 +1,948 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resilver (mds/resilver.h): stale copies brought up to date by the data
+ * servers, the MDS directing.  The header says how a copy is made.
+ */
+#include "config.h"
+
+#include "braid_ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/client.h"
+#include "mds/data.h"
+#include "mds/dsreg.h"
+#include "mds/layout.h"
+#include "mds/mds_impl.h"
+#include "mds/resilver.h"
+#include "nfsd/clock.h"
+#include "nfsd/metrics.h"
+
+#define RESILVER_SCAN_MS    2000 /* the stale set is walked this often */
+#define RESILVER_BATCH	    1024 /* files taken from it per walk */
+#define RESILVER_QUIESCE_MS 30000 /* most a file's RW layouts are waited for */
+#define RESILVER_WARNED	    64	 /* files whose "no source" was logged, kept */
+
+struct mds_resilver {
+	struct braid_mds *mds;
+	pthread_mutex_t mu; /* guards what follows, and st */
+	pthread_cond_t cond;
+	bool stop, kick, running;
+	pthread_t thread;
+	struct mds_resilver_stats st;
+	uint32_t failed[16]; /* the thread's own: data servers skipped this scan */
+	unsigned nfailed;
+	struct mds_lost_file lost[MDS_LOST_FILES_MAX]; /* mu */
+	unsigned nlost;				       /* mu */
+	uint64_t rate_t0, rate_b0;		       /* the thread's own */
+	bool rebalance;				       /* mu: the durable flag's value */
+	uint64_t warned[RESILVER_WARNED]; /* the thread's own */
+	unsigned nwarned;
+	struct nfsd_metric *m_files, *m_bytes, *m_fail, *m_stale;
+	struct nfsd_metric *m_moved, *m_unrec, *m_rebuild;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static bool stopping(struct mds_resilver *rs)
+{
+	pthread_mutex_lock(&rs->mu);
+	bool s = rs->stop;
+	pthread_mutex_unlock(&rs->mu);
+	return s;
+}
+
+static void stats_set(struct mds_resilver *rs, uint64_t ino, uint32_t to, uint64_t bytes)
+{
+	pthread_mutex_lock(&rs->mu);
+	rs->st.inflight_ino = ino;
+	rs->st.inflight_to = to;
+	rs->st.inflight_bytes = bytes;
+	pthread_mutex_unlock(&rs->mu);
+}
+
+/* Log "no source" once per file (a small ring of those logged). */
+static void warn_once(struct mds_resilver *rs, uint64_t ino, uint32_t ds)
+{
+	for (unsigned i = 0; i < rs->nwarned && i < RESILVER_WARNED; i++)
+		if (rs->warned[i] == ino)
+			return;
+	rs->warned[rs->nwarned++ % RESILVER_WARNED] = ino;
+	mds_log("inode %llu: its stale copy on data server %u has no single current mirror up "
+		"holding all it holds: left stale (never read)",
+		(unsigned long long)ino, ds);
+}
+
+/* Whether y holds, at the same stripe position of another mirror, every
+ * segment x holds. */
+struct src_check {
+	unsigned stripes;
+	uint32_t x, y;
+	bool ok;
+};
+
+static int src_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct src_check *c = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	unsigned S = c->stripes, M = l->nds / S;
+	for (unsigned i = 0; i < M * S; i++) {
+		if (l->ds[i] != c->x)
+			continue;
+		bool found = false;
+		for (unsigned m = 0; m < M && !found; m++)
+			found = m != i / S && l->ds[m * S + i % S] == c->y;
+		if (!found) {
+			c->ok = false;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The member leaving (a move's source), or 0. */
+static uint32_t leaving_of(const struct mds_file_map *m)
+{
+	for (unsigned i = 0; i < m->nset; i++)
+		if (m->set[i] & MDS_LAYOUT_LEAVING)
+			return m->set[i] & MDS_LAYOUT_ID;
+	return 0;
+}
+
+/* A current copy of what x holds (or, for a move's target, of what the
+ * leaving member holds: that one first), up: 0 and *y, *info; -ENOENT. */
+static int pick_source(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m,
+		       uint32_t x, bool target, uint32_t *y, struct mds_ds_info *info)
+{
+	uint32_t ref = target ? leaving_of(m) : x;
+	if (target && ref && !mds_data_map_stale(m, ref) && !mds_dsreg_get(mds, ref, info) &&
+	    info->up && info->nctl_addrs) {
+		*y = ref;
+		return 0;
+	}
+	for (unsigned i = 0; i < m->nset && ref; i++) {
+		uint32_t id = m->set[i] & MDS_LAYOUT_ID;
+		if (id == x || id == ref || (m->set[i] & MDS_LAYOUT_STALE))
+			continue;
+		if (mds_dsreg_get(mds, id, info) || !info->up || !info->nctl_addrs)
+			continue;
+		struct src_check c = {.stripes = m->pol.stripes ? m->pol.stripes : 1,
+				      .x = ref,
+				      .y = id,
+				      .ok = true};
+		if (mds_layout_list(mds->store, ino, src_seg, &c) < 0 || !c.ok)
+			continue;
+		*y = id;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* One whole pass from the source to dc's data server. */
+static int pass(struct mds_resilver *rs, struct mds_ds_conn *dc, struct ds_ctl_copy_args *args,
+		uint64_t ino, uint64_t *written)
+{
+	struct braid_mds *mds = rs->mds;
+	struct ds_ctl_copy_res res;
+	args->offset = 0;
+	for (;;) {
+		if (stopping(rs))
+			return -ECANCELED;
+		int rc = ds_ctl_copy(dc->clnt, &mds->key, args, &res);
+		if (rc)
+			return rc;
+		*written += res.written;
+		stats_set(rs, ino, dc->id, res.next);
+		if (res.done)
+			return 0;
+		if (res.next <= args->offset)
+			return -EIO; /* no progress */
+		args->offset = res.next;
+	}
+}
+
+/* The file is gone (or an orphan) after a copy made its object again at
+ * x: remove that object (best effort; the orphan sweep removes the rest). */
+static void drop_if_gone(struct braid_mds *mds, uint64_t ino, const struct ds_objid *id,
+			 struct mds_ds_conn *dc)
+{
+	struct mds_attr a;
+	int rc = mds_inode_getattr(mds->store, ino, &a);
+	if (rc == -ENOENT || rc == -ESTALE || (!rc && !a.nlink))
+		ds_ctl_remove(dc->clnt, &mds->key, id);
+}
+
+/* A move finished: the copy left behind on from goes (best effort: a
+ * server down keeps it, an object no file names). */
+static void drop_moved(struct braid_mds *mds, const struct mds_attr *a, uint32_t from)
+{
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, from, &rc);
+	if (!dc) {
+		mds_log("inode %llu: its old copy stays on data server %u (down): no file names "
+			"it now",
+			(unsigned long long)a->ino, from);
+		return;
+	}
+	struct ds_objid id;
+	mds_data_objid(a, &id);
+	rc = ds_ctl_remove(dc->clnt, &mds->key, &id);
+	mds_ds_conn_put(dc);
+	if (!rc || rc == -ENOENT) {
+		mds_dsreg_space_freed(mds, from);
+		mds_layout_ds_space_freed(mds, from);
+	}
+}
+
+/* Bring ino's copy on data server x up to date, if it can be now (a
+ * move's target: finish the move). */
+static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
+		     const struct mds_file_map *m, uint32_t x, bool target)
+{
+	struct braid_mds *mds = rs->mds;
+	struct mds_ds_info xi, yi;
+	uint32_t y;
+	for (unsigned i = 0; i < rs->nfailed; i++)
+		if (rs->failed[i] == x)
+			return; /* it failed a copy this scan: not again before the next */
+	if (mds_dsreg_get(mds, x, &xi) || !xi.up)
+		return; /* when it is back */
+	if (pick_source(mds, a->ino, m, x, target, &y, &yi)) {
+		warn_once(rs, a->ino, x);
+		return;
+	}
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, x, &rc);
+	if (!dc)
+		return;
+	struct ds_ctl_copy_args args = {.mode = 0600, .count = DS_CTL_COPY_MAX,
+					.rate = mds->set.resilver_rate};
+	mds_data_objid(a, &args.id);
+	mds_data_fence_epoch(a, m->epoch, &args.uid, &args.gid);
+	for (unsigned k = 0; k < yi.nctl_addrs && k < DS_CTL_ADDRS_MAX; k++) {
+		args.src[k].netid = yi.ctl_addrs[k].netid;
+		args.src[k].uaddr = yi.ctl_addrs[k].uaddr;
+		args.nsrc++;
+	}
+	uint64_t t0 = nfsd_now_ns(), written = 0;
+	/* 1: while clients go on writing the current mirrors */
+	rc = pass(rs, dc, &args, a->ino, &written);
+	bool frozen = false;
+	if (!rc) {
+		/* 2: no RW layout out, no write of the MDS's own */
+		mds_layout_resilver_begin(mds, a->ino);
+		frozen = true;
+		uint64_t until = nfsd_now_ns() + RESILVER_QUIESCE_MS * 1000000ull;
+		while (mds_layout_rw_held(mds, a->ino) && !stopping(rs)) {
+			if (nfsd_now_ns() > until) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			usleep(20 * 1000);
+		}
+	}
+	if (!rc) {
+		mds_data_write_gate(mds, a->ino, MDS_GATE_FREEZE);
+		/* 3: with nothing writing it; 4: current again */
+		struct mds_file_map now;
+		rc = mds_data_map(mds, a->ino, &now);
+		if (!rc && now.epoch != m->epoch) {
+			/* fenced meanwhile: the copy takes the new owner */
+			mds_data_fence_epoch(a, now.epoch, &args.uid, &args.gid);
+		}
+		if (!rc)
+			rc = pass(rs, dc, &args, a->ino, &written);
+		uint32_t from = 0;
+		if (!rc)
+			rc = target ? mds_data_move_finish(mds, a->ino, x, &from)
+				    : mds_data_stale_clear(mds, a->ino, x);
+		mds_data_write_gate(mds, a->ino, MDS_GATE_OPEN);
+		if (!rc && from)
+			drop_moved(mds, a, from);
+	}
+	if (frozen)
+		mds_layout_resilver_end(mds, a->ino);
+	drop_if_gone(mds, a->ino, &args.id, dc);
+	mds_ds_conn_put(dc);
+	stats_set(rs, 0, 0, 0);
+	double secs = (double)(nfsd_now_ns() - t0) / 1e9;
+	pthread_mutex_lock(&rs->mu);
+	rs->st.bytes_copied += written;
+	if (rc)
+		rs->st.failures++;
+	else
+		rs->st.files_done++;
+	pthread_mutex_unlock(&rs->mu);
+	nfsd_metric_add(rs->m_bytes, (int64_t)written);
+	if (rc) {
+		nfsd_metric_add(rs->m_fail, 1);
+		if (rs->nfailed < sizeof(rs->failed) / sizeof(rs->failed[0]))
+			rs->failed[rs->nfailed++] = x;
+		if (rc != -ECANCELED)
+			mds_log("inode %llu: resilver of its copy on data server %u from %u: %s "
+				"(tried again later)",
+				(unsigned long long)a->ino, x, y, strerror(-rc));
+		return;
+	}
+	nfsd_metric_add(rs->m_files, 1);
+	mds_log("inode %llu: its copy on data server %u is current %s (copied from %u: %llu "
+		"bytes in %.2f s)",
+		(unsigned long long)a->ino, x, target ? "now, the move done" : "again",
+		y, (unsigned long long)written, secs);
+}
+
+static void resilver_file(struct mds_resilver *rs, uint64_t ino)
+{
+	struct braid_mds *mds = rs->mds;
+	struct mds_attr a;
+	int rc = mds_inode_getattr(mds->store, ino, &a);
+	if (rc == -ENOENT || rc == -ESTALE || (!rc && a.type != MDS_REG)) {
+		mds_stale_clear(mds->store, ino);
+		return;
+	}
+	struct mds_file_map m;
+	if (rc || mds_data_map(mds, ino, &m))
+		return;
+	bool any = false;
+	for (unsigned i = 0; i < m.nset && !stopping(rs); i++)
+		if (m.set[i] & MDS_LAYOUT_STALE) {
+			any = true;
+			copy_one(rs, &a, &m, m.set[i] & MDS_LAYOUT_ID,
+				 (m.set[i] & MDS_LAYOUT_TARGET) != 0);
+		}
+	if (!any)
+		mds_stale_clear(mds->store, ino); /* a mark left by a crash */
+}
+
+/* ------------------------------------------------------------ rebuild */
+
+/* Data servers down longer than [mds] ds_lost_after are declared lost;
+ * the lost ones into v, then the drained ones (not lost) into dv, at most
+ * max each: how many lost (*ndrained the others). */
+static unsigned lost_servers(struct mds_resilver *rs, uint32_t *v, unsigned max, uint32_t *dv,
+			     unsigned *ndrained)
+{
+	*ndrained = 0;
+	struct braid_mds *mds = rs->mds;
+	unsigned n = mds_dsreg_list(mds, NULL, 0), k = 0;
+	struct mds_ds_info *all = n ? calloc(n, sizeof(*all)) : NULL;
+	if (!all)
+		return 0;
+	n = mds_dsreg_list(mds, all, n);
+	uint64_t after = mds->set.ds_lost_after_ms;
+	for (unsigned i = 0; i < n; i++) {
+		struct mds_ds_info *d = &all[i];
+		if (!d->lost && after && d->registered && !d->up && d->since_heartbeat_ms > after) {
+			char why[64];
+			snprintf(why, sizeof(why), "down for %llu s",
+				 (unsigned long long)(d->since_heartbeat_ms / 1000));
+			if (!mds_dsreg_lost(mds, d->id, why))
+				d->lost = true;
+		}
+		if (d->lost && k < max)
+			v[k++] = d->id;
+		else if (!d->lost && d->drained && *ndrained < max)
+			dv[(*ndrained)++] = d->id;
+	}
+	free(all);
+	return k;
+}
+
+static bool known_lost(struct mds_resilver *rs, uint64_t ino)
+{
+	pthread_mutex_lock(&rs->mu);
+	bool known = false;
+	for (unsigned i = 0; i < rs->nlost && !known; i++)
+		known = rs->lost[i].ino == ino;
+	pthread_mutex_unlock(&rs->mu);
+	return known;
+}
+
+/* Files naming a lost data server (mds_layout_scan), deduplicated. */
+struct naming {
+	const uint32_t *lost;
+	unsigned nlost;
+	uint64_t *v;
+	uint32_t *ds;
+	unsigned n, cap;
+};
+
+static int naming_add(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct naming *c = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	for (uint32_t k = 0; k < l->nds; k++)
+		for (unsigned j = 0; j < c->nlost; j++) {
+			if (l->ds[k] != c->lost[j])
+				continue;
+			if (c->n && c->v[c->n - 1] == ino && c->ds[c->n - 1] == c->lost[j])
+				return 0;
+			if (c->n == c->cap)
+				return 1; /* the rest at the next scan */
+			c->v[c->n] = ino;
+			c->ds[c->n++] = c->lost[j];
+			return 0;
+		}
+	return 0;
+}
+
+/* A data server with room that ino's file does not use: 0 and *to. */
+static int pick_target(struct braid_mds *mds, uint64_t ino, uint32_t *to)
+{
+	struct mds_file_map m;
+	int rc = mds_data_map(mds, ino, &m);
+	if (rc)
+		return rc;
+	uint32_t used[LAYOUT_SET_MAX];
+	for (unsigned i = 0; i < m.nset; i++)
+		used[i] = m.set[i] & MDS_LAYOUT_ID;
+	struct layout_cand c[256];
+	unsigned n = mds_dsreg_candidates(mds, used, m.nset, c, 256, NULL);
+	uint64_t best = 0;
+	bool found = false;
+	for (unsigned i = 0; i < n; i++) {
+		bool in = false;
+		for (unsigned k = 0; k < m.nset && !in; k++)
+			in = used[k] == c[i].id;
+		/* the most free space, spread by a random tie-break */
+		uint64_t score = (c[i].weight >> 20) * 1024 + mds_dsreg_random(mds) % 1024;
+		if (!in && (!found || score > best)) {
+			best = score;
+			*to = c[i].id;
+			found = true;
+		}
+	}
+	return found ? 0 : -EAGAIN;
+}
+
+/* The paths of the unrecoverable files not yet resolved: one walk of the
+ * namespace, breadth first, at most PATH_WALK_MAX entries. */
+#define PATH_WALK_MAX 4000000
+struct wdir {
+	struct wdir *next;
+	uint64_t ino;
+	char path[]; /* "" for the root */
+};
+
+struct walk {
+	struct mds_resilver *rs;
+	const char *dirpath;
+	struct wdir *head, **tail;
+	uint64_t cookie;
+	unsigned seen, left;
+};
+
+static int walk_ent(void *arg, const struct mds_dirent *e)
+{
+	struct walk *w = arg;
+	w->cookie = e->cookie;
+	if (++w->seen > PATH_WALK_MAX || !w->left)
+		return 1;
+	size_t dl = strlen(w->dirpath);
+	if (e->type == MDS_DIR) {
+		struct wdir *d = malloc(sizeof(*d) + dl + e->name_len + 2);
+		if (!d)
+			return 0;
+		d->next = NULL;
+		d->ino = e->ino;
+		memcpy(d->path, w->dirpath, dl);
+		d->path[dl] = '/';
+		memcpy(d->path + dl + 1, e->name, e->name_len);
+		d->path[dl + 1 + e->name_len] = 0;
+		*w->tail = d;
+		w->tail = &d->next;
+		return 0;
+	}
+	pthread_mutex_lock(&w->rs->mu);
+	for (unsigned i = 0; i < w->rs->nlost; i++)
+		if (w->rs->lost[i].ino == e->ino && !w->rs->lost[i].path[0]) {
+			snprintf(w->rs->lost[i].path, sizeof(w->rs->lost[i].path), "%s/%.*s",
+				 w->dirpath, (int)e->name_len, e->name);
+			w->left--;
+		}
+	pthread_mutex_unlock(&w->rs->mu);
+	return 0;
+}
+
+static void resolve_paths(struct mds_resilver *rs)
+{
+	struct walk w = {.rs = rs};
+	pthread_mutex_lock(&rs->mu);
+	for (unsigned i = 0; i < rs->nlost; i++)
+		w.left += !rs->lost[i].path[0];
+	pthread_mutex_unlock(&rs->mu);
+	struct wdir *root = malloc(sizeof(*root) + 1);
+	if (!w.left || !root) {
+		free(root);
+		return;
+	}
+	root->next = NULL;
+	root->ino = mds_store_root(rs->mds->store);
+	root->path[0] = 0;
+	w.head = root;
+	w.tail = &root->next;
+	while (w.head) {
+		struct wdir *d = w.head;
+		w.dirpath = d->path;
+		w.cookie = 0;
+		bool eof = false;
+		while (!eof && w.left && w.seen <= PATH_WALK_MAX &&
+		       mds_dir_readdir(rs->mds->store, d->ino, w.cookie, 0, walk_ent, &w, &eof) > 0)
+			;
+		w.head = d->next;
+		if (!w.head)
+			w.tail = &w.head;
+		free(d);
+	}
+	pthread_mutex_lock(&rs->mu);
+	for (unsigned i = 0; i < rs->nlost; i++)
+		if (!rs->lost[i].path[0])
+			snprintf(rs->lost[i].path, sizeof(rs->lost[i].path), "(no name leads to it)");
+	pthread_mutex_unlock(&rs->mu);
+}
+
+static void rebuild_scan(struct mds_resilver *rs)
+{
+	struct braid_mds *mds = rs->mds;
+	uint32_t lost[128];
+	unsigned nd, nl = lost_servers(rs, lost, 64, lost + 64, &nd);
+	memmove(lost + nl, lost + 64, nd * sizeof(lost[0])); /* lost, then drained */
+	pthread_mutex_lock(&rs->mu);
+	rs->st.lost_servers = nl;
+	pthread_mutex_unlock(&rs->mu);
+	if (!nl && !nd) {
+		nfsd_metric_set(rs->m_rebuild, 0);
+		return;
+	}
+	struct naming c = {.lost = lost, .nlost = nl + nd, .cap = RESILVER_BATCH};
+	c.v = malloc(c.cap * sizeof(*c.v));
+	c.ds = malloc(c.cap * sizeof(*c.ds));
+	if (!c.v || !c.ds || mds_layout_scan(mds->store, naming_add, &c) < 0)
+		c.n = 0;
+	unsigned pending = 0, fresh_lost = 0;
+	for (unsigned i = 0; i < c.n && !stopping(rs); i++) {
+		if (known_lost(rs, c.v[i]))
+			continue;
+		bool is_lost = false;
+		for (unsigned k = 0; k < nl; k++)
+			is_lost = is_lost || lost[k] == c.ds[i];
+		pending++;
+		uint32_t to;
+		int rc = pick_target(mds, c.v[i], &to);
+		/* lost: another takes its place now, made from a surviving
+		 * mirror; drained: a move, its copy the source */
+		if (!rc)
+			rc = is_lost ? mds_data_member_replace(mds, c.v[i], c.ds[i], to)
+				     : mds_data_move_begin(mds, c.v[i], c.ds[i], to);
+		if (rc == -EEXIST && !is_lost)
+			continue; /* moving already */
+		if (!rc) {
+			nfsd_metric_add(rs->m_moved, 1);
+			pthread_mutex_lock(&rs->mu);
+			rs->st.moved_files++;
+			pthread_mutex_unlock(&rs->mu);
+		} else if (rc == -ENODATA) {
+			pthread_mutex_lock(&rs->mu);
+			if (rs->nlost < MDS_LOST_FILES_MAX)
+				rs->lost[rs->nlost++] = (struct mds_lost_file){.ino = c.v[i], .ds = c.ds[i]};
+			rs->st.unrecoverable++;
+			pthread_mutex_unlock(&rs->mu);
+			nfsd_metric_add(rs->m_unrec, 1);
+			fresh_lost++;
+		}
+	}
+	free(c.v);
+	free(c.ds);
+	pthread_mutex_lock(&rs->mu);
+	rs->st.rebuild_files = pending;
+	pthread_mutex_unlock(&rs->mu);
+	nfsd_metric_set(rs->m_rebuild, pending);
+	if (fresh_lost) {
+		resolve_paths(rs);
+		pthread_mutex_lock(&rs->mu);
+		for (unsigned i = rs->nlost - (fresh_lost < rs->nlost ? fresh_lost : rs->nlost);
+		     i < rs->nlost; i++)
+			mds_log("inode %llu (%s): no copy of some of its bytes survives data server "
+				"%u: unrecoverable (its reads fail with EIO)",
+				(unsigned long long)rs->lost[i].ino, rs->lost[i].path,
+				rs->lost[i].ds);
+		pthread_mutex_unlock(&rs->mu);
+	}
+}
+
+/* ---------------------------------------------------------- rebalance */
+
+#define REBALANCE_FILE	"rebalance"
+#define REBALANCE_MOVES 64 /* moves started per scan */
+
+static void rebalance_path(struct braid_mds *mds, char *p, size_t n)
+{
+	snprintf(p, n, "%s/%s", mds->set.store_dir, REBALANCE_FILE);
+}
+
+/* The durable flag: made (fsync'd, with its directory) or removed. */
+static int rebalance_flag(struct braid_mds *mds, bool on)
+{
+	char p[sizeof(mds->set.store_dir) + 16];
+	rebalance_path(mds, p, sizeof(p));
+	if (!on)
+		return unlink(p) && errno != ENOENT ? -errno : 0;
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) ? -errno : 0;
+	close(fd);
+	int dfd = open(mds->set.store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd) && !rc)
+			rc = -errno;
+		close(dfd);
+	}
+	return rc;
+}
+
+int mds_resilver_rebalance(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	int rc = rebalance_flag(mds, true);
+	if (rc || !rs)
+		return rc;
+	pthread_mutex_lock(&rs->mu);
+	rs->rebalance = true;
+	rs->kick = true;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->mu);
+	mds_log("rebalance started by the administrator");
+	return 0;
+}
+
+/* Bytes each data server holds, as the layout maps place them. */
+#define BAL_MAX 256
+struct balance {
+	uint32_t id[BAL_MAX];
+	uint64_t load[BAL_MAX];
+	unsigned n;
+	const struct mds_file_map *m; /* of the file being summed */
+	uint64_t size;
+};
+
+static int bal_slot(struct balance *b, uint32_t id)
+{
+	for (unsigned i = 0; i < b->n; i++)
+		if (b->id[i] == id)
+			return (int)i;
+	return -1;
+}
+
+/* What one segment of a file puts on each of its data servers. */
+static int bal_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct balance *b = arg;
+	if (seg >= MDS_LAYOUT_REC)
+		return 0;
+	uint64_t s0, len;
+	layout_seg_bounds(&b->m->pol, seg, &s0, &len);
+	uint64_t bytes = s0 >= b->size		       ? 0
+			 : len == LAYOUT_ALL || len > b->size - s0 ? b->size - s0
+								    : len;
+	for (uint32_t k = 0; k < l->nds; k++) {
+		int i = bal_slot(b, l->ds[k]);
+		if (i >= 0)
+			b->load[i] += bytes;
+	}
+	return 0;
+}
+
+/* Every inode with layout maps (one scan, then worked on outside it: the
+ * store's reads cannot nest in its scan). */
+struct inos {
+	uint64_t *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static int inos_add(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct inos *x = arg;
+	(void)seg, (void)l;
+	if (x->n && x->v[x->n - 1] == ino)
+		return 0;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 1024;
+		uint64_t *v = realloc(x->v, cap * sizeof(*v));
+		if (!v) {
+			x->nomem = true;
+			return 1;
+		}
+		x->v = v;
+		x->cap = cap;
+	}
+	x->v[x->n++] = ino;
+	return 0;
+}
+
+/* Whether ino's file (size bytes) has a copy on data server id. */
+static bool file_on(struct braid_mds *mds, uint64_t ino, uint32_t id)
+{
+	struct mds_file_map m;
+	if (mds_data_map(mds, ino, &m))
+		return false;
+	for (unsigned i = 0; i < m.nset; i++)
+		if ((m.set[i] & MDS_LAYOUT_ID) == id)
+			return true;
+	return false;
+}
+
+/* One round of rebalance: moves from the fullest server to the emptiest,
+ * or, when none would bring them closer, the end of it. */
+static void rebalance_scan(struct mds_resilver *rs)
+{
+	pthread_mutex_lock(&rs->mu);
+	bool on = rs->rebalance;
+	pthread_mutex_unlock(&rs->mu);
+	if (!on)
+		return;
+	struct braid_mds *mds = rs->mds;
+	struct balance *b = calloc(1, sizeof(*b));
+	struct mds_ds_info *all = calloc(BAL_MAX, sizeof(*all));
+	struct inos x = {0};
+	if (!b || !all)
+		goto out;
+	unsigned n = mds_dsreg_list(mds, all, BAL_MAX);
+	for (unsigned i = 0; i < n && b->n < BAL_MAX; i++)
+		if (all[i].up && !all[i].drained && !all[i].lost &&
+		    !(all[i].health & (BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL |
+				       BRAID_CTL_HEALTH_READONLY | BRAID_CTL_HEALTH_DRAINING)))
+			b->id[b->n++] = all[i].id;
+	if (b->n < 2 || mds_layout_scan(mds->store, inos_add, &x) < 0 || x.nomem)
+		goto out;
+	for (size_t k = 0; k < x.n && !stopping(rs); k++) {
+		struct mds_attr a;
+		struct mds_file_map m;
+		if (mds_inode_getattr(mds->store, x.v[k], &a) || mds_data_map(mds, x.v[k], &m))
+			continue;
+		b->m = &m;
+		b->size = a.size;
+		mds_layout_list(mds->store, x.v[k], bal_seg, b);
+	}
+	unsigned hi = 0, lo = 0;
+	uint64_t total = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		total += b->load[i];
+		hi = b->load[i] > b->load[hi] ? i : hi;
+		lo = b->load[i] < b->load[lo] ? i : lo;
+	}
+	uint64_t mean = total / b->n, room = mean > b->load[lo] ? mean - b->load[lo] : 0;
+	unsigned started = 0;
+	for (size_t k = 0; k < x.n && hi != lo && room && started < REBALANCE_MOVES; k++) {
+		struct mds_attr a;
+		if (mds_inode_getattr(mds->store, x.v[k], &a) || !a.size || a.size > room ||
+		    !file_on(mds, x.v[k], b->id[hi]) || file_on(mds, x.v[k], b->id[lo]))
+			continue;
+		if (!mds_data_move_begin(mds, x.v[k], b->id[hi], b->id[lo])) {
+			room -= a.size;
+			started++;
+		}
+	}
+	if (!started) {
+		/* nothing moved this round: balanced, unless moves still run */
+		pthread_mutex_lock(&rs->mu);
+		bool moving = rs->st.stale_files > 0;
+		pthread_mutex_unlock(&rs->mu);
+		if (!moving && !rebalance_flag(mds, false)) {
+			pthread_mutex_lock(&rs->mu);
+			rs->rebalance = false;
+			pthread_mutex_unlock(&rs->mu);
+			mds_log("rebalance done: data servers hold %llu to %llu bytes (mean %llu)",
+				(unsigned long long)b->load[lo], (unsigned long long)b->load[hi],
+				(unsigned long long)mean);
+		}
+	}
+out:
+	free(x.v);
+	free(b);
+	free(all);
+}
+
+/* ------------------------------------------------------------- thread */
+
+struct ino_vec {
+	uint64_t *v;
+	unsigned n;
+};
+
+static int collect(void *arg, uint64_t ino)
+{
+	struct ino_vec *iv = arg;
+	if (iv->n == RESILVER_BATCH)
+		return 1;
+	iv->v[iv->n++] = ino;
+	return 0;
+}
+
+static void *resilver_main(void *arg)
+{
+	struct mds_resilver *rs = arg;
+	uint64_t *v = malloc(RESILVER_BATCH * sizeof(*v));
+	for (;;) {
+		pthread_mutex_lock(&rs->mu);
+		if (!rs->kick && !rs->stop) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += RESILVER_SCAN_MS / 1000;
+			pthread_cond_timedwait(&rs->cond, &rs->mu, &ts);
+		}
+		bool stop = rs->stop;
+		rs->kick = false;
+		pthread_mutex_unlock(&rs->mu);
+		if (stop)
+			break;
+		if (!v)
+			continue;
+		rebuild_scan(rs);
+		rebalance_scan(rs);
+		struct ino_vec iv = {.v = v};
+		if (mds_stale_list(rs->mds->store, collect, &iv) < 0)
+			continue;
+		uint64_t sb = 0, now = nfsd_now_ns();
+		for (unsigned i = 0; i < iv.n; i++) {
+			struct mds_attr a;
+			if (!mds_inode_getattr(rs->mds->store, v[i], &a))
+				sb += a.size;
+		}
+		pthread_mutex_lock(&rs->mu);
+		rs->st.stale_files = iv.n;
+		rs->st.stale_bytes = sb;
+		/* the rate over the last minute or so */
+		if (!rs->rate_t0 || now - rs->rate_t0 > 60000000000ull) {
+			rs->rate_t0 = now;
+			rs->rate_b0 = rs->st.bytes_copied;
+		}
+		pthread_mutex_unlock(&rs->mu);
+		nfsd_metric_set(rs->m_stale, iv.n);
+		rs->nfailed = 0;
+		for (unsigned i = 0; i < iv.n && !stopping(rs); i++)
+			resilver_file(rs, v[i]);
+	}
+	free(v);
+	return NULL;
+}
+
+int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
+{
+	struct mds_resilver *rs = calloc(1, sizeof(*rs));
+	if (!rs) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	rs->mds = mds;
+	pthread_mutex_init(&rs->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rs->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	struct nfsd_metrics *mt = mds->metrics;
+	rs->m_files = nfsd_metrics_counter(
+	    mt, "braid_mds_resilver_files_total",
+	    "Stale copies made current again, copied from a current mirror.", NULL);
+	rs->m_bytes = nfsd_metrics_counter(mt, "braid_mds_resilver_bytes_total",
+					   "Bytes the data servers wrote resilvering copies.", NULL);
+	rs->m_fail = nfsd_metrics_counter(mt, "braid_mds_resilver_failures_total",
+					  "Resilver passes that failed (tried again later).", NULL);
+	rs->m_stale = nfsd_metrics_gauge(
+	    mt, "braid_mds_stale_files",
+	    "Files with a stale copy (missing writes), at the last scan.", NULL);
+	rs->m_moved = nfsd_metrics_counter(
+	    mt, "braid_mds_rebuild_moved_total",
+	    "Copies moved off data servers declared lost (then resilvered).", NULL);
+	rs->m_unrec = nfsd_metrics_counter(
+	    mt, "braid_mds_unrecoverable_files_total",
+	    "Files found with no surviving copy of some bytes (their reads fail: EIO).", NULL);
+	rs->m_rebuild = nfsd_metrics_gauge(
+	    mt, "braid_mds_rebuild_files",
+	    "Files naming a data server declared lost, at the last scan.", NULL);
+	char fp[sizeof(mds->set.store_dir) + 16];
+	rebalance_path(mds, fp, sizeof(fp));
+	rs->rebalance = access(fp, F_OK) == 0; /* one running before a restart */
+	mds->resilver = rs;
+	int rc = -pthread_create(&rs->thread, NULL, resilver_main, rs);
+	if (rc) {
+		snprintf(msg, msglen, "resilver thread: %s", strerror(-rc));
+		return rc;
+	}
+	rs->running = true;
+	return 0;
+}
+
+void mds_resilver_kick(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->mu);
+	rs->kick = true;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->mu);
+}
+
+void mds_resilver_stats(struct braid_mds *mds, struct mds_resilver_stats *out)
+{
+	struct mds_resilver *rs = mds->resilver;
+	memset(out, 0, sizeof(*out));
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->mu);
+	*out = rs->st;
+	uint64_t dt = rs->rate_t0 ? nfsd_now_ns() - rs->rate_t0 : 0;
+	if (dt > 1000000000ull)
+		out->rate_Bps = (rs->st.bytes_copied - rs->rate_b0) * 1000000000ull / dt;
+	pthread_mutex_unlock(&rs->mu);
+}
+
+unsigned mds_resilver_lost_files(struct braid_mds *mds, struct mds_lost_file *out, unsigned max)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return 0;
+	pthread_mutex_lock(&rs->mu);
+	unsigned n = rs->nlost < max ? rs->nlost : max;
+	memcpy(out, rs->lost, n * sizeof(*out));
+	pthread_mutex_unlock(&rs->mu);
+	return n;
+}
+
+void mds_resilver_stop(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->mu);
+	rs->stop = true;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->mu);
+	if (rs->running)
+		pthread_join(rs->thread, NULL);
+	rs->running = false;
+}
+
+void mds_resilver_release(struct braid_mds *mds)
+{
+	struct mds_resilver *rs = mds->resilver;
+	if (!rs)
+		return;
+	mds_resilver_stop(mds);
+	pthread_cond_destroy(&rs->cond);
+	pthread_mutex_destroy(&rs->mu);
+	free(rs);
+	mds->resilver = NULL;
+}
