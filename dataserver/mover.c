@@ -11,20 +11,21 @@
  * handle is minted here (ctl/fh.h: both hold the cluster key) and READs go
  * as the file's fence uid/gid.  MV_WINDOW READs of MV_READ bytes are in
  * flight on one connection, each received straight into its own buffer
- * (a sink, nfsd/rpc.h), while the worker thread running the COPY writes
- * the buffers that came back, leaves blocks of zeros as holes (the object
- * was cut to the call's offset first, so they read as zeros), and starts
- * their write-back (ds_store_writeback) so the commit ending the call has
- * little left to wait for.
+ * (a sink, nfsd/rpc.h), while MV_WRITERS threads write the buffers that
+ * came back, leave blocks of zeros as holes (the object was cut to the
+ * call's offset first, so they read as zeros), and start their write-back
+ * (ds_store_writeback): dirty pages that pile up get the writer throttled
+ * by the kernel, and the commit ending the call would wait for them all.
  *
  * Bounds: a call moves at most BRAID_CTL_COPY_MAX bytes and issues no READ
  * after MV_BUDGET_MS; every source call (connecting, GETATTR, each READ)
  * has MV_SOURCE_TIMEOUT_MS.  At most MV_COPIES_MAX calls run at once, one
  * per object; another gets DELAY.
  *
- * Threads: a COPY runs on an RPC worker; the source's replies arrive on the
- * loop thread of the mover's own client engine (made at the first COPY),
- * which fills in a slot and signals the worker.
+ * Threads: a COPY runs on an RPC worker, with MV_WRITERS - 1 helper
+ * threads for its transfer; the source's replies arrive on the loop thread
+ * of the mover's own client engine (made at the first COPY), which fills
+ * in a slot and wakes them.  A transfer's state is under its mv_copy's mu.
  */
 #include "config.h"
 
@@ -41,11 +42,13 @@
 #include "dataserver/ds_impl.h"
 #include "nfsd/clock.h"
 
-#define MV_READ		     (1u << 20) /* bytes per READ */
-#define MV_WINDOW	     8		/* READs in flight */
-#define MV_BUDGET_MS	     2000	/* no READ issued after this much of a call */
-#define MV_SOURCE_TIMEOUT_MS 2000	/* connect, GETATTR, each READ */
-#define MV_COPIES_MAX	     8		/* COPY calls at once */
+#define MV_READ		     (1u << 20)	 /* bytes per READ */
+#define MV_WINDOW	     8		 /* READs in flight */
+#define MV_BUDGET_MS	     2000	 /* no READ issued after this much of a call */
+#define MV_SOURCE_TIMEOUT_MS 2000	 /* connect, GETATTR, each READ */
+#define MV_COPIES_MAX	     8		 /* COPY calls at once */
+#define MV_RATE_MIN	     (64u << 10) /* bytes/s: a lower cp_rate counts as this */
+#define MV_WRITERS	     2		 /* threads writing a call's data */
 
 /* The mover of one data server.  mu guards eng (made once) and busy. */
 struct ds_mover {
@@ -94,8 +97,8 @@ void ds_mover_free(struct ds_mover *m)
 
 struct mv_copy;
 
-/* One READ in flight.  Fields below 'out' are written by the callback, and
- * read by the worker once it has seen 'ready' under cp->mu. */
+/* One READ in flight.  Fields below 'taken' are written by the callback,
+ * and read by the thread that took the slot once it saw 'ready' (cp->mu). */
 struct mv_slot {
 	struct mv_copy *cp;
 	uint8_t *buf; /* MV_READ bytes, DS_STORE_ALIGN-aligned */
@@ -105,10 +108,26 @@ struct mv_slot {
 	struct nfsd_sink sink;
 	bool out;   /* cp->mu: issued, its callback not yet run */
 	bool ready; /* cp->mu: its callback ran, not yet processed */
+	bool taken; /* cp->mu: a thread is writing its data */
 	int rc;	    /* 0, a transport -errno or NFSD_CALL_ERR_* */
 	uint32_t status;
 	uint32_t count;
 	bool eof;
+};
+
+/*
+ * The transfer of one call, under cp->mu.  end moves down when the source
+ * turns out shorter than its GETATTR said.
+ */
+struct mv_run {
+	uint64_t start, end, issue; /* the call's range; the next offset to READ */
+	uint64_t src_size;
+	uint64_t read, written;
+	uint64_t t0, budget, rate; /* ns; no READ issued after budget; bytes/s */
+	uint64_t fail_off;	   /* lowest offset not copied after an error */
+	braid_ctl_stat st;	   /* the first error */
+	braid_ctl_copy_side side;
+	bool stop; /* issue nothing more */
 };
 
 struct mv_copy {
@@ -120,8 +139,11 @@ struct mv_copy {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a slot became ready (CLOCK_MONOTONIC) */
 	unsigned out;	   /* mu: slots out */
+	struct mv_run u;   /* mu */
 	struct mv_slot slot[MV_WINDOW];
 };
+
+static void run_loop(struct mv_copy *cp);
 
 /*
  * Where a READ3res's data starts (struct nfsd_sink's locate): only a
@@ -204,10 +226,11 @@ static void mv_read_done(void *ctx, int err, struct xdr_dec *d)
 	s->out = false;
 	s->ready = true;
 	cp->out--;
-	pthread_cond_signal(&cp->cv);
+	pthread_cond_broadcast(&cp->cv);
 	pthread_mutex_unlock(&cp->mu);
 }
 
+/* Send a READ for [off, off + len) into s.  Caller holds cp->mu. */
 static int mv_issue(struct mv_copy *cp, struct mv_slot *s, uint64_t off, uint32_t len)
 {
 	s->off = off;
@@ -228,17 +251,14 @@ static int mv_issue(struct mv_copy *cp, struct mv_slot *s, uint64_t off, uint32_
 	    .gid = cp->gid,
 	    .sink = &s->sink,
 	};
-	pthread_mutex_lock(&cp->mu);
 	s->out = true;
 	s->ready = false;
 	cp->out++;
-	pthread_mutex_unlock(&cp->mu);
+	/* posted to the engine's loop: its callback runs there, later */
 	int rc = nfsd_clnt_call_async(cp->c, &o, mv_read_done, s);
 	if (rc) {
-		pthread_mutex_lock(&cp->mu);
 		s->out = false;
 		cp->out--;
-		pthread_mutex_unlock(&cp->mu);
 	}
 	return rc;
 }
@@ -538,45 +558,12 @@ static void busy_drop(struct ds_mover *m, const uint8_t key[DS_KEY_SIZE])
 	pthread_mutex_unlock(&m->mu);
 }
 
-/*
- * Wait until a slot is ready; with no deadline (ns), or until none is out,
- * else until the deadline.
- */
-static void wait_slot(struct mv_copy *cp, uint64_t deadline)
+/* A thread of the transfer: MV_WRITERS of them write what comes back. */
+static void *run_thread(void *arg)
 {
-	pthread_mutex_lock(&cp->mu);
-	for (;;) {
-		bool ready = false;
-		for (unsigned i = 0; i < MV_WINDOW && !ready; i++)
-			ready = cp->slot[i].ready;
-		if (ready)
-			break;
-		if (!deadline) {
-			if (!cp->out)
-				break;
-			pthread_cond_wait(&cp->cv, &cp->mu);
-			continue;
-		}
-		if (nfsd_now_ns() >= deadline)
-			break;
-		struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
-				      .tv_nsec = (long)(deadline % 1000000000ull)};
-		pthread_cond_timedwait(&cp->cv, &cp->mu, &ts);
-	}
-	pthread_mutex_unlock(&cp->mu);
+	run_loop(arg);
+	return NULL;
 }
-
-/* The state of the transfer loop of one call. */
-struct mv_run {
-	uint64_t start, end; /* the call's range; end moves down if the source shrinks */
-	uint64_t issue;	     /* the next offset to READ */
-	uint64_t src_size;
-	uint64_t read, written;
-	uint64_t fail_off; /* lowest offset not copied after an error */
-	braid_ctl_stat st; /* the first error */
-	braid_ctl_copy_side side;
-	bool stop; /* issue nothing more */
-};
 
 static void run_fail(struct mv_run *u, braid_ctl_stat st, braid_ctl_copy_side side, uint64_t off)
 {
@@ -589,17 +576,65 @@ static void run_fail(struct mv_run *u, braid_ctl_stat st, braid_ctl_copy_side si
 	u->stop = true;
 }
 
-/* A READ came back: write its data, or note the error; reissue a short one. */
-static void run_reply(struct mv_copy *cp, struct mv_run *u, struct mv_slot *s)
+/*
+ * Issue READs into the free slots, as far as the range, the time budget
+ * and the rate allow.  Returns when the rate allows the next one (ns), or
+ * 0.  Caller holds cp->mu.
+ */
+static uint64_t run_issue(struct mv_copy *cp)
 {
-	s->ready = false;
+	struct mv_run *u = &cp->u;
+	for (unsigned i = 0; i < MV_WINDOW && !u->stop && u->issue < u->end; i++) {
+		struct mv_slot *s = &cp->slot[i];
+		if (s->out || s->ready || s->taken)
+			continue;
+		uint64_t now = nfsd_now_ns();
+		if (now >= u->budget) {
+			u->stop = true;
+			break;
+		}
+		/* READs aligned to MV_READ, the first one excepted; under a
+		 * rate, no more than a second's worth each */
+		uint64_t len = MV_READ - u->issue % MV_READ;
+		if (u->rate && len > u->rate)
+			len = u->rate;
+		if (len > u->end - u->issue)
+			len = u->end - u->issue;
+		if (u->rate) {
+			/* the READ's last byte may leave at t0 + bytes / rate */
+			uint64_t bytes = u->issue - u->start + len;
+			uint64_t at = u->t0 + (uint64_t)((double)bytes * 1e9 / (double)u->rate);
+			if (at > u->budget) {
+				u->stop = true;
+				break;
+			}
+			if (at > now)
+				return at;
+		}
+		if (mv_issue(cp, s, u->issue, (uint32_t)len)) {
+			run_fail(u, BRAID_CTL_SERVERFAULT, BRAID_CTL_COPY_DEST, u->issue);
+			break;
+		}
+		u->issue += len;
+	}
+	return 0;
+}
+
+/*
+ * A READ came back (s taken by this thread): write its data with cp->mu
+ * dropped, or note the error; READ again the rest of a short one.  Caller
+ * holds cp->mu.
+ */
+static void run_reply(struct mv_copy *cp, struct mv_slot *s)
+{
+	struct mv_run *u = &cp->u;
 	braid_ctl_copy_side side;
 	braid_ctl_stat st = source_stat(s->rc, s->status, &side);
+	uint64_t n = s->count;
 	if (st) {
 		run_fail(u, st, side, s->off);
 		return;
 	}
-	uint64_t n = s->count;
 	if (!n && !s->eof && s->off < u->end) {
 		/* nothing and not the end: a source that would keep us here */
 		run_fail(u, BRAID_CTL_SERVERFAULT, BRAID_CTL_COPY_SOURCE, s->off);
@@ -615,7 +650,11 @@ static void run_reply(struct mv_copy *cp, struct mv_run *u, struct mv_slot *s)
 		return;
 	if (n > u->end - s->off)
 		n = u->end - s->off;
-	int rc = n ? dest_write(cp, s->off, s->buf, (size_t)n, &u->written) : 0;
+	uint64_t written = 0;
+	pthread_mutex_unlock(&cp->mu);
+	int rc = n ? dest_write(cp, s->off, s->buf, (size_t)n, &written) : 0;
+	pthread_mutex_lock(&cp->mu);
+	u->written += written;
 	if (rc) {
 		run_fail(u, store_stat(rc), BRAID_CTL_COPY_DEST, s->off);
 		return;
@@ -631,63 +670,61 @@ static void run_reply(struct mv_copy *cp, struct mv_run *u, struct mv_slot *s)
 	}
 }
 
-static void run_transfer(struct mv_copy *cp, struct mv_run *u, uint64_t rate)
+/*
+ * What every thread of a transfer runs until nothing is left to do: issue
+ * READs, write the buffers that came back, and wait.  MV_WRITERS threads
+ * run it, so that one blocked in a write (allocating page cache, or
+ * starting write-back on a disk whose queue is full) does not hold up the
+ * buffers that keep arriving.
+ */
+static void run_loop(struct mv_copy *cp)
 {
-	uint64_t t0 = nfsd_now_ns(), budget = t0 + MV_BUDGET_MS * 1000000ull;
+	struct mv_run *u = &cp->u;
+	pthread_mutex_lock(&cp->mu);
 	for (;;) {
-		uint64_t due = 0;
-		for (unsigned i = 0; i < MV_WINDOW && !u->stop && u->issue < u->end; i++) {
-			struct mv_slot *s = &cp->slot[i];
-			pthread_mutex_lock(&cp->mu);
-			bool free_ = !s->out && !s->ready;
-			pthread_mutex_unlock(&cp->mu);
-			if (!free_)
-				continue;
-			uint64_t now = nfsd_now_ns();
-			if (now >= budget) {
-				u->stop = true;
-				break;
-			}
-			/* READs aligned to MV_READ, the first one excepted */
-			uint64_t len = MV_READ - u->issue % MV_READ;
-			if (len > u->end - u->issue)
-				len = u->end - u->issue;
-			if (rate) {
-				/* the READ's last byte may leave at t0 + bytes / rate */
-				uint64_t bytes = u->issue - u->start + len;
-				uint64_t at = t0 + (uint64_t)((double)bytes * 1e9 / (double)rate);
-				if (at > budget) {
-					u->stop = true;
-					break;
-				}
-				if (at > now) {
-					due = at;
-					break;
-				}
-			}
-			if (mv_issue(cp, s, u->issue, (uint32_t)len)) {
-				run_fail(u, BRAID_CTL_SERVERFAULT, BRAID_CTL_COPY_DEST, u->issue);
-				break;
-			}
-			u->issue += len;
-		}
-		pthread_mutex_lock(&cp->mu);
-		bool idle = !cp->out;
-		for (unsigned i = 0; i < MV_WINDOW && idle; i++)
-			idle = !cp->slot[i].ready;
-		pthread_mutex_unlock(&cp->mu);
-		if (idle && !due && (u->stop || u->issue >= u->end))
-			break;
-		wait_slot(cp, due);
+		uint64_t due = run_issue(cp);
+		struct mv_slot *s = NULL;
+		unsigned taken = 0;
 		for (unsigned i = 0; i < MV_WINDOW; i++) {
-			struct mv_slot *s = &cp->slot[i];
-			pthread_mutex_lock(&cp->mu);
-			bool ready = s->ready;
-			pthread_mutex_unlock(&cp->mu);
-			if (ready)
-				run_reply(cp, u, s);
+			if (cp->slot[i].ready && !s)
+				s = &cp->slot[i];
+			taken += cp->slot[i].taken;
 		}
+		if (s) {
+			s->ready = false;
+			s->taken = true;
+			run_reply(cp, s);
+			s->taken = false;
+			pthread_cond_broadcast(&cp->cv);
+			continue;
+		}
+		if (!cp->out && !taken && !due && (u->stop || u->issue >= u->end))
+			break;
+		if (!due) {
+			pthread_cond_wait(&cp->cv, &cp->mu);
+			continue;
+		}
+		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull),
+				      .tv_nsec = (long)(due % 1000000000ull)};
+		pthread_cond_timedwait(&cp->cv, &cp->mu, &ts);
 	}
+	pthread_cond_broadcast(&cp->cv);
+	pthread_mutex_unlock(&cp->mu);
+}
+
+/* The transfer of one call: this thread and MV_WRITERS - 1 helpers. */
+static void run_transfer(struct mv_copy *cp)
+{
+	pthread_t t[MV_WRITERS];
+	unsigned n = 0;
+	cp->u.t0 = nfsd_now_ns();
+	cp->u.budget = cp->u.t0 + MV_BUDGET_MS * 1000000ull;
+	for (; n + 1 < MV_WRITERS; n++)
+		if (pthread_create(&t[n], NULL, run_thread, cp))
+			break; /* fewer writers */
+	run_loop(cp);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
 }
 
 static void copy_call(struct braid_ds *ds, const braid_ctl_copy_args *a, braid_ctl_copy_res *r)
@@ -754,15 +791,20 @@ static void copy_call(struct braid_ds *ds, const braid_ctl_copy_args *a, braid_c
 		fail(r, BRAID_CTL_SERVERFAULT, BRAID_CTL_COPY_SOURCE, off);
 		goto out;
 	}
-	struct mv_run u = {
-	    .start = off, .issue = off, .src_size = attr.size, .fail_off = UINT64_MAX};
+	struct mv_run *u = &cp->u;
+	*u = (struct mv_run){.start = off,
+			     .issue = off,
+			     .src_size = attr.size,
+			     .rate =
+				 a->cp_rate && a->cp_rate < MV_RATE_MIN ? MV_RATE_MIN : a->cp_rate,
+			     .fail_off = UINT64_MAX};
 	uint64_t count = a->cp_count < BRAID_CTL_COPY_MAX ? a->cp_count : BRAID_CTL_COPY_MAX;
-	u.end = off >= attr.size ? attr.size : attr.size - off > count ? off + count : attr.size;
+	u->end = off >= attr.size ? attr.size : attr.size - off > count ? off + count : attr.size;
 	if ((rc = dest_prepare(cp, exists, a->cp_mode, off < attr.size ? off : attr.size))) {
 		fail(r, store_stat(rc), BRAID_CTL_COPY_DEST, off);
 		goto out;
 	}
-	if (u.start < u.end) {
+	if (u->start < u->end) {
 		for (unsigned i = 0; i < MV_WINDOW; i++) {
 			cp->slot[i].cp = cp;
 			if (!(cp->slot[i].buf = aligned_alloc(DS_STORE_ALIGN, MV_READ))) {
@@ -770,29 +812,33 @@ static void copy_call(struct braid_ds *ds, const braid_ctl_copy_args *a, braid_c
 				goto out;
 			}
 		}
-		run_transfer(cp, &u, a->cp_rate);
+		run_transfer(cp);
 	}
-	nfsd_metric_add(ds->mover->read_bytes, (int64_t)u.read);
-	nfsd_metric_add(ds->mover->written_bytes, (int64_t)u.written);
-	if (u.st) {
-		fail(r, u.st, u.side, u.fail_off < u.issue ? u.fail_off : u.issue);
+	nfsd_metric_add(ds->mover->read_bytes, (int64_t)u->read);
+	nfsd_metric_add(ds->mover->written_bytes, (int64_t)u->written);
+	if (u->st) {
+		fail(r, u->st, u->side, u->fail_off < u->issue ? u->fail_off : u->issue);
 		goto out;
 	}
-	bool done = u.end >= u.src_size;
+	/* stopped early (count, time, rate): done up to what was issued, as
+	 * every READ issued came back and was written */
+	if (u->issue < u->end)
+		u->end = u->issue;
+	bool done = u->end >= u->src_size;
 	/* durable before the reply: the size when done (its sync takes the
 	 * data along), else the data */
-	rc = done ? ds_store_truncate(ds->store, &cp->id, u.src_size)
-		  : ds_store_commit(ds->store, &cp->id, off, u.end - off);
+	rc = done ? ds_store_truncate(ds->store, &cp->id, u->src_size)
+		  : ds_store_commit(ds->store, &cp->id, off, u->end - off);
 	if (rc) {
 		fail(r, store_stat(rc), BRAID_CTL_COPY_DEST, off);
 		goto out;
 	}
 	r->cp_status = BRAID_CTL_OK;
-	r->u.cp_resok = (braid_ctl_copy_resok){.cp_next = u.end,
+	r->u.cp_resok = (braid_ctl_copy_resok){.cp_next = u->end,
 					       .cp_done = done,
-					       .cp_src_size = u.src_size,
-					       .cp_read = u.read,
-					       .cp_written = u.written};
+					       .cp_src_size = u->src_size,
+					       .cp_read = u->read,
+					       .cp_written = u->written};
 out:
 	if (cp->c)
 		nfsd_clnt_free(cp->c); /* no READ is out: run_transfer waited for all */
