@@ -707,9 +707,10 @@ static bool file_on(struct braid_mds *mds, uint64_t ino, uint32_t id)
 static void rebalance_scan(struct mds_resilver *rs)
 {
 	pthread_mutex_lock(&rs->mu);
-	bool on = rs->rebalance;
+	bool on = rs->rebalance, moving = rs->st.stale_files > 0;
 	pthread_mutex_unlock(&rs->mu);
-	if (!on)
+	/* loads are measured with no move in flight (else it swings) */
+	if (!on || moving)
 		return;
 	struct braid_mds *mds = rs->mds;
 	struct balance *b = calloc(1, sizeof(*b));
@@ -741,24 +742,26 @@ static void rebalance_scan(struct mds_resilver *rs)
 		hi = b->load[i] > b->load[hi] ? i : hi;
 		lo = b->load[i] < b->load[lo] ? i : lo;
 	}
+	/* a move of f bytes from hi to lo narrows their gap only while f is
+	 * under it, and keeps lo at or under the mean */
 	uint64_t mean = total / b->n, room = mean > b->load[lo] ? mean - b->load[lo] : 0;
+	uint64_t gap = b->load[hi] - b->load[lo];
 	unsigned started = 0;
 	for (size_t k = 0; k < x.n && hi != lo && room && started < REBALANCE_MOVES; k++) {
 		struct mds_attr a;
 		if (mds_inode_getattr(mds->store, x.v[k], &a) || !a.size || a.size > room ||
-		    !file_on(mds, x.v[k], b->id[hi]) || file_on(mds, x.v[k], b->id[lo]))
+		    a.size >= gap || !file_on(mds, x.v[k], b->id[hi]) ||
+		    file_on(mds, x.v[k], b->id[lo]))
 			continue;
 		if (!mds_data_move_begin(mds, x.v[k], b->id[hi], b->id[lo])) {
 			room -= a.size;
+			gap -= 2 * a.size < gap ? 2 * a.size : gap;
 			started++;
 		}
 	}
 	if (!started) {
-		/* nothing moved this round: balanced, unless moves still run */
-		pthread_mutex_lock(&rs->mu);
-		bool moving = rs->st.stale_files > 0;
-		pthread_mutex_unlock(&rs->mu);
-		if (!moving && !rebalance_flag(mds, false)) {
+		/* nothing to move: balanced */
+		if (!rebalance_flag(mds, false)) {
 			pthread_mutex_lock(&rs->mu);
 			rs->rebalance = false;
 			pthread_mutex_unlock(&rs->mu);

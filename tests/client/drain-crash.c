@@ -5,7 +5,7 @@
  * Moves are throttled ([mds] resilver_rate) so that the crashes land in
  * the middle of one.
  *
- *  1. Six files of 16 MiB (three with one copy, three with two mirrors); a
+ *  1. Six files of 12 MiB (three with one copy, three with two mirrors); a
  *     writer appends to each in turn.  Data server A is drained.  While a
  *     move runs (braidctl rebuild names the file being copied), braid-mds
  *     is SIGKILLed and started again (the writer pauses and mounts again,
@@ -71,7 +71,11 @@ static pid_t spawn(const char *bin, const char *conf, int *port)
 	       (r = read(p[0], line + n, sizeof(line) - 1 - (size_t)n)) > 0)
 		n += r;
 	close(p[0]);
-	CHECK(sscanf(line, "READY %d", port) == 1);
+	if (sscanf(line, "READY %d", port) != 1) {
+		int st;
+		waitpid(pid, &st, 0);
+		return -1;
+	}
 	return pid;
 }
 
@@ -89,11 +93,15 @@ static void start_mds(void)
 	snprintf(conf, sizeof(conf),
 		 "[mds]\nstore_dir = %s/mds\nlisten = 127.0.0.1:%d\nexports = %s/exports\n"
 		 "key_file = %s\ngrace_time = 0\nrpcbind = no\nmount = no\nheartbeat_interval = 1s\n"
-		 "ds_timeout = 3s\nresilver_rate = 12m\n",
+		 "ds_timeout = 3s\nresilver_rate = 16m\n",
 		 dir, mds_port, dir, key);
 	write_text(p, conf);
 	int port;
-	mds_pid = spawn(bin_mds, p, &port);
+	/* its port may take a moment to be free again after a SIGKILL */
+	for (int tries = 0; (mds_pid = spawn(bin_mds, p, &port)) < 0; tries++) {
+		CHECK(tries < 40);
+		usleep(250 * 1000);
+	}
 	mds_port = port;
 }
 
@@ -106,7 +114,10 @@ static void start_ds(unsigned i)
 		 "mds = 127.0.0.1:%d\nhostname = ds%u\nnfs41 = no\nio = psync\n",
 		 dir, i, ds_port[i], key, mds_port, i);
 	write_text(p, conf);
-	ds_pid[i] = spawn(bin_ds, p, &ds_port[i]);
+	for (int tries = 0; (ds_pid[i] = spawn(bin_ds, p, &ds_port[i])) < 0; tries++) {
+		CHECK(tries < 40);
+		usleep(250 * 1000);
+	}
 }
 
 /* braidctl --json ARGS: its output (static buffer). */
@@ -191,7 +202,7 @@ static void *writer(void *arg)
 			sizes[i] += 256 << 10;
 			pthread_mutex_unlock(&cmu);
 			atomic_fetch_add(&appends, 1);
-			usleep(20 * 1000);
+			usleep(50 * 1000);
 		}
 	}
 	free(buf);
@@ -212,8 +223,10 @@ static void wait_copying(const char *what)
 static void crash_mds(void)
 {
 	pthread_mutex_lock(&cmu); /* the writer pauses */
-	kill_wait(mds_pid, SIGKILL);
+	/* our client cannot reclaim across a server restart (it would start
+	 * over, as this does): it goes first, and comes back after */
 	ffc_unmount(C);
+	kill_wait(mds_pid, SIGKILL);
 	start_mds();
 	mount_client();
 	pthread_mutex_unlock(&cmu);
@@ -258,7 +271,7 @@ int main(void)
 	CHECK(buf);
 	for (unsigned i = 0; i < NFILES; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "/%s/f%u", i % 2 ? "two" : "one", i);
-		sizes[i] = 16 * MiB;
+		sizes[i] = 12 * MiB;
 		dt_fill(buf, 0, sizes[i], 20 + i);
 		double secs;
 		CHECK_EQ(ffct_write_sync(C, paths[i], buf, 0, sizes[i], true, &secs), 0);
