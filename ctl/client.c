@@ -35,17 +35,24 @@ int ds_ctl_errno(int32_t stat)
 	}
 }
 
-int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc, const void *args,
-		void *res, struct xdr_arena *arena)
+/* ds_ctl_call with the call's own timeout (0: c's default). */
+static int ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
+		    const void *args, void *res, struct xdr_arena *arena, unsigned timeout_ms)
 {
-	int rc = braid_auth_call(c, key, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1, proc, args, res,
-				 arena);
+	int rc = braid_auth_call_timeout(c, key, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1, proc,
+					 args, res, arena, timeout_ms);
 	if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_BADVERF) ||
 	    rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDCRED))
 		return -EKEYREJECTED;
 	if (rc > 0)
 		return -EPROTO;
 	return rc;
+}
+
+int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc, const void *args,
+		void *res, struct xdr_arena *arena)
+{
+	return ctl_call(c, key, proc, args, res, arena, 0);
 }
 
 static void objid_to(const struct ds_objid *id, braid_ctl_objid *o)
@@ -180,7 +187,8 @@ int ds_ctl_copy(struct nfsd_clnt *c, const struct braid_key *key, const struct d
 	};
 	objid_to(&a->id, &ca.cp_obj);
 	braid_ctl_copy_res r;
-	int rc = ds_ctl_call(c, key, BRAID_CTLPROC_COPY, &ca, &r, NULL);
+	/* COPY alone works for seconds: its own, longer timeout */
+	int rc = ctl_call(c, key, BRAID_CTLPROC_COPY, &ca, &r, NULL, DS_CTL_COPY_TIMEOUT_MS);
 	if (rc)
 		return rc;
 	if (r.cp_status == BRAID_CTL_OK) {

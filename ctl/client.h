@@ -64,7 +64,8 @@ int ds_ctl_list(struct nfsd_clnt *c, const struct braid_key *key, uint64_t cooki
  * it, _SOURCE_DOWN: the source did not answer in time, -EIO) and
  * out->next how far the copy got (braid_ctl_copy_fail).  The destination's
  * own bounds make one call return within about 5 s plus the time to sync
- * what it wrote: give c a timeout of DS_CTL_COPY_TIMEOUT_MS or more.
+ * what it wrote: the call waits up to DS_CTL_COPY_TIMEOUT_MS, whatever c's
+ * own timeout.
  */
 #define DS_CTL_COPY_MAX	       (64ull << 20) /* BRAID_CTL_COPY_MAX */
 #define DS_CTL_COPY_TIMEOUT_MS 15000

@@ -225,6 +225,13 @@ int braid_auth_call(struct nfsd_clnt *c, const struct braid_key *key,
 		    const struct xdr_vers_desc *v, uint32_t proc, const void *args, void *res,
 		    struct xdr_arena *arena)
 {
+	return braid_auth_call_timeout(c, key, v, proc, args, res, arena, 0);
+}
+
+int braid_auth_call_timeout(struct nfsd_clnt *c, const struct braid_key *key,
+			    const struct xdr_vers_desc *v, uint32_t proc, const void *args,
+			    void *res, struct xdr_arena *arena, unsigned timeout_ms)
+{
 	const struct xdr_proc_desc *d = &v->procs[proc];
 	struct nfsd_call_opts o = {
 		.prog = v->prog,
@@ -232,6 +239,7 @@ int braid_auth_call(struct nfsd_clnt *c, const struct braid_key *key,
 		.proc = proc,
 		.enc_args = d->arg_size ? d->enc_arg : NULL,
 		.args = args,
+		.timeout_ms = timeout_ms,
 	};
 	braid_auth_call_opts(&o, key);
 	int rc = nfsd_clnt_call(c, &o, d->res_size ? d->dec_res : NULL, res, arena);

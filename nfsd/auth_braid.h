@@ -75,5 +75,10 @@ void braid_auth_call_opts(struct nfsd_call_opts *o, const struct braid_key *key)
 int braid_auth_call(struct nfsd_clnt *c, const struct braid_key *key,
 		    const struct xdr_vers_desc *v, uint32_t proc, const void *args, void *res,
 		    struct xdr_arena *arena);
+/* The same with this call's own timeout (0: c's default), for a procedure
+ * that takes longer than c's others (braid_ctl COPY). */
+int braid_auth_call_timeout(struct nfsd_clnt *c, const struct braid_key *key,
+			    const struct xdr_vers_desc *v, uint32_t proc, const void *args,
+			    void *res, struct xdr_arena *arena, unsigned timeout_ms);
 
 #endif

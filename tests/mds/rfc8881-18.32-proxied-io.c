@@ -386,17 +386,31 @@ static void t_mirrors(struct nfs41c_session *s)
 	CHECK_EQ(mds_data_map(M.mds, f.ino, &m), 0);
 	CHECK(mds_data_map_stale(&m, A.id) && !mds_data_map_stale(&m, b.id));
 	CHECK_EQ(cl_do_commit(s, &f, 0, 0, NULL), NFS4_OK);
-	/* A is back but stale: never read (with b down, no current copy
-	 * answers), and no write may leave the file without a current copy */
-	cds_start(&M, &A);
+	/* b goes down, then A comes back: A is stale and b, the source of its
+	 * resilver, is down, so A is never read (nothing current answers),
+	 * and no write may leave the file without a current copy */
 	cds_stop(&b);
 	cl_wait_down(&M, b.id);
+	cds_start(&M, &A);
 	uint32_t n;
 	bool eof;
 	CHECK_EQ(cl_do_read(s, &f, 0, 4096, rbuf, &n, &eof), NFS4ERR_DELAY);
 	CHECK_EQ(cl_do_write(s, &f, 0, UNSTABLE4, buf, 10, NULL, NULL, NULL), NFS4ERR_DELAY);
 	CHECK_EQ(mds_data_map(M.mds, f.ino, &m), 0);
 	CHECK(mds_data_map_stale(&m, A.id) && !mds_data_map_stale(&m, b.id));
+	/* b back: A is resilvered from it, and reads as b does */
+	cds_start(&M, &b);
+	double t0 = cl_now();
+	for (;;) {
+		CHECK_EQ(mds_data_map(M.mds, f.ino, &m), 0);
+		if (!mds_data_map_stale(&m, A.id))
+			break;
+		CHECK(cl_now() - t0 < 20);
+		usleep(50 * 1000);
+	}
+	cds_stop(&b);
+	cl_wait_down(&M, b.id);
+	read_back(s, &f, MiB, 11, UINT64_MAX);
 }
 
 int main(void)

@@ -105,6 +105,21 @@ echo "/bad *(nosuchoption)" >>"$dir/exports"
 run 1 -c "$dir/ctl.conf" exports reload
 grep -q "exports:3:" "$dir/err" || fail "a broken exports file: $(cat "$dir/err")"
 
+# data protection: nothing stale, lost or moving on an empty cluster
+run 0 -c "$dir/ctl.conf" rebuild
+grep -q "^stale copies  *0 files" "$dir/out" || fail "rebuild: $(cat "$dir/out")"
+grep -q "^unrecoverable  *0 files" "$dir/out" || fail "rebuild: $(cat "$dir/out")"
+run 0 -c "$dir/ctl.conf" --json rebuild
+python3 - "$dir/out" <<'PY' || fail "--json rebuild: fields"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["lost_servers"] == 0 and d["stale_files"] == 0 and d["unrecoverable_files"] == [], d
+PY
+run 0 -c "$dir/ctl.conf" rebalance
+grep -q "rebalance started" "$dir/out" || fail "rebalance: $(cat "$dir/out")"
+run 1 -c "$dir/ctl.conf" ds lost 7
+grep -q "no data server 7" "$dir/err" || fail "ds lost 7: $(cat "$dir/err")"
+
 # a key that is not the cluster's: refused, and told why
 run 1 --mds "127.0.0.1:$port" --key "$dir/other.key" status
 grep -q "is not its cluster key" "$dir/err" || fail "wrong key: $(cat "$dir/err")"
