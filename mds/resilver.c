@@ -41,7 +41,7 @@ struct mds_resilver {
 	unsigned nfailed;
 	struct mds_lost_file lost[MDS_LOST_FILES_MAX]; /* mu */
 	unsigned nlost;				       /* mu */
-	uint64_t rate_t0, rate_b0;		       /* the thread's own */
+	uint64_t rate_t0, rate_b0; /* mu: the busy period's start (0: idle), its bytes */
 	bool rebalance;				       /* mu: the durable flag's value */
 	uint64_t warned[RESILVER_WARNED]; /* the thread's own */
 	unsigned nwarned;
@@ -180,6 +180,22 @@ static void drop_if_gone(struct braid_mds *mds, uint64_t ino, const struct ds_ob
 		ds_ctl_remove(dc->clnt, &mds->key, id);
 }
 
+/* The change attribute of the object id on data server y (STAT). */
+static int source_change(struct braid_mds *mds, uint32_t y, const struct ds_objid *id,
+			 uint64_t *change)
+{
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, y, &rc);
+	if (!dc)
+		return rc;
+	struct ds_ctl_stat st;
+	rc = ds_ctl_stat(dc->clnt, &mds->key, id, &st);
+	mds_ds_conn_put(dc);
+	if (!rc)
+		*change = st.change;
+	return rc;
+}
+
 /* A move finished: the copy left behind on from goes (best effort: a
  * server down keeps it, an object no file names). */
 static void drop_moved(struct braid_mds *mds, const struct mds_attr *a, uint32_t from)
@@ -233,7 +249,10 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		args.nsrc++;
 	}
 	uint64_t t0 = nfsd_now_ns(), written = 0;
-	/* 1: while clients go on writing the current mirrors */
+	/* 1: while clients go on writing the current mirrors (the source's
+	 * change attribute first: unchanged at the end, no second pass) */
+	uint64_t change0 = 0;
+	bool have0 = !source_change(mds, y, &args.id, &change0);
 	rc = pass(rs, dc, &args, a->ino, &written);
 	bool frozen = false;
 	if (!rc) {
@@ -258,7 +277,11 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 			/* fenced meanwhile: the copy takes the new owner */
 			mds_data_fence_epoch(a, now.epoch, &args.uid, &args.gid);
 		}
-		if (!rc)
+		/* 3': a source nobody wrote since pass 1 began needs none */
+		uint64_t change1 = 0;
+		bool same = !rc && have0 && now.epoch == m->epoch &&
+			    !source_change(mds, y, &args.id, &change1) && change1 == change0;
+		if (!rc && !same)
 			rc = pass(rs, dc, &args, a->ino, &written);
 		uint32_t from = 0;
 		if (!rc)
@@ -825,8 +848,10 @@ static void *resilver_main(void *arg)
 		pthread_mutex_lock(&rs->mu);
 		rs->st.stale_files = iv.n;
 		rs->st.stale_bytes = sb;
-		/* the rate over the last minute or so */
-		if (!rs->rate_t0 || now - rs->rate_t0 > 60000000000ull) {
+		/* the rate since copies began to be owed (a busy period) */
+		if (!iv.n) {
+			rs->rate_t0 = 0;
+		} else if (!rs->rate_t0) {
 			rs->rate_t0 = now;
 			rs->rate_b0 = rs->st.bytes_copied;
 		}

@@ -15,7 +15,9 @@
  *      recalled, and the MDS's own writes to it wait at its gate
  *      (mds_data_write_gate), until no RW layout of it is out (at most
  *      RESILVER_QUIESCE_MS, else it is tried again later);
- *   3. a second pass copies it again, with nothing writing it;
+ *   3. a second pass copies it again, with nothing writing it, unless the
+ *      source's change attribute (STAT) says nobody wrote it since the
+ *      first began (a cold file: one pass);
  *   4. the copy is declared current (mds_data_stale_clear), durably, and
  *      the file is let go: new layouts name it again.
  * A failure leaves the copy stale (never read) and is retried at the next
@@ -81,7 +83,7 @@ struct mds_resilver_stats {
 	uint64_t rebuild_files;	   /* files naming a lost server, at the last scan */
 	uint64_t moved_files;	   /* copies moved off lost servers (then resilvered) */
 	uint64_t stale_bytes;	   /* bytes of the files with a stale copy, last scan */
-	uint64_t rate_Bps;	   /* resilver bytes per second, over the last minute */
+	uint64_t rate_Bps;	   /* bytes per second copied since copies were owed */
 	uint64_t unrecoverable;	   /* files with no surviving copy of some bytes */
 	uint64_t stale_files;	 /* files with a stale copy at the last scan */
 	uint64_t files_done;	 /* copies made current */

@@ -15,6 +15,7 @@
 #   BRAID_DS_NICS       guest NICs each data server is advertised on [1]:
 #                       10.0.2.2:PORT, 10.0.3.2:PORT, ... (clientvm --nics)
 #   BRAID_METRICS       yes: every daemon serves metrics on a loopback port
+#   BRAID_DS_BADADV     set: data server 1 advertises a port nothing listens on
 #   BRAID_DS_NAME       data server host names: NAME-dsI-PID [posix]
 # and sets PORT (the MDS's), DS_PORT[i], DS_PID[i], DS_METRICS[i] and
 # MDS_METRICS (host:port, with BRAID_METRICS=yes), i = 1..BRAID_NDS.
@@ -158,6 +159,11 @@ EOF
 		# the host's own loopback.
 		adv=10.0.2.2:$p
 		for ((n = 1; n < nics; n++)); do adv+=", 10.0.$((2 + n)).2:$p"; done
+		# BRAID_DS_BADADV: data server 1 tells clients a port nothing
+		# listens on (a client that cannot reach it; the MDS can)
+		if [[ ${BRAID_DS_BADADV:-} && $i = 1 ]]; then
+			adv=10.0.2.2:$(free_port) || hard "no free port"
+		fi
 		mline=
 		if [[ ${BRAID_METRICS:-} = yes ]]; then
 			DS_METRICS[$i]=127.0.0.1:$(free_port) || hard "no free port"

@@ -34,7 +34,14 @@
 #           slowest, at most LOST_BOUND seconds), read everything back
 #           after drop_caches; print "@@PNFS lost-done" (the host starts
 #           the server again and checks its stale copies are resilvered)
-#           and wait for its metrics.
+#           and wait for its metrics; print "@@PNFS lost2-start" (the host
+#           SIGKILLs another data server and declares it lost), wait until
+#           braid-mds's metrics say the rebuild is done, and read every
+#           file back again.
+#   unreach under /whole and /mirrored, UNREACH_FILES files of 2 MiB each,
+#           written with dd conv=fsync and read back after drop_caches,
+#           while data server 1 is one this client cannot reach (run.sh);
+#           every dd within UNREACH_BOUND seconds ("@@PNFS unreach-worst").
 #   enospc  under /full (layout=whole; run.sh gives the data servers 48
 #           MiB stores), write ENOSPC_MIB MiB files with dd conv=fsync
 #           until three in a row fail; each failure must be ENOSPC within
@@ -65,7 +72,8 @@
 #
 # Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from run.sh:
 # GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
-# PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND LOST_FILES LOST_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
+# PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND LOST_FILES LOST_BOUND UNREACH_FILES
+# UNREACH_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
 # EXPECT_VERS.
 
 FAILS=0
@@ -494,6 +502,21 @@ lost_metrics_wait() {
 	return 1
 }
 
+# lost_verify DIR WHEN: after drop_caches, every file of the lost check
+# (fN appended, nN made with a server gone) reads back as written
+lost_verify() {
+	dropcaches
+	lv=0
+	while [ $lv -lt "$LOST_FILES" ]; do
+		[ "$(md5sum < "$1/f$lv" | cut -d' ' -f1)" = "$(md5sum < "/tmp/lost.$lv" | cut -d' ' -f1)" ] ||
+			fail "$1/f$lv: read back differs $2"
+		[ "$(md5sum < "$1/n$lv" | cut -d' ' -f1)" = "$(md5sum < "/tmp/new.$lv" | cut -d' ' -f1)" ] ||
+			fail "$1/n$lv: read back differs $2"
+		lv=$((lv + 1))
+	done
+	ok "every file reads back $2"
+}
+
 check_lost() {
 	d=$MNT/mirrored/$W/lost
 	mkdir -p "$d" || die "mkdir $d"
@@ -527,20 +550,73 @@ check_lost() {
 	echo "@@PNFS lost-worst $worst"
 	ok "$((LOST_FILES * 3)) reads, appends and creates in $(elapsed "$t0" "$(now)") s; the slowest $worst s"
 	within "$worst" "$LOST_BOUND" || fail "an operation took $worst s, more than $LOST_BOUND s"
-	dropcaches
-	i=0
-	while [ $i -lt "$LOST_FILES" ]; do
-		[ "$(md5sum < "$d/f$i" | cut -d' ' -f1)" = "$(md5sum < "/tmp/lost.$i" | cut -d' ' -f1)" ] ||
-			fail "$d/f$i (appended): read back differs"
-		[ "$(md5sum < "$d/n$i" | cut -d' ' -f1)" = "$(md5sum < "/tmp/new.$i" | cut -d' ' -f1)" ] ||
-			fail "$d/n$i (made with a server gone): read back differs"
-		i=$((i + 1))
-	done
-	ok "every file reads back after drop_caches"
+	lost_verify "$d" "after drop_caches"
 	echo "@@PNFS lost-done"
 	step lost-back "the host starts the data server again"
 	lost_metrics_wait 0 || fail "data servers' metrics not all back after 60 s"
-	rm -f /tmp/lost.* /tmp/new.* /tmp/app
+	# another data server lost for good: the host kills it and declares
+	# it lost; its copies are rebuilt from their mirrors
+	echo "@@PNFS lost2-start"
+	step rebuild "another data server lost for good: its copies rebuilt"
+	mm=
+	for dm in $PNFS_METRICS; do case $dm in mds=*) mm=${dm#mds=};; esac; done
+	lw=0 rebuilt=0
+	rt0=$(now)
+	while [ $lw -lt 360 ]; do
+		if wget -q -O /tmp/mm "http://$mm/metrics" 2>/dev/null &&
+		   awk '$1 == "braid_mds_rebuild_moved_total" && $2 > 0 { m = 1 }
+			$1 == "braid_mds_rebuild_files" && $2 == 0 { r = 1 }
+			$1 == "braid_mds_stale_files" && $2 == 0 { s = 1 }
+			END { exit !(m && r && s) }' /tmp/mm; then
+			rebuilt=1
+			break
+		fi
+		usleep 500000
+		lw=$((lw + 1))
+	done
+	if [ $rebuilt = 1 ]; then
+		ok "braid-mds's metrics say the rebuild is done, $(elapsed "$rt0" "$(now)") s on"
+	else
+		fail "the rebuild did not finish in 180 s (braid-mds metrics)"
+	fi
+	lost_verify "$d" "after the rebuild"
+	echo "@@PNFS lost2-done"
+	# the host starts its process again (declared lost, it takes nothing),
+	# so that the unmount has no session to wait out
+	lost_metrics_wait 0 || fail "data servers' metrics not all back after 60 s"
+	rm -f /tmp/lost.* /tmp/new.* /tmp/app /tmp/mm
+}
+
+check_unreach() {
+	worst=0
+	step write-unreach "write files with a data server this client cannot reach"
+	for sub in whole mirrored; do
+		mkdir -p "$MNT/$sub/$W" || die "mkdir $MNT/$sub/$W"
+		i=0
+		while [ $i -lt "$UNREACH_FILES" ]; do
+			dd if=/dev/urandom of="/tmp/un.$sub.$i" bs=1M count=2 2>/dev/null || die "urandom"
+			timed dd if="/tmp/un.$sub.$i" of="$MNT/$sub/$W/u$i" bs=1M conv=fsync 2>/dev/null
+			i=$((i + 1))
+		done
+	done
+	dropcaches
+	step read-unreach "read them back"
+	for sub in whole mirrored; do
+		i=0
+		while [ $i -lt "$UNREACH_FILES" ]; do
+			tt0=$(now)
+			got=$(md5sum < "$MNT/$sub/$W/u$i" | cut -d' ' -f1)
+			tdt=$(elapsed "$tt0" "$(now)")
+			within "$tdt" "$worst" || worst=$tdt
+			[ "$got" = "$(md5sum < "/tmp/un.$sub.$i" | cut -d' ' -f1)" ] ||
+				fail "$MNT/$sub/$W/u$i: read back differs"
+			i=$((i + 1))
+		done
+	done
+	echo "@@PNFS unreach-worst $worst"
+	ok "$((UNREACH_FILES * 4)) writes and reads, the slowest $worst s"
+	within "$worst" "$UNREACH_BOUND" || fail "an operation took $worst s, more than $UNREACH_BOUND s"
+	rm -f /tmp/un.*
 }
 
 check_trunk() {
@@ -563,8 +639,8 @@ for c in $GUEST_CHECKS; do
 	f0=$FAILS
 	case $c in
 	posix) check_posix;;
-	data|mirror|lost|trunk|enospc) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, data, mirror, lost, trunk or enospc";;
+	data|mirror|lost|trunk|enospc|unreach) pnfs_mount; "check_$c"; pnfs_umount;;
+	*) die "check $c: want posix, data, mirror, lost, trunk, enospc or unreach";;
 	esac
 	T "$c-done"
 	snapshot "$c"

@@ -71,7 +71,8 @@
 #                 data servers they go to both NICs (session trunking).
 #                 /proc/self/mountstats cannot show this: its xprt: lines
 #                 are the MDS mount's own transports.
-# lost            a data server lost for good (issue 15): the guest writes
+# lost            a data server lost for good (issue 15), alone (its
+#                 kills and rebuild move other checks' files): the guest writes
 #                 LOST_FILES (20) files of 4 MiB under /mirrored (2
 #                 mirrors); the host SIGKILLs the data server holding the
 #                 first's first mirror and leaves it down while the guest
@@ -82,7 +83,23 @@
 #                 holds that went stale must be resilvered (braidctl
 #                 layout: no stale member left) within 60 s, and the MDS
 #                 must have marked copies stale and resilvered them (its
-#                 log and braid_mds_resilver_files_total).
+#                 log and braid_mds_resilver_files_total).  Then the host
+#                 SIGKILLs the data server holding f0's other mirror and
+#                 runs braidctl ds lost: the rebuild must finish within 120
+#                 s (braidctl rebuild, printed while it runs and at the end),
+#                 every file must read back in the guest again, and no file
+#                 may name that server afterwards.  ds_timeout = 5s.
+# unreach         a client that cannot reach one data server (issue 15): 3
+#                 data servers, the first telling clients a port nothing
+#                 listens on (the MDS reaches it on its own address),
+#                 data_io = proxy.  The guest writes UNREACH_FILES (12)
+#                 files of 2 MiB under /whole and as many under /mirrored
+#                 (2 mirrors) with dd conv=fsync and reads them back after
+#                 drop_caches: no error, every byte right, no dd longer than
+#                 UNREACH_BOUND (60) seconds.  The host: braid-mds wrote
+#                 through to the data servers for the client (its WRITE
+#                 count) and the unreachable server still took data (its
+#                 braid_ds_written_bytes_total).  It runs alone.
 # enospc          a full data server (issue 21): 2 data servers whose
 #                 stores are 48 MiB tmpfs mounts (in a mount namespace of
 #                 the run's own: unshare -m; needs root), default [ds]
@@ -133,7 +150,8 @@ BACKEND= VERS= CHECKS= DS_VERS=4.1 MAX_MIB=64 TIMEOUT=${PNFS_TIMEOUT:-1500} KEEP
 usage() {
 	echo "usage: $PROG --backend qemu|uml --vers 4.1|4.2 --checks CHECK[,CHECK...]" \
 		"[--ds-vers 4.1|3] [--max-mib N] [--timeout S] [--keep]" \
-		"(checks: posix data mirror lost trunk enospc; trunk and enospc alone)" >&2
+		"(checks: posix data mirror lost trunk enospc unreach; trunk, enospc," \
+		"lost and unreach alone)" >&2
 	exit 99
 }
 while [[ $# -gt 0 ]]; do
@@ -157,13 +175,15 @@ declare -A HAS=()
 IFS=, read -ra CHECK_LIST <<< "$CHECKS"
 ((${#CHECK_LIST[@]} > 0)) || usage
 for c in "${CHECK_LIST[@]}"; do
-	[[ $c = posix || $c = data || $c = mirror || $c = lost || $c = trunk || $c = enospc ]] ||
-		usage
+	[[ $c = posix || $c = data || $c = mirror || $c = lost || $c = trunk || $c = enospc ||
+		$c = unreach ]] || usage
 	[[ -z ${HAS[$c]:-} ]] || usage # each once
 	HAS[$c]=1
 done
 [[ -z ${HAS[trunk]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 [[ -z ${HAS[enospc]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
+[[ -z ${HAS[unreach]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
+[[ -z ${HAS[lost]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 
 skip() { echo "$PROG: SKIP: $*" >&2; exit 77; }
 hard() { echo "$PROG: ERROR: $*" >&2; exit 99; }
@@ -222,6 +242,8 @@ if [[ ${HAS[data]:-} ]]; then
 fi
 [[ ${HAS[data]:-}${HAS[trunk]:-} ]] &&
 	BRAID_EXPORTS+=$'\n'"/striped *(rw,$EXP,layout=segments:segment_size=1M)"
+# lost: a server killed for good is down (and may be declared lost) soon
+[[ ${HAS[lost]:-} ]] && BRAID_MDS_CONF+=$'\n'"ds_timeout = 5s"
 if [[ ${HAS[mirror]:-}${HAS[lost]:-} ]]; then
 	BRAID_EXPORTS+=$'\n'"/mirrored *(rw,$EXP,layout=whole:mirrors=2)"
 	GUEST_ENV+=(--env PNFS_MIRROR_MIB=128 --env LOST_FILES=20 --env LOST_BOUND=60)
@@ -234,6 +256,13 @@ if [[ ${HAS[enospc]:-} ]]; then
 		mkdir -p "$T/ds$i" && mount -t tmpfs -o size=48m tmpfs "$T/ds$i" ||
 			hard "cannot mount a 48 MiB tmpfs on $T/ds$i"
 	done
+fi
+if [[ ${HAS[unreach]:-} ]]; then
+	BRAID_NDS=3 BRAID_DS_BADADV=1
+	BRAID_MDS_CONF="data_io = proxy"
+	BRAID_EXPORTS+=$'\n'"/whole *(rw,$EXP,layout=whole)"
+	BRAID_EXPORTS+=$'\n'"/mirrored *(rw,$EXP,layout=whole:mirrors=2)"
+	GUEST_ENV+=(--env UNREACH_FILES=12 --env UNREACH_BOUND=60)
 fi
 if [[ ${HAS[trunk]:-} ]]; then
 	BRAID_NDS=2 BRAID_DS_NICS=2 NICS=2
@@ -351,7 +380,7 @@ print(" ".join(str(m[0]) for m in d["segments"][0]["mirrors"]))' "$T/mirror-layo
 # SIGKILL the data server holding the first one's first mirror; once the
 # guest is done with it gone, start it again on its store.  Sets LOST_ID
 # (the MDS's id of the server).
-LOST_ID= LOST_DIR=
+LOST_ID= LOST_DIR= LOST2_ID=
 lost_control() {
 	local id k
 	console_wait '^@@PNFS lost-start' || { bad "the guest never started the lost check"; return; }
@@ -375,6 +404,68 @@ print(d["segments"][0]["mirrors"][0][0])' "$T/lost-layout.json") ||
 		{ bad "braid-ds $k did not start again"; return; }
 	DS_PID[$k]=${PIDS[-1]}
 	echo "$PROG: braid-ds $k started again (pid ${DS_PID[$k]}) on its store" >&2
+	# then another, lost for good: declared lost, its copies rebuilt
+	console_wait '^@@PNFS lost2-start' || return
+	local t1=$SECONDS id2 k2 st
+	while :; do
+		st=$(ctl --json rebuild | python3 -c 'import json,sys
+d = json.load(sys.stdin); print(d["stale_files"])') || st=1
+		[[ $st = 0 ]] && break
+		((SECONDS - t1 < 60)) || { bad "lost: stale copies left 60 s after the server came back"; return; }
+		sleep 0.5
+	done
+	good "lost: the returning server's stale copies resilvered within $((SECONDS - t1)) s"
+	ctl --json layout "/$LOST_DIR/f0" > "$T/lost-layout2.json" 2>&1 ||
+		{ bad "braidctl layout /$LOST_DIR/f0: $(cat "$T/lost-layout2.json")"; return; }
+	id2=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print([m[0] for m in d["segments"][0]["mirrors"] if m[0] != int(sys.argv[2])][0])' \
+		"$T/lost-layout2.json" "$LOST_ID") || { bad "no second mirror of /$LOST_DIR/f0"; return; }
+	k2=${IDX_OF[$id2]}
+	kill -9 "${DS_PID[$k2]}"
+	forget_pid "${DS_PID[$k2]}"
+	LOST2_ID=$id2
+	echo "$PROG: SIGKILLed braid-ds $k2 (id $id2), for good" >&2
+	# the counters before, so that the end is told by this rebuild's
+	local base
+	base=$(ctl --json rebuild | python3 -c 'import json,sys
+d = json.load(sys.stdin); print(d["moved_files"], d["resilvered_files"])') || base="0 0"
+	t1=$SECONDS
+	until ctl ds lost "$id2" > "$T/ds-lost.out" 2>&1; do
+		((SECONDS - t1 < 60)) || { bad "braidctl ds lost $id2: $(cat "$T/ds-lost.out")"; return; }
+		sleep 0.5
+	done
+	echo "$PROG: $(cat "$T/ds-lost.out")" >&2
+	t1=$SECONDS
+	local shown=
+	while :; do
+		ctl --json rebuild > "$T/rebuild.json" 2>&1
+		st=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+m0, r0 = (int(x) for x in sys.argv[2].split())
+moved, done = d["moved_files"] - m0, d["resilvered_files"] - r0
+print("done" if moved > 0 and done >= moved and d["rebuild_files"] == 0 and
+      d["stale_files"] == 0 else "busy")' "$T/rebuild.json" "$base") || st=busy
+		if [[ -z $shown ]]; then
+			echo "$PROG: braidctl rebuild, $((SECONDS - t1)) s into the rebuild:" >&2
+			ctl rebuild | sed "s/^/$PROG:   /" >&2
+			shown=1
+		fi
+		[[ $st = done ]] && break
+		((SECONDS - t1 < 120)) || { bad "lost: the rebuild did not finish in 120 s"; return; }
+		sleep 0.5
+	done
+	good "lost: data server $id2 declared lost; its copies rebuilt in $((SECONDS - t1)) s"
+	ctl rebuild | sed "s/^/$PROG:   /" >&2
+	# its process back (still lost: it takes nothing), so that the guest's
+	# unmount does not wait out its data-server timeouts (see mirror_control)
+	console_wait '^@@PNFS lost2-done' || return
+	LOGS+=("$T/ds$k2.back.log")
+	start "braid-ds $k2 (back)" "$T/ds$k2.back.log" "$DS_BIN" -c "$T/ds$k2.conf" \
+		--ready-fd 3 3> "$T/ds$k2.ready4"
+	wait_ready "braid-ds $k2 (back)" "${PIDS[-1]}" "$T/ds$k2.ready4" > /dev/null ||
+		{ bad "braid-ds $k2 did not start again"; return; }
+	DS_PID[$k2]=${PIDS[-1]}
 }
 
 # PNFS_PCAP=1 (with --keep): the MDS's traffic into $T/mds.pcap, for
@@ -430,16 +521,18 @@ if [[ ${HAS[lost]:-} && -n $LOST_DIR ]]; then
 		for f in f n; do
 			for ((i = 0; i < 20; i++)); do
 				ctl --json layout "/$LOST_DIR/$f$i" 2> /dev/null | python3 -c 'import json,sys
-sys.exit(any(m.get("stale") for m in json.load(sys.stdin)["set"]))' || stale=$((stale + 1))
+s = json.load(sys.stdin)["set"]
+sys.exit(any(m.get("stale") or m["ds"] == int(sys.argv[1]) for m in s))' "${LOST2_ID:-0}" ||
+					stale=$((stale + 1))
 			done
 		done
 		((stale == 0)) && break
 		sleep 1
 	done
 	if ((stale)); then
-		bad "lost: $stale files still have a stale copy 60 s after the guest's end"
+		bad "lost: $stale files still have a stale copy, or name the lost server, 60 s after the guest's end"
 	else
-		good "lost: no stale copy left $((SECONDS - t1)) s after the guest's end"
+		good "lost: no stale copy left, no file names the lost server, $((SECONDS - t1)) s after the guest's end"
 	fi
 	n=$(metric "$(scrape "$MDS_METRICS")" braid_mds_resilver_files_total)
 	if ((n > 0)); then good "lost: braid-mds resilvered $n copies"; else bad "lost: braid-mds resilvered none"; fi
@@ -813,10 +906,12 @@ for check in checks:
     elif ended[check] != "0":
         bad("%s of its checks failed in the guest (FAIL lines above)" % ended[check])
     for a, d in unanswered:
+        if check == "lost" and d != "mds":
+            continue  # it killed data servers on purpose
         if a == check or (a == "start" and check == checks[0]):
             bad("the guest could not read %s's counters (%s)" % (d, a))
     for d in ["mds"] + ["ds%d" % i for i in range(1, nds + 1)]:
-        if d not in before or d not in after:
+        if (d not in before or d not in after) and not (check == "lost" and d != "mds"):
             bad("no counters of %s before and after the check" % d)
     mdsm = delta(after.get("mds", {}), before.get("mds", {}))
     dsm = {i: delta(after.get("ds%d" % i, {}), before.get("ds%d" % i, {})) for i in range(1, nds + 1)}
@@ -830,6 +925,22 @@ for check in checks:
             opn[op] = opn.get(op, 0) + int(v)
     note("braid-mds ran %s" % ", ".join("%d %s" % (n, op) for op, n in
                                         sorted(opn.items(), key=lambda x: -x[1])))
+    if check == "unreach":
+        n = sum(v for k, v in mdsm.items()
+                if k.startswith("braid_nfs4_ops_total{") and 'op="WRITE"' in k)
+        if n > 0:
+            ok("braid-mds wrote through for the client %d times (it could not reach data server 1)" % n)
+        else:
+            bad("braid-mds ran no WRITE: the client never fell back to it")
+        w = int(dsm[1].get("braid_ds_written_bytes_total", 0))
+        if w > 0:
+            ok("the unreachable data server still took %d bytes (through the MDS)" % w)
+        else:
+            note("the unreachable data server took no bytes (nothing was placed on it)")
+        worst = [l.split()[2] for l in section[check] if l.startswith("@@PNFS unreach-worst ")]
+        note("the slowest dd with a data server the client cannot reach: %s s"
+             % (worst[0] if worst else "?"))
+        continue
     if check in ("enospc", "lost"):
         # the guest judged the application's view; here: (enospc) the data
         # servers refused writes for space; no byte went through the MDS
