@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -191,6 +192,7 @@ int bench_child_spawn(struct bench_child *ch, const char *what, char *const argv
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = -errno;
@@ -198,7 +200,11 @@ int bench_child_spawn(struct bench_child *ch, const char *what, char *const argv
 		return e;
 	}
 	if (pid == 0) {
-		/* only async-signal-safe calls: the parent has engine threads */
+		/* only async-signal-safe calls: the parent has engine threads;
+		 * SIGKILLed when the forking thread ends, however it ends */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		int nul = open("/dev/null", O_RDONLY);
 		if (nul >= 0)
 			dup2(nul, 0);

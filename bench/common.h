@@ -72,7 +72,9 @@ void bench_exe_sibling(const char *name, char *out, size_t len);
 /*
  * Start argv[0] (a full path) with stdout and stderr appended to log.
  * pass_fd >= 0 stays open in the child under its own number (for
- * --ready-fd); every other descriptor of ours is close-on-exec.
+ * --ready-fd); every other descriptor of ours is close-on-exec.  The child
+ * is SIGKILLed when the thread that started it ends (PR_SET_PDEATHSIG), so
+ * no daemon outlives a bench that crashed: start them from the main thread.
  */
 int bench_child_spawn(struct bench_child *ch, const char *what, char *const argv[], const char *log,
 		      int pass_fd);

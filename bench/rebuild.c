@@ -1,46 +1,65 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/rebuild: how fast data servers copy objects between themselves with
- * COPY (braid_ctl.x, dataserver/mover.c), the data mover that resilver,
- * rebuild, drain and rebalance stand on, beside the two ceilings it is
- * judged against, measured in the same run:
+ * bench/rebuild: how fast a Braid cluster gets its redundancy back, as a
+ * user gets it from braid-mds (issue 15: rebuild, drain), beside the two
+ * ceilings it is judged against and the data mover (COPY, braid_ctl.x,
+ * dataserver/mover.c) that the MDS drives, all measured in the same run:
  *
- *  - rebuild: every object of one source data server copied into one
- *    destination that lacks them, one object at a time, each a pass of
- *    COPY calls (ds_ctl_copy_pass) as the MDS will make them: MB/s
- *    received by that destination;
- *  - drain: the same objects copied out of the source to two destinations
- *    at once (half each): MB/s sent by the source;
- *  - the disk's write rate: the same number of bytes written (1 MiB
- *    buffered writes) to a file beside the destinations' stores, then
- *    fsync, as a COPY's data is durable before its reply; the ratio
- *    rebuild_vs_limit is judged against it;
+ *  - rebuild (rebuild_mds.c): braid-mds and --data-servers braid-ds as
+ *    processes, --size bytes of files (--file-size each) written through
+ *    ffclient into a directory whose policy is whole,mirrors=2; the data
+ *    server holding the most copies is SIGKILLed and `braidctl ds lost`
+ *    (retried while the MDS still counts it up, which is not timed); timed
+ *    from that command to the last copy made current again (braidctl
+ *    rebuild's resilvered_files), with the time until braidctl shows it
+ *    all done beside it.  The bytes moved are the lost server's share
+ *    (copies moved x file size); each copy is made in two passes (the
+ *    second with the file's writers stopped), so the data servers write
+ *    twice that (resilvered_bytes).  Per data server: the bytes moved over
+ *    the time over the number of data servers the copies went to (those
+ *    whose object count grew): the MDS copies one file at a time, so that
+ *    is what each destination's disk averaged, and it moves with how many
+ *    the MDS picked; the rate over all of them is given too;
+ *  - drain: the data server holding the most copies drained (`braidctl ds
+ *    drain`) until it holds no object and no copy is stale; counted as the
+ *    rebuild is.  A fresh data server takes the place of each one lost or
+ *    drained, so that every round starts alike;
+ *  - the disk's write rate: --size bytes written (1 MiB buffered writes)
+ *    to a file beside the stores, then fsync, as a COPY's data is durable
+ *    before its reply; the ratio rebuild_vs_limit is judged against it;
  *  - the same with each MiB's write-back started at once (sync_file_range,
  *    as the mover does), a second view of the disk: where piling dirty
  *    pages get writers throttled (this project's VMs), it is much the
- *    faster, and rebuild_vs_best_limit is judged against it too;
- *  - the loopback TCP ceiling (bench/common.h, iperf3 -l 1M, 1 stream).
+ *    faster;
+ *  - the loopback TCP ceiling (bench/common.h, iperf3 -l 1M, 1 stream);
+ *  - the mover driven directly, this program playing the MDS with the
+ *    cluster key (three more braid-ds: a source and two destinations):
+ *    every object of the source (--size in --objects objects, filled by
+ *    NFSv3 WRITE + COMMIT) copied into one destination, one object at a
+ *    time, each a pass of COPY calls (ds_ctl_copy_pass): MB/s received;
+ *    then copied to both destinations at once (half each): MB/s sent by
+ *    the source.  The first round's copies are checked, and each round's
+ *    removed before the next.  One pass per object and nothing to choose
+ *    or record: the MDS's figures over these say what its orchestration
+ *    costs.  At the end every cluster file's first, middle and last MiB
+ *    are read back through ffclient.
  *
- * Until the MDS orchestration of issue 15 lands, these are figures of the
- * mover driven directly (this program plays the MDS, with the cluster key):
- * the time the MDS spends choosing what to copy and recording it is not in
- * them.
+ * Everything is on the filesystem of --dir (a disk, not tmpfs); the data
+ * copied was just written, so it is read from the sources' page cache and
+ * the figures are the movers' and the destinations' disk's.  On one box
+ * every data server shares that disk and the loopback, so a limit is the
+ * box's, not one data server's: the rebuild over all its destinations is
+ * printed against it too.  The measures run interleaved in rounds
+ * (--rounds), so a ceiling that drifts on a shared box biases no ratio;
+ * each starts after a sync and up to a second for the box to quieten (on
+ * a box shared with other work it may not, and that is printed).  Every
+ * round is printed, then a table of the figures (each its samples' bytes
+ * over their time) and one JSON line.  Every daemon dies with this
+ * program, however it ends (PR_SET_PDEATHSIG).
  *
- * Three braid-ds processes (a source and two destinations, all on the
- * filesystem of --dir, which should be a disk, not tmpfs); the source's
- * objects (--size in all, in --objects objects) are filled once with
- * NFSv3 WRITE + COMMIT of a pattern, and copies of it are checked; they
- * stay in the source's page cache, so the figures are the mover's and the
- * destination disk's, not the source disk's.  The
- * measures run interleaved in rounds (--rounds), so a ceiling that drifts
- * on a shared box biases no ratio; the copies made in a round are removed
- * before the next, and each measure starts after a sync and up to a second
- * for the box to quieten (on a box shared with other work it may not, and
- * that is printed).  Every round is printed, then a table of the figures
- * (each its samples' bytes over their time) and one JSON line.
- *
- * Usage: rebuild [--size SIZE[KMG]] [--objects N] [--rounds N] [--quick]
- *                [--dir PATH] [--keep] [--braid-ds PATH]
+ * Usage: rebuild [--size SIZE[KMG]] [--file-size SIZE] [--data-servers 3|4]
+ *                [--objects N] [--rounds N] [--quick] [--dir PATH] [--keep]
+ *                [--braid-mds PATH] [--braid-ds PATH] [--braidctl PATH]
  */
 #include "config.h"
 
@@ -56,28 +75,19 @@
 
 #include "bench/common.h"
 #include "bench/nfs3load.h"
+#include "bench/rebuild.h"
 #include "ctl/client.h"
 #include "ctl/fh.h"
 #include "nfsd/xdr/nfs3_prot.h"
 
-#define MiB	   (1u << 20)
-#define MB	   1e6
-#define GIB	   (1024.0 * 1024.0 * 1024.0)
-#define ROUNDS_MAX 16
-#define OBJS_MAX   256
-#define BR_UID	   1000
-#define BR_GID	   1000
+#define MiB	 RB_MiB
+#define MB	 1e6
+#define GIB	 (1024.0 * 1024.0 * 1024.0)
+#define OBJS_MAX 256
+#define BR_UID	 1000
+#define BR_GID	 1000
 
-struct opts {
-	uint64_t size;	  /* bytes in all, a multiple of 1 MiB */
-	unsigned objects; /* the source's objects */
-	unsigned rounds;
-	double loop_secs; /* each loopback sample */
-	const char *dir;
-	bool keep;
-	char ds_path[PATH_MAX];
-};
-
+/* A braid-ds of the mover's own (not the cluster's). */
 struct daemon {
 	struct bench_child ch;
 	const char *name;
@@ -89,7 +99,7 @@ struct daemon {
 };
 
 struct bench {
-	struct opts o;
+	struct rb_opts o;
 	char work[PATH_MAX];
 	char key_file[PATH_MAX + 16];
 	char fstype[32];
@@ -98,17 +108,23 @@ struct bench {
 	struct daemon src, dst[2];
 	struct ds_objid id[OBJS_MAX];
 	uint64_t obj_size;
+	struct rb_cluster *cl;
+	unsigned files; /* the cluster's */
+	struct rb_move reb[RB_ROUNDS_MAX], dra[RB_ROUNDS_MAX];
 };
 
 /* One figure's samples: bytes over seconds, per round. */
-enum { F_LOOP, F_DISK, F_DISK_WB, F_REBUILD, F_DRAIN, F_COUNT };
+enum { F_LOOP, F_DISK, F_DISK_WB, F_REBUILD, F_DRAIN, F_MV_REBUILD, F_MV_DRAIN, F_COUNT };
 static const char *const fnames[F_COUNT] = {
-    "loopback TCP (1 stream)", "disk write + fsync", "disk, early write-back + fsync",
-    "rebuild: copy into 1 DS", "drain: copy out of 1 DS to 2"};
-static const char *const fshort[F_COUNT] = {"loopback", "disk", "disk_wb", "rebuild", "drain"};
+    "loopback TCP (1 stream)",	      "disk write + fsync",
+    "disk, early write-back + fsync", "MDS rebuild, per destination DS",
+    "MDS drain, per destination DS",  "mover direct: copy into 1 DS",
+    "mover direct: 1 DS out to 2"};
+static const char *const fshort[F_COUNT] = {"loopback", "disk",	    "disk_wb", "rebuild",
+					    "drain",	"mv_rebld", "mv_drain"};
 struct figure {
-	double bytes[ROUNDS_MAX], secs[ROUNDS_MAX];
-	bool ok[ROUNDS_MAX];
+	double bytes[RB_ROUNDS_MAX], secs[RB_ROUNDS_MAX];
+	bool ok[RB_ROUNDS_MAX];
 	char why[256];
 };
 static struct figure fig[F_COUNT];
@@ -141,7 +157,7 @@ static bool fig_total(int f, unsigned rounds, double *mbps)
 	return true;
 }
 
-/* ------------------------------------------------------------- daemons */
+/* ------------------------------------------- the mover's data servers */
 
 static int daemon_start(struct bench *b, struct daemon *d, const char *name, char *why, size_t len)
 {
@@ -439,6 +455,41 @@ static void loopback_run(struct bench *b, unsigned k)
 		printf("  %-32s failed: %s\n", fnames[F_LOOP], why);
 }
 
+/* ------------------------------------------------------ the MDS's moves */
+
+/* One rebuild or drain by braid-mds, printed and put in its figure. */
+static void move_run(struct bench *b, bool rebuild, unsigned k)
+{
+	struct rb_move *m = rebuild ? &b->reb[k] : &b->dra[k];
+	int f = rebuild ? F_REBUILD : F_DRAIN;
+	/* with no cluster, m->why says why */
+	if (b->cl && rebuild)
+		rb_cluster_rebuild(b->cl, m);
+	else if (b->cl)
+		rb_cluster_drain(b->cl, m);
+	bool ok = m->ok && m->ndest;
+	fig_add(f, k, ok, ok ? (double)m->file_bytes / m->ndest : 0, m->secs, m->why);
+	if (!ok) {
+		printf("  %-32s failed: %s\n", fnames[f], m->why[0] ? m->why : "no destination");
+	} else {
+		printf("  %-32s %8.0f MB/s  (%u copies, %.0f MiB, on %u data servers: %.0f MB/s "
+		       "in all)\n",
+		       fnames[f], fig_round(f, k), m->files, (double)m->file_bytes / MiB, m->ndest,
+		       (double)m->file_bytes / m->secs / MB);
+		printf("  %-32s data server %u %s; %.2f s to the last copy current, %.2f s until "
+		       "braidctl shows it done;\n  %-32s %.0f MiB written (two passes a copy), "
+		       "%u passes failed\n",
+		       "", m->from, rebuild ? "SIGKILLed, then declared lost" : "drained", m->secs,
+		       m->shown_secs, "", (double)m->copied_bytes / MiB, m->failures);
+		if (rebuild)
+			printf(
+			    "  %-32s (ds lost was refused for %.1f s, while the MDS counted it up: "
+			    "not timed)\n",
+			    "", m->wait_secs);
+	}
+	settle();
+}
+
 /* ---------------------------------------------------------------- output */
 
 static bool limit_of(unsigned k, double *v)
@@ -450,24 +501,61 @@ static bool limit_of(unsigned k, double *v)
 	return true;
 }
 
+/* The MDS's moves of all rounds: what they moved over their time, the
+ * mean time, bytes written and destinations; false if any failed. */
+struct moves_sum {
+	double mbps; /* all destinations together */
+	double secs, shown_secs, file_MiB, copied_MiB, ndest;
+};
+static bool moves_sum(const struct rb_move *v, unsigned n, struct moves_sum *s)
+{
+	double bytes = 0;
+	memset(s, 0, sizeof(*s));
+	for (unsigned k = 0; k < n; k++) {
+		if (!v[k].ok || !v[k].ndest)
+			return false;
+		bytes += (double)v[k].file_bytes;
+		s->secs += v[k].secs;
+		s->shown_secs += v[k].shown_secs;
+		s->copied_MiB += (double)v[k].copied_bytes / MiB;
+		s->ndest += v[k].ndest;
+	}
+	s->mbps = bytes / s->secs / MB;
+	s->file_MiB = bytes / MiB / n;
+	s->secs /= n;
+	s->shown_secs /= n;
+	s->copied_MiB /= n;
+	s->ndest /= n;
+	return true;
+}
+
+static void ratio_line(const char *what, bool ok, double v, bool hlim, double lim, const char *note)
+{
+	if (ok && hlim)
+		printf("%-40s = %5.0f / %5.0f = %.2f%s\n", what, v, lim, v / lim, note);
+}
+
 static void report(const struct bench *b)
 {
 	unsigned n = b->o.rounds;
-	printf("\nbench/rebuild: the data mover (COPY) driven directly by this program, as the "
-	       "MDS will\ndrive it once resilver/rebuild/drain land (issue 15); %.0f MiB in %u "
-	       "objects,\n%u rounds, stores on %s (%s)\n\n",
-	       (double)b->o.size / MiB, b->o.objects, n, b->o.dir, b->fstype);
+	unsigned files = b->files;
+	double data_MiB = (double)files * (double)b->o.file_size / MiB;
+	printf("\nbench/rebuild: braid-mds and %u braid-ds, %.0f MiB in %u files of %.0f MiB "
+	       "(whole, mirrors=2);\nthe mover driven directly: %.0f MiB in %u objects; %u "
+	       "rounds, stores on %s (%s)\n\n",
+	       b->o.nds, data_MiB, files, (double)b->o.file_size / MiB, (double)b->o.size / MiB,
+	       b->o.objects, n, b->o.dir, b->fstype);
 	printf("%-8s", "round");
 	for (int f = 0; f < F_COUNT; f++)
-		printf(" %10s", fshort[f]);
+		printf(" %9s", fshort[f]);
 	printf(" %14s\n", "rebuild/limit");
 	for (unsigned k = 0; k < n; k++) {
 		printf("%-8u", k + 1);
 		for (int f = 0; f < F_COUNT; f++) {
 			if (fig[f].ok[k])
-				printf(" %10.0f", fig_round(f, k));
+				printf(" %9.0f", fig_round(f, k));
 			else
-				printf(" %10s", "-");
+				printf(" %9s", "-");
 		}
 		double lim;
 		if (fig[F_REBUILD].ok[k] && limit_of(k, &lim))
@@ -475,42 +563,78 @@ static void report(const struct bench *b)
 		else
 			printf(" %14s\n", "-");
 	}
-	printf("\n%-34s %10s\n", "figure (all rounds)", "MB/s");
+	printf("(MB/s; rebuild and drain per destination data server, by braid-mds)\n\n");
+	printf("%-18s %6s %6s %9s %10s %5s %9s %9s %8s %9s\n", "braid-mds moves", "from", "copies",
+	       "MiB moved", "MiB copied", "dests", "current s", "braidctl", "all MB/s",
+	       "MB/s / DS");
+	for (unsigned k = 0; k < n; k++)
+		for (int r = 0; r < 2; r++) {
+			const struct rb_move *m = r ? &b->dra[k] : &b->reb[k];
+			char what[32];
+			bench_strfmt(what, sizeof(what), "%s, round %u", r ? "drain" : "rebuild",
+				     k + 1);
+			if (!m->ok || !m->ndest) {
+				printf("%-18s failed: %s\n", what, m->why);
+				continue;
+			}
+			printf("%-18s %6u %6u %9.0f %10.0f %5u %9.2f %9.2f %8.0f %9.0f\n", what,
+			       m->from, m->files, (double)m->file_bytes / MiB,
+			       (double)m->copied_bytes / MiB, m->ndest, m->secs, m->shown_secs,
+			       (double)m->file_bytes / m->secs / MB,
+			       (double)m->file_bytes / m->secs / MB / m->ndest);
+		}
+	printf("(current s: from ds lost / ds drain to the last copy made current; braidctl: "
+	       "until braidctl shows it done)\n");
+
+	printf("\n%-40s %10s\n", "figure (all rounds)", "MB/s");
+	struct moves_sum rs, ds;
+	bool hra = moves_sum(b->reb, n, &rs), hda = moves_sum(b->dra, n, &ds);
 	for (int f = 0; f < F_COUNT; f++) {
 		double v;
 		if (fig_total(f, n, &v))
-			printf("%-34s %10.0f\n", fnames[f], v);
+			printf("%-40s %10.0f\n", fnames[f], v);
 		else
-			printf("%-34s %10s  (%s)\n", fnames[f], "-",
+			printf("%-40s %10s  (%s)\n", fnames[f], "-",
 			       fig[f].why[0] ? fig[f].why : "not measured");
+		if (f == F_REBUILD && hra)
+			printf("%-40s %10.0f\n", "MDS rebuild, all destinations", rs.mbps);
+		if (f == F_DRAIN && hda)
+			printf("%-40s %10.0f\n", "MDS drain, all destinations", ds.mbps);
 	}
-	double loop, disk, dwb, reb, dra;
+	double loop, disk, dwb, reb, dra, mreb, mdra;
 	bool hl = fig_total(F_LOOP, n, &loop), hd = fig_total(F_DISK, n, &disk);
 	bool hwb = fig_total(F_DISK_WB, n, &dwb);
 	bool hr = fig_total(F_REBUILD, n, &reb), hdr = fig_total(F_DRAIN, n, &dra);
+	bool hmr = fig_total(F_MV_REBUILD, n, &mreb), hmd = fig_total(F_MV_DRAIN, n, &mdra);
 	bool hlim = hl && hd;
 	double lim = hlim ? (loop < disk ? loop : disk) : 0;
-	if (hlim && hr)
-		printf("rebuild / min(disk, loopback) = %.0f / %.0f = %.2f (target 0.70)\n", reb,
-		       lim, reb / lim);
-	if (hlim && hdr)
-		printf("drain / min(disk, loopback)   = %.0f / %.0f = %.2f (both destinations "
-		       "share this disk)\n",
-		       dra, lim, dra / lim);
 	/* stricter: against the faster of the two ways of writing the disk */
 	double best = hwb && dwb > disk ? dwb : disk;
-	bool hbest = hlim;
-	double blim = hbest ? (loop < best ? loop : best) : 0;
-	if (hbest && hr)
-		printf("rebuild / min(best disk, loopback) = %.0f / %.0f = %.2f\n", reb, blim,
-		       reb / blim);
+	double blim = hlim ? (loop < best ? loop : best) : 0;
+	printf("\nover min(disk, loopback):\n");
+	ratio_line("rebuild per destination DS", hr, reb, hlim, lim, " (target 0.70)");
+	ratio_line("rebuild, all destinations", hra, rs.mbps, hlim, lim,
+		   " (they share this one disk)");
+	ratio_line("drain per destination DS", hdr, dra, hlim, lim, "");
+	ratio_line("drain, all destinations", hda, ds.mbps, hlim, lim, "");
+	ratio_line("mover direct: copy into 1 DS", hmr, mreb, hlim, lim, "");
+	ratio_line("mover direct: 1 DS out to 2", hmd, mdra, hlim, lim,
+		   " (both destinations share this disk)");
+	ratio_line("mover direct: into 1 DS, best disk", hmr, mreb, hlim, blim,
+		   " (early write-back)");
+	if (hra)
+		printf(
+		    "\nloss to full redundancy: %.2f s for %.0f MiB of the lost data server's "
+		    "copies (of %.0f MiB of files,\ntwo copies each), %.0f MiB written; braidctl "
+		    "shows it done after %.2f s (means of %u rounds)\n",
+		    rs.secs, rs.file_MiB, data_MiB, rs.copied_MiB, rs.shown_secs, n);
 
 	printf("{");
 	bench_json_str("bench", "rebuild");
-	bench_json_key("mover_driven_directly");
-	printf("true");
-	bench_json_num("size_MiB", true, (double)b->o.size / MiB, 0);
-	bench_json_num("objects", true, b->o.objects, 0);
+	bench_json_num("data_servers", true, b->o.nds, 0);
+	bench_json_num("data_MiB", true, data_MiB, 0);
+	bench_json_num("files", true, files, 0);
+	bench_json_num("file_MiB", true, (double)b->o.file_size / MiB, 0);
 	bench_json_num("rounds", true, n, 0);
 	bench_json_str("fstype", b->fstype);
 	bench_json_num("rebuild_MBps_per_ds", hr, reb, 1);
@@ -519,13 +643,34 @@ static void report(const struct bench *b)
 	bench_json_num("loopback_MBps", hl, loop, 1);
 	bench_json_num("rebuild_vs_limit", hr && hlim, hr && hlim ? reb / lim : 0, 3);
 	bench_json_num("drain_vs_limit", hdr && hlim, hdr && hlim ? dra / lim : 0, 3);
+	bench_json_num("rebuild_MBps_all_ds", hra, rs.mbps, 1);
+	bench_json_num("rebuild_all_vs_limit", hra && hlim, hra && hlim ? rs.mbps / lim : 0, 3);
+	bench_json_num("drain_MBps_all_ds", hda, ds.mbps, 1);
+	bench_json_num("drain_all_vs_limit", hda && hlim, hda && hlim ? ds.mbps / lim : 0, 3);
+	bench_json_num("rebuild_dest_ds", hra, rs.ndest, 1);
+	bench_json_num("drain_dest_ds", hda, ds.ndest, 1);
+	bench_json_num("loss_to_redundancy_s", hra, rs.secs, 2);
+	bench_json_num("lost_MiB", hra, rs.file_MiB, 0);
+	bench_json_num("rebuild_written_MiB", hra, rs.copied_MiB, 0);
+	bench_json_num("loss_to_braidctl_done_s", hra, rs.shown_secs, 2);
+	bench_json_num("drain_s", hda, ds.secs, 2);
+	bench_json_num("drained_MiB", hda, ds.file_MiB, 0);
 	bench_json_num("disk_write_early_writeback_MBps", hwb, dwb, 1);
-	bench_json_num("rebuild_vs_best_limit", hr && hbest, hr && hbest ? reb / blim : 0, 3);
-	/* the time to copy --size back onto one data server at that rate */
-	bench_json_num("rebuild_seconds", hr, hr ? (double)b->o.size / (reb * MB) : 0, 2);
-	const char *keys[F_COUNT] = {"rounds_loopback_MBps", "rounds_disk_write_MBps",
+	bench_json_num("mover_size_MiB", true, (double)b->o.size / MiB, 0);
+	bench_json_num("mover_objects", true, b->o.objects, 0);
+	bench_json_num("mover_rebuild_MBps", hmr, mreb, 1);
+	bench_json_num("mover_drain_MBps", hmd, mdra, 1);
+	bench_json_num("mover_rebuild_vs_limit", hmr && hlim, hmr && hlim ? mreb / lim : 0, 3);
+	bench_json_num("mover_drain_vs_limit", hmd && hlim, hmd && hlim ? mdra / lim : 0, 3);
+	bench_json_num("mover_rebuild_vs_best_limit", hmr && hlim, hmr && hlim ? mreb / blim : 0,
+		       3);
+	const char *keys[F_COUNT] = {"rounds_loopback_MBps",
+				     "rounds_disk_write_MBps",
 				     "rounds_disk_write_early_writeback_MBps",
-				     "rounds_rebuild_MBps", "rounds_drain_MBps"};
+				     "rounds_rebuild_MBps_per_ds",
+				     "rounds_drain_MBps_per_ds",
+				     "rounds_mover_rebuild_MBps",
+				     "rounds_mover_drain_MBps"};
 	for (int f = 0; f < F_COUNT; f++) {
 		bench_json_key(keys[f]);
 		printf("[");
@@ -535,7 +680,13 @@ static void report(const struct bench *b)
 		}
 		printf("]");
 	}
-	printf("}\n");
+	bench_json_key("rounds_loss_to_redundancy_s");
+	printf("[");
+	for (unsigned k = 0; k < n; k++) {
+		printf("%s", k ? "," : "");
+		bench_json_val(b->reb[k].ok, b->reb[k].secs, 2);
+	}
+	printf("]}\n");
 }
 
 /* ---------------------------------------------------------------- options */
@@ -564,21 +715,27 @@ static bool size_parse(const char *s, uint64_t *out)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rebuild [--size SIZE[KMG]] [--objects N] [--rounds N] [--quick]\n"
-			"               [--dir PATH] [--keep] [--braid-ds PATH]\n");
+	fprintf(stderr,
+		"usage: rebuild [--size SIZE[KMG]] [--file-size SIZE] [--data-servers 3|4]\n"
+		"               [--objects N] [--rounds N] [--quick] [--dir PATH] [--keep]\n"
+		"               [--braid-mds PATH] [--braid-ds PATH] [--braidctl PATH]\n");
 	exit(2);
 }
 
-static void opts_parse(struct opts *o, int argc, char **argv)
+static void opts_parse(struct rb_opts *o, int argc, char **argv)
 {
 	bool quick = false, have_size = false, have_rounds = false;
 	const char *tmp = getenv("TMPDIR");
 	o->size = 1ull << 30;
 	o->objects = 8;
-	o->rounds = 3;
+	o->file_size = 32ull << 20;
+	o->nds = 4;
+	o->rounds = 2;
 	o->loop_secs = 2;
 	o->dir = tmp && *tmp ? tmp : "/var/tmp";
 	bench_exe_sibling("braid-ds", o->ds_path, sizeof(o->ds_path));
+	bench_exe_sibling("braid-mds", o->mds_path, sizeof(o->mds_path));
+	bench_exe_sibling("braidctl", o->ctl_path, sizeof(o->ctl_path));
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--quick")) {
@@ -592,6 +749,15 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 				usage();
 			have_size = true;
 			i++;
+		} else if (!strcmp(a, "--file-size")) {
+			if (!size_parse(v, &o->file_size))
+				usage();
+			i++;
+		} else if (!strcmp(a, "--data-servers")) {
+			o->nds = (unsigned)strtoul(v, NULL, 10);
+			if (o->nds < 3 || o->nds > RB_NDS_MAX)
+				usage();
+			i++;
 		} else if (!strcmp(a, "--objects")) {
 			o->objects = (unsigned)strtoul(v, NULL, 10);
 			if (o->objects < 2 || o->objects > OBJS_MAX)
@@ -599,7 +765,7 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--rounds")) {
 			o->rounds = (unsigned)strtoul(v, NULL, 10);
-			if (o->rounds < 1 || o->rounds > ROUNDS_MAX)
+			if (o->rounds < 1 || o->rounds > RB_ROUNDS_MAX)
 				usage();
 			have_rounds = true;
 			i++;
@@ -609,6 +775,12 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--braid-ds")) {
 			bench_strfmt(o->ds_path, sizeof(o->ds_path), "%s", v);
 			i++;
+		} else if (!strcmp(a, "--braid-mds")) {
+			bench_strfmt(o->mds_path, sizeof(o->mds_path), "%s", v);
+			i++;
+		} else if (!strcmp(a, "--braidctl")) {
+			bench_strfmt(o->ctl_path, sizeof(o->ctl_path), "%s", v);
+			i++;
 		} else {
 			usage();
 		}
@@ -617,10 +789,13 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 		if (!have_size)
 			o->size = 256ull << 20;
 		if (!have_rounds)
-			o->rounds = 2;
+			o->rounds = 1;
 		o->loop_secs = 1;
 	}
-	/* whole MiBs per object */
+	/* the cluster: at least two whole files */
+	if (o->size / o->file_size < 2)
+		usage();
+	/* the mover: whole MiBs per object */
 	o->size = o->size / (o->objects * (uint64_t)MiB) * o->objects * MiB;
 	if (!o->size)
 		usage();
@@ -632,10 +807,12 @@ int main(int argc, char **argv)
 	bench_init("bench/rebuild");
 	opts_parse(&b.o, argc, argv);
 	b.obj_size = b.o.size / b.o.objects;
-	if (access(b.o.ds_path, X_OK)) {
-		fprintf(stderr, "bench/rebuild: %s not built\n", b.o.ds_path);
-		return 99;
-	}
+	const char *need[3] = {b.o.ds_path, b.o.mds_path, b.o.ctl_path};
+	for (int i = 0; i < 3; i++)
+		if (access(need[i], X_OK)) {
+			fprintf(stderr, "bench/rebuild: %s not built\n", need[i]);
+			return 99;
+		}
 	bench_strfmt(b.work, sizeof(b.work), "%s/braid-bench-rebuild.XXXXXX", b.o.dir);
 	if (!mkdtemp(b.work)) {
 		fprintf(stderr, "bench/rebuild: mkdtemp %s: %s\n", b.work, strerror(errno));
@@ -646,12 +823,12 @@ int main(int argc, char **argv)
 		printf("bench/rebuild: %s is tmpfs: the disk figures are memory's (use --dir)\n",
 		       b.o.dir);
 	struct statvfs vf;
-	/* the source, two copies and the disk test's file, with some slack */
-	if (!statvfs(b.work, &vf) &&
-	    (double)vf.f_bavail * (double)vf.f_frsize < 3.5 * (double)b.o.size) {
+	/* the cluster's two copies, the mover's source and copies, the disk
+	 * test's file, a lost server's store until it is removed, and slack */
+	double need_bytes = 6.0 * (double)b.o.size;
+	if (!statvfs(b.work, &vf) && (double)vf.f_bavail * (double)vf.f_frsize < need_bytes) {
 		fprintf(stderr, "bench/rebuild: %s has %.1f GiB free, needs about %.1f GiB\n",
-			b.work, (double)vf.f_bavail * (double)vf.f_frsize / GIB,
-			3.5 * (double)b.o.size / GIB);
+			b.work, (double)vf.f_bavail * (double)vf.f_frsize / GIB, need_bytes / GIB);
 		rmdir(b.work);
 		return 99;
 	}
@@ -668,18 +845,29 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench/rebuild: client engine: %s\n", strerror(-err));
 		return 99;
 	}
+	int crc = rb_cluster_start(&b.o, b.work, &b.cl, why, sizeof(why));
+	b.files = rb_cluster_files(b.cl);
+	if (crc) {
+		fprintf(stderr, "bench/rebuild: the cluster: %s\n", why);
+		for (unsigned k = 0; k < b.o.rounds; k++) {
+			bench_strfmt(b.reb[k].why, sizeof(b.reb[k].why), "the cluster: %s", why);
+			bench_strfmt(b.dra[k].why, sizeof(b.dra[k].why), "the cluster: %s", why);
+		}
+		for (int f = F_REBUILD; f <= F_DRAIN; f++)
+			bench_strfmt(fig[f].why, sizeof(fig[f].why), "the cluster: %s", why);
+		rb_cluster_stop(b.cl);
+		b.cl = NULL;
+	}
 	if ((rc = daemon_start(&b, &b.src, "source", why, sizeof(why))) ||
 	    (rc = daemon_start(&b, &b.dst[0], "dest1", why, sizeof(why))) ||
 	    (rc = daemon_start(&b, &b.dst[1], "dest2", why, sizeof(why))) ||
 	    (rc = objects_fill(&b, why, sizeof(why)))) {
 		fprintf(stderr, "bench/rebuild: %s\n", why);
 		for (int f = 0; f < F_COUNT; f++)
-			bench_strfmt(fig[f].why, sizeof(fig[f].why), "%s", why);
+			if (!fig[f].why[0])
+				bench_strfmt(fig[f].why, sizeof(fig[f].why), "%s", why);
 	}
 	if (!rc) {
-		printf("bench/rebuild: the figures below are of the mover (COPY) driven "
-		       "directly: the MDS's orchestration of\nresilver, rebuild and drain "
-		       "(issue 15) is not in them yet\n");
 		settle();
 		for (unsigned k = 0; k < b.o.rounds; k++) {
 			printf("round %u of %u\n", k + 1, b.o.rounds);
@@ -687,12 +875,20 @@ int main(int argc, char **argv)
 			/* the two disk measures take turns at going first */
 			disk_run(&b, k, k % 2);
 			disk_run(&b, k, !(k % 2));
-			copies_run(&b, 1, F_REBUILD, k);
+			move_run(&b, true, k);
+			move_run(&b, false, k);
+			copies_run(&b, 1, F_MV_REBUILD, k);
 			copies_remove(&b);
-			copies_run(&b, 2, F_DRAIN, k);
+			copies_run(&b, 2, F_MV_DRAIN, k);
 			copies_remove(&b);
 		}
 	}
+	if (!rc && b.cl && (rc = rb_cluster_check(b.cl, why, sizeof(why))))
+		fprintf(stderr, "bench/rebuild: after the moves: %s\n", why);
+	else if (!rc && b.cl)
+		printf("bench/rebuild: every file's first, middle and last MiB read back right\n");
+	rb_cluster_stop(b.cl);
+	b.cl = NULL;
 	daemon_stop(&b.src);
 	daemon_stop(&b.dst[0]);
 	daemon_stop(&b.dst[1]);
@@ -702,5 +898,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench/rebuild: kept %s\n", b.work);
 	else
 		bench_tree_remove(b.work);
-	return rc ? 1 : 0;
+	return rc || crc ? 1 : 0;
 }
