@@ -361,16 +361,6 @@ static void reg_addrs_fill(const struct conf_addrs *a, struct reg_addrs *r)
 	}
 }
 
-/* The store's fullness changed: tell the MDS now, not at the next beat. */
-static void reg_kick(void *arg)
-{
-	struct braid_ds *ds = arg;
-	pthread_mutex_lock(&ds->reg_mu);
-	ds->reg_kick = true;
-	pthread_cond_broadcast(&ds->reg_cond);
-	pthread_mutex_unlock(&ds->reg_mu);
-}
-
 /* Free space below which the store is lowspace (no new placements). */
 static uint64_t ds_reserve(const struct braid_ds *ds, uint64_t total)
 {
@@ -379,6 +369,24 @@ static uint64_t ds_reserve(const struct braid_ds *ds, uint64_t total)
 	uint64_t r = total / 100;
 	return r < (1ull << 30) ? r : 1ull << 30;
 }
+
+/* The store refused a write for space, or freed some: when that changes
+ * whether it is short of space (lowspace or full) from what the MDS was
+ * last told, tell it now, not at the next beat. */
+static void reg_kick(void *arg)
+{
+	struct braid_ds *ds = arg;
+	uint64_t total = 0, avail = 0;
+	ds_store_space(ds->store, &total, &avail);
+	bool short_now = ds_store_full(ds->store, avail) || avail < ds_reserve(ds, total);
+	if (short_now == atomic_load(&ds->short_reported))
+		return;
+	pthread_mutex_lock(&ds->reg_mu);
+	ds->reg_kick = true;
+	pthread_cond_broadcast(&ds->reg_cond);
+	pthread_mutex_unlock(&ds->reg_mu);
+}
+
 
 /* HEARTBEAT's health flags. */
 static uint32_t ds_health(struct braid_ds *ds, uint64_t total, uint64_t avail)
@@ -494,6 +502,9 @@ static void *reg_main(void *arg)
 				.hb_objects = ds_store_objects(ds->store),
 				.hb_health = ds_health(ds, total, avail),
 			};
+			atomic_store(&ds->short_reported,
+				     (a.hb_health &
+				      (BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL)) != 0);
 			memcpy(a.hb_boot_verifier, verf, DS_VERIFIER_SIZE);
 			braid_ctl_heartbeat_res r;
 			rc = ds_ctl_call(c, &ds->key, BRAID_CTLPROC_HEARTBEAT, &a, &r, &arena);

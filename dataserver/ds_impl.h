@@ -47,6 +47,7 @@ struct braid_ds {
 	pthread_cond_t reg_cond;
 	bool reg_stop;
 	bool reg_kick; /* heartbeat now: the store's fullness changed */
+	_Atomic bool short_reported; /* the last HEARTBEAT said lowspace or full */
 	_Atomic uint32_t ds_id;
 	/* background scrub */
 	pthread_t scrub_thread;

@@ -202,7 +202,8 @@ void st_note_nospc(struct ds_store *st)
 
 void st_note_freed(struct ds_store *st)
 {
-	if (atomic_exchange(&st->nospc_avail, 0) && st->space_changed)
+	atomic_store(&st->nospc_avail, 0);
+	if (st->space_changed)
 		st->space_changed(st->space_arg);
 }
 

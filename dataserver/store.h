@@ -77,8 +77,9 @@ struct ds_store_opts {
 	unsigned max_open;     /* idle objects kept open; 0 = 1024 */
 	enum ds_store_io io;
 	/* Called (from the thread that saw it, no store lock held) when the
-	 * store becomes full (a write refused for space) or stops being so
-	 * (space freed by a remove or truncate): ds_store_full changed. */
+	 * store becomes full (a write refused for space), and whenever space
+	 * is freed (a remove, a truncate that cuts): what ds_store_full and
+	 * ds_store_space say may have changed. */
 	void (*space_changed)(void *arg);
 	void *space_arg;
 	/* Tests only: called with an object's data file descriptor after a

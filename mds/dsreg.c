@@ -132,6 +132,8 @@ static bool ent_up(const struct mds_dsreg *r, const struct ds_ent *e, uint64_t n
 }
 
 /* Short of space: below its reserve (lowspace) or refusing writes (full). */
+#define SPACE_FREED_WAIT_MS 200 /* mds_dsreg_space_freed: a short server's fresh HEARTBEAT */
+
 static bool ent_short(const struct ds_ent *e)
 {
 	return e->i.health & (BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL);
@@ -840,11 +842,26 @@ void mds_dsreg_space_freed(struct braid_mds *mds, uint32_t id)
 	struct mds_dsreg *r = mds->dsreg;
 	if (!r)
 		return;
+	uint64_t t0 = nfsd_now_ns();
 	pthread_mutex_lock(&r->mu);
 	struct ds_ent *e = ent_find(r, id);
+	bool was_short = e && ent_short(e);
 	if (e)
-		e->i.health &= ~(uint32_t)(BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL);
+		e->i.health &= ~(uint32_t)BRAID_CTL_HEALTH_FULL; /* by definition */
 	pthread_mutex_unlock(&r->mu);
+	/* lowspace is the data server's to say: its store heartbeats at once
+	 * when space is freed, so wait for that one, briefly, and a placement
+	 * right after an rm sees the room it made (or that there is too
+	 * little) */
+	for (int i = 0; was_short && i < SPACE_FREED_WAIT_MS / 5; i++) {
+		usleep(5000);
+		pthread_mutex_lock(&r->mu);
+		e = ent_find(r, id);
+		bool fresh = !e || e->hb_ns > t0;
+		pthread_mutex_unlock(&r->mu);
+		if (fresh)
+			break;
+	}
 }
 
 static bool id_in(const uint32_t *v, unsigned n, uint32_t id)

@@ -103,9 +103,11 @@ unsigned mds_dsreg_candidates(struct braid_mds *mds, const uint32_t *avoid, unsi
 			      struct layout_cand *out, unsigned max, bool *space_short);
 /*
  * The MDS freed space on data server id (removed or cut an object there):
- * it takes new objects again at once, as though its next HEARTBEAT said it
- * has room (which that HEARTBEAT confirms or takes back), so that space a
- * user frees with rm is usable straight away.
+ * it is no longer full; whether it is still below its reserve (lowspace)
+ * its next HEARTBEAT says, which the data server sends at once when space
+ * is freed: for a server that was short of space, this waits for that
+ * HEARTBEAT (200 ms at most), so that space a user frees with rm is
+ * usable straight away, and only where it is enough.
  */
 void mds_dsreg_space_freed(struct braid_mds *mds, uint32_t id);
 /* A random 64-bit number (placement spreads load by it); thread safe. */

@@ -3,7 +3,8 @@
  * Full data servers, end to end through our client (issue 21): braid-mds
  * and two braid-ds in this process, each store on a 24 MiB tmpfs of its
  * own (a private mount namespace: nothing outside sees them), [ds]
- * reserve = 1m.
+ * reserve = 4m (two files: a whole file lives on one server, so one with
+ * less room than a file would take it and fail).
  *
  *  1. A mirrored file (whole, mirrors = 2) whose one mirror's filesystem is
  *     filled from outside the store: an append fails with ENOSPC within
@@ -113,8 +114,8 @@ int main(void)
 	private_ns();
 	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n",
 		 "heartbeat_interval = 1s\nds_timeout = 3s\n");
-	cds_prepare(&M, &A, "ds-a", "reserve = 1m\n");
-	cds_prepare(&M, &B, "ds-b", "reserve = 1m\n");
+	cds_prepare(&M, &A, "ds-a", "reserve = 4m\n");
+	cds_prepare(&M, &B, "ds-b", "reserve = 4m\n");
 	small_store(&A, 0);
 	small_store(&B, 1);
 	cds_start(&M, &A);
@@ -196,7 +197,7 @@ int main(void)
 	CHECK(run == 3);
 	CHECK(worst < BOUND_S);
 	/* both servers took files: placement moved on from the first full
-	 * (2 x (24 MiB - 1 MiB reserve) between them) */
+	 * (2 x (24 MiB - 4 MiB reserve) between them) */
 	CHECK(nok >= 18);
 	for (unsigned i = 0; i < n; i++) {
 		char path[64];
