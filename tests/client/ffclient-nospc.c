@@ -24,13 +24,13 @@
 #include "config.h"
 
 #include "tests/client/ffc-test.h"
+#include "tests/dataserver/store-test.h"
 #include "dataserver/ds.h"
 #include "dataserver/store.h"
 #include "layout/policy.h"
 #include "mds/layout.h"
 
 /* after braid_ctl.h: <sys/stat.h> defines st_mtime, a field name there */
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -42,30 +42,6 @@
 static struct mt M;
 static struct cds A, B;
 static char dirs[2][4200];
-
-static void private_ns(void)
-{
-	if (unshare(CLONE_NEWNS)) {
-		uid_t uid = getuid();
-		gid_t gid = getgid();
-		if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
-			SKIP("no mount namespace (not root, no user namespaces): %s\n",
-			     strerror(errno));
-		char m[64];
-		FILE *f = fopen("/proc/self/setgroups", "w");
-		if (f) {
-			fputs("deny", f);
-			fclose(f);
-		}
-		snprintf(m, sizeof(m), "0 %u 1", (unsigned)uid);
-		f = fopen("/proc/self/uid_map", "w");
-		CHECK(f && fputs(m, f) >= 0 && fclose(f) == 0);
-		snprintf(m, sizeof(m), "0 %u 1", (unsigned)gid);
-		f = fopen("/proc/self/gid_map", "w");
-		CHECK(f && fputs(m, f) >= 0 && fclose(f) == 0);
-	}
-	CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-}
 
 static void small_store(struct cds *d, unsigned i)
 {
@@ -111,7 +87,7 @@ static void print_free(const char *when)
 
 int main(void)
 {
-	private_ns();
+	st_private_mounts();
 	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n",
 		 "heartbeat_interval = 1s\nds_timeout = 3s\n");
 	cds_prepare(&M, &A, "ds-a", "reserve = 4m\n");

@@ -12,7 +12,6 @@
  */
 #include "config.h"
 
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -23,27 +22,7 @@
 
 static void private_tmpfs(const char *dir)
 {
-	if (unshare(CLONE_NEWNS)) {
-		uid_t uid = getuid();
-		gid_t gid = getgid();
-		if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
-			SKIP("no mount namespace (not root, no user namespaces): %s\n",
-			     strerror(errno));
-		/* map ourselves, so that files we make have an owner */
-		char m[64];
-		FILE *f = fopen("/proc/self/setgroups", "w");
-		if (f) {
-			fputs("deny", f);
-			fclose(f);
-		}
-		snprintf(m, sizeof(m), "0 %u 1", (unsigned)uid);
-		f = fopen("/proc/self/uid_map", "w");
-		CHECK(f && fputs(m, f) >= 0 && fclose(f) == 0);
-		snprintf(m, sizeof(m), "0 %u 1", (unsigned)gid);
-		f = fopen("/proc/self/gid_map", "w");
-		CHECK(f && fputs(m, f) >= 0 && fclose(f) == 0);
-	}
-	CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	st_private_mounts();
 	char opt[32];
 	snprintf(opt, sizeof(opt), "size=%u", FS_SIZE);
 	if (mount("tmpfs", dir, "tmpfs", 0, opt))

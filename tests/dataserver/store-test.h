@@ -54,4 +54,12 @@ void st_poke(const char *path, uint64_t off, const void *buf, size_t len);
 /* Whether the scratch filesystem takes O_DIRECT; prints why not. */
 bool st_direct_possible(const char *dir);
 
+/*
+ * A mount namespace of this process's own (as root, or in a user namespace
+ * where the kernel allows one), so that filesystems it mounts (a small
+ * tmpfs for a store) are seen by nobody else and go when it exits.  Call
+ * it before any thread starts.  Skips the test (77) when neither works.
+ */
+void st_private_mounts(void);
+
 #endif

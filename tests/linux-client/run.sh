@@ -328,6 +328,18 @@ console_wait() {
 # ds_read I: bytes braid-ds I has read from its store
 ds_read() { metric "$(scrape "${DS_METRICS[$1]}")" braid_ds_read_bytes_total; }
 
+# restart_ds I TAG: braid-ds I started again on its store (its log
+# $T/dsI.TAG.log); 1 when it does not come up
+restart_ds() {
+	LOGS+=("$T/ds$1.$2.log")
+	start "braid-ds $1 ($2)" "$T/ds$1.$2.log" "$DS_BIN" -c "$T/ds$1.conf" \
+		--ready-fd 3 3> "$T/ds$1.$2.ready"
+	wait_ready "braid-ds $1 ($2)" "${PIDS[-1]}" "$T/ds$1.$2.ready" > /dev/null ||
+		{ bad "braid-ds $1 did not start again"; return 1; }
+	DS_PID[$1]=${PIDS[-1]}
+	echo "$PROG: braid-ds $1 started again (pid ${DS_PID[$1]}) on its store" >&2
+}
+
 # mirror_control (the mirror check): once the guest starts reading, SIGKILL
 # the data server serving the read (the first mirror whose read counter
 # moves by 8 MiB); when the guest has written its next file, start that
@@ -375,13 +387,7 @@ print(" ".join(str(m[0]) for m in d["segments"][0]["mirrors"]))' "$T/mirror-layo
 		[[ $id = "$KILLED" ]] || OTHER_AT=$(($(ds_read "${IDX_OF[$id]}") - r0[id]))
 	done
 	console_wait '^@@PNFS restart-killed' || return
-	LOGS+=("$T/ds$k.restart.log")
-	start "braid-ds $k (restarted)" "$T/ds$k.restart.log" "$DS_BIN" -c "$T/ds$k.conf" \
-		--ready-fd 3 3> "$T/ds$k.ready2"
-	wait_ready "braid-ds $k (restarted)" "${PIDS[-1]}" "$T/ds$k.ready2" > /dev/null ||
-		{ bad "braid-ds $k did not start again"; return; }
-	DS_PID[$k]=${PIDS[-1]}
-	echo "$PROG: braid-ds $k started again (pid ${DS_PID[$k]}) on its store" >&2
+	restart_ds "$k" restart
 }
 
 # lost_control (the lost check): when the guest has written its files,
@@ -405,13 +411,7 @@ print(d["segments"][0]["mirrors"][0][0])' "$T/lost-layout.json") ||
 	LOST_ID=$id
 	echo "$PROG: SIGKILLed braid-ds $k (id $id), which holds /$LOST_DIR/f0, for good" >&2
 	console_wait '^@@PNFS lost-done' || return
-	LOGS+=("$T/ds$k.lost.log")
-	start "braid-ds $k (back)" "$T/ds$k.lost.log" "$DS_BIN" -c "$T/ds$k.conf" \
-		--ready-fd 3 3> "$T/ds$k.ready3"
-	wait_ready "braid-ds $k (back)" "${PIDS[-1]}" "$T/ds$k.ready3" > /dev/null ||
-		{ bad "braid-ds $k did not start again"; return; }
-	DS_PID[$k]=${PIDS[-1]}
-	echo "$PROG: braid-ds $k started again (pid ${DS_PID[$k]}) on its store" >&2
+	restart_ds "$k" lost || return
 	# then another, lost for good: declared lost, its copies rebuilt
 	console_wait '^@@PNFS lost2-start' || return
 	local t1=$SECONDS id2 k2 st
@@ -468,12 +468,7 @@ print("done" if moved > 0 and done >= moved and d["rebuild_files"] == 0 and
 	# its process back (still lost: it takes nothing), so that the guest's
 	# unmount does not wait out its data-server timeouts (see mirror_control)
 	console_wait '^@@PNFS lost2-done' || return
-	LOGS+=("$T/ds$k2.back.log")
-	start "braid-ds $k2 (back)" "$T/ds$k2.back.log" "$DS_BIN" -c "$T/ds$k2.conf" \
-		--ready-fd 3 3> "$T/ds$k2.ready4"
-	wait_ready "braid-ds $k2 (back)" "${PIDS[-1]}" "$T/ds$k2.ready4" > /dev/null ||
-		{ bad "braid-ds $k2 did not start again"; return; }
-	DS_PID[$k2]=${PIDS[-1]}
+	restart_ds "$k2" back
 }
 
 # PNFS_PCAP=1 (with --keep): the MDS's traffic into $T/mds.pcap, for
