@@ -576,12 +576,30 @@ static int seg_naming_add(void *arg, uint64_t seg, const struct mds_layout_seg *
 	return 0;
 }
 
+/* Every segment of ino naming data server from names to instead (each map
+ * durable in turn; a retry finishes what a crash left). 0 or -errno. */
+static int segs_switch(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to)
+{
+	struct seg_naming segs = {.id = from};
+	int rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs);
+	rc = rc < 0 ? rc : segs.err;
+	for (unsigned k = 0; !rc && k < segs.n; k++) {
+		struct mds_layout_args *la = &segs.v[k];
+		la->ino = ino;
+		for (uint32_t j = 0; j < la->l.nds; j++)
+			if (la->l.ds[j] == from)
+				la->l.ds[j] = to;
+		rc = mds_layout_set(mds->store, la);
+	}
+	free(segs.v);
+	return rc;
+}
+
 int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to)
 {
 	pthread_mutex_t *mu = obj_lock(mds, ino);
 	pthread_mutex_lock(mu);
 	struct mds_file_map m;
-	struct seg_naming segs = {.id = from};
 	int rc = mds_data_map(mds, ino, &m);
 	int ifrom = -1, ito = -1;
 	for (unsigned i = 0; !rc && i < m.nset; i++) {
@@ -617,17 +635,8 @@ int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, 
 		goto out;
 	}
 	/* 2: every segment naming from names to instead */
-	if ((rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs)) < 0 ||
-	    (rc = segs.err))
+	if ((rc = segs_switch(mds, ino, from, to)))
 		goto out;
-	for (unsigned k = 0; !rc && k < segs.n; k++) {
-		struct mds_layout_args *la = &segs.v[k];
-		la->ino = ino;
-		for (uint32_t j = 0; j < la->l.nds; j++)
-			if (la->l.ds[j] == from)
-				la->l.ds[j] = to;
-		rc = mds_layout_set(mds->store, la);
-	}
 	/* 3: from leaves the set */
 	if (!rc) {
 		memmove(&m.set[ifrom], &m.set[ifrom + 1], (m.nset - (unsigned)ifrom - 1) * sizeof(m.set[0]));
@@ -640,7 +649,6 @@ int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, 
 			(unsigned long long)ino, from, to);
 out:
 	pthread_mutex_unlock(mu);
-	free(segs.v);
 	if (!rc && ifrom >= 0)
 		mds_layout_recall_file(mds, ino);
 	return rc;
@@ -685,7 +693,6 @@ int mds_data_move_finish(struct braid_mds *mds, uint64_t ino, uint32_t to, uint3
 	pthread_mutex_t *mu = obj_lock(mds, ino);
 	pthread_mutex_lock(mu);
 	struct mds_file_map m;
-	struct seg_naming segs = {0};
 	int rc = mds_data_map(mds, ino, &m);
 	int ito = -1, ifrom = -1;
 	for (unsigned i = 0; !rc && i < m.nset; i++) {
@@ -701,18 +708,8 @@ int mds_data_move_finish(struct braid_mds *mds, uint64_t ino, uint32_t to, uint3
 	uint32_t from = m.set[ifrom] & MDS_LAYOUT_ID;
 	*from_out = from;
 	/* 1: every segment naming from names to */
-	segs.id = from;
-	if ((rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs)) < 0 ||
-	    (rc = segs.err))
+	if ((rc = segs_switch(mds, ino, from, to)))
 		goto out;
-	for (unsigned k = 0; !rc && k < segs.n; k++) {
-		struct mds_layout_args *la = &segs.v[k];
-		la->ino = ino;
-		for (uint32_t j = 0; j < la->l.nds; j++)
-			if (la->l.ds[j] == from)
-				la->l.ds[j] = to;
-		rc = mds_layout_set(mds->store, la);
-	}
 	/* 2: to current (its object made by the copy), from out of the set */
 	if (!rc) {
 		m.set[ito] = to | MDS_LAYOUT_CREATED;
@@ -728,7 +725,6 @@ int mds_data_move_finish(struct braid_mds *mds, uint64_t ino, uint32_t to, uint3
 		rc = mds_stale_clear(mds->store, ino);
 out:
 	pthread_mutex_unlock(mu);
-	free(segs.v);
 	return rc;
 }
 
