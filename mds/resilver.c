@@ -253,6 +253,7 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 	 * change attribute first: unchanged at the end, no second pass) */
 	uint64_t change0 = 0;
 	bool have0 = !source_change(mds, y, &args.id, &change0);
+	stats_set(rs, a->ino, x, 0); /* braidctl rebuild: copying now */
 	rc = pass(rs, dc, &args, a->ino, &written);
 	bool frozen = false;
 	if (!rc) {
