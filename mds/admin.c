@@ -1092,6 +1092,7 @@ static int a_protection(struct nfsd_req *req, void *argp, void *resp)
 	    .pr_resilvered_bytes = st.bytes_copied,
 	    .pr_failures = st.failures,
 	    .pr_rate = st.rate_Bps,
+	    .pr_copies = st.copies,
 	    .pr_inflight_ino = st.inflight_ino,
 	    .pr_inflight_to = st.inflight_to,
 	    .pr_inflight_bytes = st.inflight_bytes,

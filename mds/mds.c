@@ -73,6 +73,13 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "resilver_rate", CONF_SIZE, .def = "0", S(resilver_rate),
 	  .desc = "Bytes per second each resilver copy reads from its source (a stale mirror "
 		  "brought up to date); 0: no bound." },
+	{ "mds", NULL, "resilver_copies", CONF_INT, .min = 1, .max = 64, .def = "8",
+	  S(resilver_copies),
+	  .desc = "Copies (resilver, rebuild, drain, rebalance) made at once, of distinct "
+		  "files." },
+	{ "mds", NULL, "resilver_copies_per_ds", CONF_INT, .min = 1, .max = 16, .def = "2",
+	  S(resilver_copies_per_ds),
+	  .desc = "Of those, at most this many into any one data server." },
 	{ "mds", NULL, "layout", CONF_ENUM, .values = layout_modes, .def = "whole", S(layout),
 	  .desc = "Where new files' bytes go, unless a directory says otherwise: whole (each "
 		  "file on one data server, files spread by free space), segments (a grid of "

@@ -35,6 +35,8 @@ struct mds_settings {
 	uint64_t heartbeat_ms;	       /* interval asked of data servers */
 	uint64_t ds_timeout_ms;	       /* no heartbeat this long: DS is down */
 	uint64_t resilver_rate;	       /* bytes/s a resilver copy reads; 0: no bound */
+	int64_t resilver_copies;       /* copies made at once, all told */
+	int64_t resilver_copies_per_ds; /* of which into one data server */
 	uint64_t ds_lost_after_ms;     /* down this long: declared lost; 0: never */
 	/* the layout policy of files no directory gives one (layout/policy.h) */
 	int layout;		       /* enum layout_mode - 1: whole, segments, striped */

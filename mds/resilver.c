@@ -29,21 +29,44 @@
 #define RESILVER_BATCH	    1024 /* files taken from it per walk */
 #define RESILVER_QUIESCE_MS 30000 /* most a file's RW layouts are waited for */
 #define RESILVER_WARNED	    64	 /* files whose "no source" was logged, kept */
+#define RESILVER_COPIES_MAX 64	 /* [mds] resilver_copies at most */
+
+/* A file with stale copies, for one scan: made current by one worker. */
+struct rs_job {
+	uint64_t ino;
+	uint32_t to[LAYOUT_SET_MAX]; /* its stale copies' data servers */
+	unsigned nto;
+	enum { JOB_PENDING, JOB_RUNNING, JOB_DONE } state;
+};
+
+/* Copies running into one data server. */
+struct rs_busy {
+	uint32_t id;
+	unsigned n;
+};
 
 struct mds_resilver {
 	struct braid_mds *mds;
 	pthread_mutex_t mu; /* guards what follows, and st */
-	pthread_cond_t cond;
+	pthread_cond_t cond;  /* the scanner: a kick, the stop, a job done */
+	pthread_cond_t wcond; /* the workers: jobs to take, the stop */
 	bool stop, kick, running;
 	pthread_t thread;
+	pthread_t *workers;
+	unsigned nworkers, nstarted;
 	struct mds_resilver_stats st;
-	uint32_t failed[16]; /* the thread's own: data servers skipped this scan */
+	uint32_t failed[16]; /* data servers a copy into failed this scan */
 	unsigned nfailed;
+	struct rs_job *jobs; /* this scan's (the scanner fills them, workers take them) */
+	unsigned njobs, ndone;
+	struct rs_busy busy[RESILVER_COPIES_MAX];
+	unsigned nbusy;
+	unsigned per_ds; /* [mds] resilver_copies_per_ds */
 	struct mds_lost_file lost[MDS_LOST_FILES_MAX]; /* mu */
 	unsigned nlost;				       /* mu */
 	uint64_t rate_t0, rate_b0; /* mu: the busy period's start (0: idle), its bytes */
 	bool rebalance;				       /* mu: the durable flag's value */
-	uint64_t warned[RESILVER_WARNED]; /* the thread's own */
+	uint64_t warned[RESILVER_WARNED];
 	unsigned nwarned;
 	struct nfsd_metric *m_files, *m_bytes, *m_fail, *m_stale;
 	struct nfsd_metric *m_moved, *m_unrec, *m_rebuild;
@@ -59,53 +82,51 @@ static bool stopping(struct mds_resilver *rs)
 	return s;
 }
 
+/* The copy braidctl shows as in flight (the one last heard from); bytes
+ * ~0: the copy of ino is over (shown no more, unless another took it). */
 static void stats_set(struct mds_resilver *rs, uint64_t ino, uint32_t to, uint64_t bytes)
 {
 	pthread_mutex_lock(&rs->mu);
-	rs->st.inflight_ino = ino;
-	rs->st.inflight_to = to;
-	rs->st.inflight_bytes = bytes;
+	if (bytes != UINT64_MAX) {
+		rs->st.inflight_ino = ino;
+		rs->st.inflight_to = to;
+		rs->st.inflight_bytes = bytes;
+	} else if (rs->st.inflight_ino == ino && rs->st.inflight_to == to) {
+		rs->st.inflight_ino = 0;
+		rs->st.inflight_to = 0;
+		rs->st.inflight_bytes = 0;
+	}
 	pthread_mutex_unlock(&rs->mu);
+}
+
+/* Whether a copy into x failed this scan (then none is tried before the
+ * next); with add, record that one did. */
+static bool failed_into(struct mds_resilver *rs, uint32_t x, bool add)
+{
+	pthread_mutex_lock(&rs->mu);
+	bool found = false;
+	for (unsigned i = 0; i < rs->nfailed && !found; i++)
+		found = rs->failed[i] == x;
+	if (add && !found && rs->nfailed < sizeof(rs->failed) / sizeof(rs->failed[0]))
+		rs->failed[rs->nfailed++] = x;
+	pthread_mutex_unlock(&rs->mu);
+	return found;
 }
 
 /* Log "no source" once per file (a small ring of those logged). */
 static void warn_once(struct mds_resilver *rs, uint64_t ino, uint32_t ds)
 {
+	pthread_mutex_lock(&rs->mu);
 	for (unsigned i = 0; i < rs->nwarned && i < RESILVER_WARNED; i++)
-		if (rs->warned[i] == ino)
+		if (rs->warned[i] == ino) {
+			pthread_mutex_unlock(&rs->mu);
 			return;
-	rs->warned[rs->nwarned++ % RESILVER_WARNED] = ino;
-	mds_log("inode %llu: its stale copy on data server %u has no single current mirror up "
-		"holding all it holds: left stale (never read)",
-		(unsigned long long)ino, ds);
-}
-
-/* Whether y holds, at the same stripe position of another mirror, every
- * segment x holds. */
-struct src_check {
-	unsigned stripes;
-	uint32_t x, y;
-	bool ok;
-};
-
-static int src_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
-{
-	struct src_check *c = arg;
-	if (seg >= MDS_LAYOUT_REC)
-		return 0;
-	unsigned S = c->stripes, M = l->nds / S;
-	for (unsigned i = 0; i < M * S; i++) {
-		if (l->ds[i] != c->x)
-			continue;
-		bool found = false;
-		for (unsigned m = 0; m < M && !found; m++)
-			found = m != i / S && l->ds[m * S + i % S] == c->y;
-		if (!found) {
-			c->ok = false;
-			return 1;
 		}
-	}
-	return 0;
+	rs->warned[rs->nwarned++ % RESILVER_WARNED] = ino;
+	pthread_mutex_unlock(&rs->mu);
+	mds_log("inode %llu: its stale copy on data server %u has bytes no current mirror up "
+		"holds: left stale (never read) until one is",
+		(unsigned long long)ino, ds);
 }
 
 /* The member leaving (a move's source), or 0. */
@@ -117,56 +138,225 @@ static uint32_t leaving_of(const struct mds_file_map *m)
 	return 0;
 }
 
-/* A current copy of what x holds (or, for a move's target, of what the
- * leaving member holds: that one first), up: 0 and *y, *info; -ENOENT. */
-static int pick_source(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m,
-		       uint32_t x, bool target, uint32_t *y, struct mds_ds_info *info)
+/*
+ * Where a copy's bytes come from.  Every data server keeps one object per
+ * file at the file's offsets (layout/policy.h), so the bytes x holds in a
+ * segment are, at the same offsets, in the object of the data server at
+ * the same stripe position of any other mirror of that segment.  A plan
+ * is the file's ranges x holds, ascending, each with a current source; a
+ * grid whose mirrors pair differently per segment takes several sources,
+ * a whole-file policy one range from one.
+ */
+struct plan_src {
+	uint32_t id;
+	struct mds_ds_info info;
+	uint64_t change0; /* its object's change attribute before the copy */
+	bool have0;
+	uint64_t size; /* its object's, at the last STAT (0: none there) */
+};
+struct plan_range {
+	uint64_t off, len; /* len LAYOUT_ALL: to the source's end */
+	unsigned src;
+};
+struct plan {
+	struct plan_range *r;
+	unsigned n, cap;
+	struct plan_src src[LAYOUT_SET_MAX];
+	unsigned nsrc;
+};
+
+/* The segments of a file, gathered (the store's reads cannot nest in its
+ * listing, nor can the registry's lookups be kept inside it). */
+struct seg_vec {
+	struct seg_ent {
+		uint64_t seg;
+		struct mds_layout_seg l;
+	} *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static int segs_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
-	uint32_t ref = target ? leaving_of(m) : x;
-	if (target && ref && !mds_data_map_stale(m, ref) && !mds_dsreg_get(mds, ref, info) &&
-	    info->up && info->nctl_addrs) {
-		*y = ref;
+	struct seg_vec *sv = arg;
+	if (seg >= MDS_LAYOUT_REC)
 		return 0;
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? 2 * sv->cap : 16;
+		struct seg_ent *v = realloc(sv->v, cap * sizeof(*v));
+		if (!v) {
+			sv->nomem = true;
+			return 1;
+		}
+		sv->v = v;
+		sv->cap = cap;
 	}
-	for (unsigned i = 0; i < m->nset && ref; i++) {
-		uint32_t id = m->set[i] & MDS_LAYOUT_ID;
-		if (id == x || id == ref || (m->set[i] & MDS_LAYOUT_STALE))
-			continue;
-		if (mds_dsreg_get(mds, id, info) || !info->up || !info->nctl_addrs)
-			continue;
-		struct src_check c = {.stripes = m->pol.stripes ? m->pol.stripes : 1,
-				      .x = ref,
-				      .y = id,
-				      .ok = true};
-		if (mds_layout_list(mds->store, ino, src_seg, &c) < 0 || !c.ok)
-			continue;
-		*y = id;
-		return 0;
-	}
-	return -ENOENT;
+	sv->v[sv->n++] = (struct seg_ent){.seg = seg, .l = *l};
+	return 0;
 }
 
-/* One whole pass from the source to dc's data server. */
+/* Whether id can be read from now: current in m, up, reachable. */
+static int src_usable(struct braid_mds *mds, struct plan *pl, const struct mds_file_map *m,
+		      uint32_t id)
+{
+	for (unsigned i = 0; i < pl->nsrc; i++)
+		if (pl->src[i].id == id)
+			return (int)i;
+	if (pl->nsrc == LAYOUT_SET_MAX || mds_data_map_stale(m, id))
+		return -1;
+	bool in = false;
+	for (unsigned i = 0; i < m->nset && !in; i++)
+		in = (m->set[i] & MDS_LAYOUT_ID) == id;
+	struct plan_src *ps = &pl->src[pl->nsrc];
+	if (!in || mds_dsreg_get(mds, id, &ps->info) || !ps->info.up || !ps->info.nctl_addrs)
+		return -1;
+	ps->id = id;
+	ps->have0 = false;
+	return (int)pl->nsrc++;
+}
+
+static int plan_add(struct plan *pl, uint64_t off, uint64_t len, unsigned src)
+{
+	struct plan_range *last = pl->n ? &pl->r[pl->n - 1] : NULL;
+	if (last && last->src == src && last->len != LAYOUT_ALL && last->off + last->len == off) {
+		last->len = len == LAYOUT_ALL ? LAYOUT_ALL : last->len + len;
+		return 0;
+	}
+	if (pl->n == pl->cap) {
+		unsigned cap = pl->cap ? 2 * pl->cap : 16;
+		struct plan_range *r = realloc(pl->r, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		pl->r = r;
+		pl->cap = cap;
+	}
+	pl->r[pl->n++] = (struct plan_range){.off = off, .len = len, .src = src};
+	return 0;
+}
+
+static int seg_cmp(const void *x, const void *y)
+{
+	const struct seg_ent *a = x, *b = y;
+	return a->seg < b->seg ? -1 : a->seg > b->seg;
+}
+
+/*
+ * The plan for x's copy of ino (for a move's target, of what the leaving
+ * member holds, the leaving member the first choice of source): 0, or
+ * -ENOENT when some range x holds has no current copy up.
+ */
+static int plan_make(struct braid_mds *mds, uint64_t ino, const struct mds_file_map *m,
+		     uint32_t x, bool target, struct plan *pl)
+{
+	memset(pl, 0, sizeof(*pl));
+	uint32_t ref = target ? leaving_of(m) : x;
+	if (!ref)
+		return -ENOENT;
+	struct seg_vec sv = {0};
+	int rc = mds_layout_list(mds->store, ino, segs_add, &sv);
+	if (rc >= 0 && sv.nomem)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(sv.v);
+		return rc;
+	}
+	qsort(sv.v, sv.n, sizeof(*sv.v), seg_cmp);
+	unsigned S = m->pol.stripes ? m->pol.stripes : 1;
+	int prev = -1;
+	rc = 0;
+	for (size_t k = 0; k < sv.n && !rc; k++) {
+		const struct mds_layout_seg *l = &sv.v[k].l;
+		unsigned M = l->nds / S;
+		for (unsigned i = 0; i < M * S && !rc; i++) {
+			if (l->ds[i] != ref)
+				continue;
+			int src = -1;
+			if (target)
+				src = src_usable(mds, pl, m, ref);
+			/* the previous range's source first: fewer, longer ranges */
+			for (unsigned mm = 0; mm < M && src < 0 && prev >= 0; mm++)
+				if (mm != i / S && l->ds[mm * S + i % S] == pl->src[prev].id)
+					src = prev;
+			for (unsigned mm = 0; mm < M && src < 0; mm++) {
+				uint32_t y = l->ds[mm * S + i % S];
+				if (mm != i / S && y != x && y != ref)
+					src = src_usable(mds, pl, m, y);
+			}
+			if (src < 0) {
+				rc = -ENOENT;
+				break;
+			}
+			uint64_t s0, len;
+			layout_seg_bounds(&m->pol, sv.v[k].seg, &s0, &len);
+			rc = plan_add(pl, s0, len, (unsigned)src);
+			prev = src;
+		}
+	}
+	free(sv.v);
+	if (!rc && !pl->n)
+		rc = -ENOENT; /* x holds nothing of it: nothing to copy from */
+	/* a move's target from the leaving member alone: its whole object is
+	 * exactly what the target is to hold */
+	if (!rc && target && pl->nsrc == 1 && pl->src[0].id == ref)
+		pl->r[0] = (struct plan_range){.off = 0, .len = LAYOUT_ALL}, pl->n = 1;
+	if (rc) {
+		free(pl->r);
+		pl->r = NULL;
+	}
+	return rc;
+}
+
+/* The copy's arguments naming source ps. */
+static void args_source(struct ds_ctl_copy_args *args, const struct plan_src *ps)
+{
+	args->nsrc = 0;
+	for (unsigned k = 0; k < ps->info.nctl_addrs && k < DS_CTL_ADDRS_MAX; k++) {
+		args->src[k].netid = ps->info.ctl_addrs[k].netid;
+		args->src[k].uaddr = ps->info.ctl_addrs[k].uaddr;
+		args->nsrc++;
+	}
+}
+
+/*
+ * One whole pass of the plan into dc's data server: each range from its
+ * source, ascending (a COPY at an offset cuts the destination there first,
+ * so each range keeps those before it).  A one-range plan from 0 to the end
+ * runs until the destination is a whole copy of the source; a bounded
+ * range, until its end or the source's.
+ */
 static int pass(struct mds_resilver *rs, struct mds_ds_conn *dc, struct ds_ctl_copy_args *args,
-		uint64_t ino, uint64_t *written)
+		const struct plan *pl, uint64_t ino, uint64_t *written)
 {
 	struct braid_mds *mds = rs->mds;
 	struct ds_ctl_copy_res res;
-	args->offset = 0;
-	for (;;) {
-		if (stopping(rs))
-			return -ECANCELED;
-		int rc = ds_ctl_copy(dc->clnt, &mds->key, args, &res);
-		if (rc)
-			return rc;
-		*written += res.written;
-		stats_set(rs, ino, dc->id, res.next);
-		if (res.done)
-			return 0;
-		if (res.next <= args->offset)
-			return -EIO; /* no progress */
-		args->offset = res.next;
+	for (unsigned k = 0; k < pl->n; k++) {
+		const struct plan_range *r = &pl->r[k];
+		uint64_t end = r->len == LAYOUT_ALL || r->off + r->len < r->off ? UINT64_MAX
+										   : r->off + r->len;
+		/* nothing there: a COPY from past the source's end would cut
+		 * the destination to that end, ranges before this one too */
+		if (pl->n > 1 && r->off >= pl->src[r->src].size)
+			continue;
+		args_source(args, &pl->src[r->src]);
+		args->offset = r->off;
+		for (;;) {
+			if (stopping(rs))
+				return -ECANCELED;
+			uint64_t left = end - args->offset;
+			args->count = left < DS_CTL_COPY_MAX ? left : DS_CTL_COPY_MAX;
+			int rc = ds_ctl_copy(dc->clnt, &mds->key, args, &res);
+			if (rc)
+				return rc;
+			*written += res.written;
+			stats_set(rs, ino, dc->id, res.next);
+			if (res.done || res.next >= end)
+				break;
+			if (res.next <= args->offset)
+				return -EIO; /* no progress */
+			args->offset = res.next;
+		}
 	}
+	return 0;
 }
 
 /* The file is gone (or an orphan) after a copy made its object again at
@@ -180,20 +370,38 @@ static void drop_if_gone(struct braid_mds *mds, uint64_t ino, const struct ds_ob
 		ds_ctl_remove(dc->clnt, &mds->key, id);
 }
 
-/* The change attribute of the object id on data server y (STAT). */
-static int source_change(struct braid_mds *mds, uint32_t y, const struct ds_objid *id,
-			 uint64_t *change)
+/*
+ * Every source's object as it is now (STAT): its size into the plan (0
+ * when it has none), and whether all of them are as pass 1 began (with
+ * first, that beginning).
+ */
+static bool sources_stat(struct braid_mds *mds, struct plan *pl, const struct ds_objid *id,
+			 bool first)
 {
-	int rc;
-	struct mds_ds_conn *dc = mds_ds_conn_get(mds, y, &rc);
-	if (!dc)
-		return rc;
-	struct ds_ctl_stat st;
-	rc = ds_ctl_stat(dc->clnt, &mds->key, id, &st);
-	mds_ds_conn_put(dc);
-	if (!rc)
-		*change = st.change;
-	return rc;
+	bool same = true;
+	for (unsigned i = 0; i < pl->nsrc; i++) {
+		struct plan_src *ps = &pl->src[i];
+		int rc;
+		struct ds_ctl_stat st = {0};
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, ps->id, &rc);
+		if (dc) {
+			rc = ds_ctl_stat(dc->clnt, &mds->key, id, &st);
+			mds_ds_conn_put(dc);
+		}
+		ps->size = rc ? 0 : st.size;
+		if (rc == -ENOENT)
+			rc = 0; /* nothing written there yet */
+		if (first) {
+			ps->have0 = !rc;
+			ps->change0 = st.change;
+		} else {
+			same = same && ps->have0 && !rc && st.change == ps->change0;
+		}
+		/* unknown: copy it all (a source that fails fails the copy) */
+		if (rc)
+			ps->size = UINT64_MAX;
+	}
+	return same;
 }
 
 /* A move finished: the copy left behind on from goes (best effort: a
@@ -224,37 +432,36 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		     const struct mds_file_map *m, uint32_t x, bool target)
 {
 	struct braid_mds *mds = rs->mds;
-	struct mds_ds_info xi, yi;
-	uint32_t y;
-	for (unsigned i = 0; i < rs->nfailed; i++)
-		if (rs->failed[i] == x)
-			return; /* it failed a copy this scan: not again before the next */
+	struct mds_ds_info xi;
+	if (failed_into(rs, x, false))
+		return; /* it failed a copy this scan: not again before the next */
 	if (mds_dsreg_get(mds, x, &xi) || !xi.up)
 		return; /* when it is back */
-	if (pick_source(mds, a->ino, m, x, target, &y, &yi)) {
-		warn_once(rs, a->ino, x);
+	struct plan *pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return;
+	int rc = plan_make(mds, a->ino, m, x, target, pl);
+	if (rc) {
+		if (rc == -ENOENT)
+			warn_once(rs, a->ino, x);
+		free(pl);
 		return;
 	}
-	int rc;
 	struct mds_ds_conn *dc = mds_ds_conn_get(mds, x, &rc);
-	if (!dc)
+	if (!dc) {
+		free(pl->r);
+		free(pl);
 		return;
-	struct ds_ctl_copy_args args = {.mode = 0600, .count = DS_CTL_COPY_MAX,
-					.rate = mds->set.resilver_rate};
+	}
+	struct ds_ctl_copy_args args = {.mode = 0600, .rate = mds->set.resilver_rate};
 	mds_data_objid(a, &args.id);
 	mds_data_fence_epoch(a, m->epoch, &args.uid, &args.gid);
-	for (unsigned k = 0; k < yi.nctl_addrs && k < DS_CTL_ADDRS_MAX; k++) {
-		args.src[k].netid = yi.ctl_addrs[k].netid;
-		args.src[k].uaddr = yi.ctl_addrs[k].uaddr;
-		args.nsrc++;
-	}
 	uint64_t t0 = nfsd_now_ns(), written = 0;
-	/* 1: while clients go on writing the current mirrors (the source's
-	 * change attribute first: unchanged at the end, no second pass) */
-	uint64_t change0 = 0;
-	bool have0 = !source_change(mds, y, &args.id, &change0);
+	/* 1: while clients go on writing the current mirrors (the sources'
+	 * change attributes first: unchanged at the end, no second pass) */
+	sources_stat(mds, pl, &args.id, true);
 	stats_set(rs, a->ino, x, 0); /* braidctl rebuild: copying now */
-	rc = pass(rs, dc, &args, a->ino, &written);
+	rc = pass(rs, dc, &args, pl, a->ino, &written);
 	bool frozen = false;
 	if (!rc) {
 		/* 2: no RW layout out, no write of the MDS's own */
@@ -278,12 +485,12 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 			/* fenced meanwhile: the copy takes the new owner */
 			mds_data_fence_epoch(a, now.epoch, &args.uid, &args.gid);
 		}
-		/* 3': a source nobody wrote since pass 1 began needs none */
-		uint64_t change1 = 0;
-		bool same = !rc && have0 && now.epoch == m->epoch &&
-			    !source_change(mds, y, &args.id, &change1) && change1 == change0;
+		/* 3': sources nobody wrote since pass 1 began need none (their
+		 * sizes now are final: nothing writes them) */
+		bool same = sources_stat(mds, pl, &args.id, false);
+		same = same && !rc && now.epoch == m->epoch;
 		if (!rc && !same)
-			rc = pass(rs, dc, &args, a->ino, &written);
+			rc = pass(rs, dc, &args, pl, a->ino, &written);
 		uint32_t from = 0;
 		if (!rc)
 			rc = target ? mds_data_move_finish(mds, a->ino, x, &from)
@@ -296,7 +503,7 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		mds_layout_resilver_end(mds, a->ino);
 	drop_if_gone(mds, a->ino, &args.id, dc);
 	mds_ds_conn_put(dc);
-	stats_set(rs, 0, 0, 0);
+	stats_set(rs, a->ino, x, UINT64_MAX);
 	double secs = (double)(nfsd_now_ns() - t0) / 1e9;
 	pthread_mutex_lock(&rs->mu);
 	rs->st.bytes_copied += written;
@@ -306,21 +513,27 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		rs->st.files_done++;
 	pthread_mutex_unlock(&rs->mu);
 	nfsd_metric_add(rs->m_bytes, (int64_t)written);
+	char from_s[64];
+	if (pl->nsrc == 1)
+		snprintf(from_s, sizeof(from_s), "%u", pl->src[0].id);
+	else
+		snprintf(from_s, sizeof(from_s), "%u data servers, %u ranges", pl->nsrc, pl->n);
+	free(pl->r);
+	free(pl);
 	if (rc) {
 		nfsd_metric_add(rs->m_fail, 1);
-		if (rs->nfailed < sizeof(rs->failed) / sizeof(rs->failed[0]))
-			rs->failed[rs->nfailed++] = x;
+		failed_into(rs, x, true);
 		if (rc != -ECANCELED)
-			mds_log("inode %llu: resilver of its copy on data server %u from %u: %s "
+			mds_log("inode %llu: resilver of its copy on data server %u from %s: %s "
 				"(tried again later)",
-				(unsigned long long)a->ino, x, y, strerror(-rc));
+				(unsigned long long)a->ino, x, from_s, strerror(-rc));
 		return;
 	}
 	nfsd_metric_add(rs->m_files, 1);
-	mds_log("inode %llu: its copy on data server %u is current %s (copied from %u: %llu "
+	mds_log("inode %llu: its copy on data server %u is current %s (copied from %s: %llu "
 		"bytes in %.2f s)",
-		(unsigned long long)a->ino, x, target ? "now, the move done" : "again",
-		y, (unsigned long long)written, secs);
+		(unsigned long long)a->ino, x, target ? "now, the move done" : "again", from_s,
+		(unsigned long long)written, secs);
 }
 
 static void resilver_file(struct mds_resilver *rs, uint64_t ino)
@@ -816,6 +1029,104 @@ static int collect(void *arg, uint64_t ino)
 	return 0;
 }
 
+static struct rs_busy *busy_of(struct mds_resilver *rs, uint32_t id)
+{
+	for (unsigned i = 0; i < rs->nbusy; i++)
+		if (rs->busy[i].id == id)
+			return &rs->busy[i];
+	return NULL;
+}
+
+/*
+ * Whether job j can start now (mu held): no data server it copies into
+ * already takes per_ds copies.  Those a copy failed into this scan do not
+ * count (it skips them at once), nor do more than RESILVER_COPIES_MAX
+ * servers (one slot each at most is free then: the first servers count).
+ */
+static bool job_ready(struct mds_resilver *rs, const struct rs_job *j)
+{
+	for (unsigned i = 0; i < j->nto; i++) {
+		bool failed = false;
+		for (unsigned k = 0; k < rs->nfailed && !failed; k++)
+			failed = rs->failed[k] == j->to[i];
+		struct rs_busy *b = busy_of(rs, j->to[i]);
+		if (!failed && b && b->n >= rs->per_ds)
+			return false;
+	}
+	return true;
+}
+
+/* Count j's copies in (up) or out (mu held). */
+static void job_busy(struct mds_resilver *rs, const struct rs_job *j, bool up)
+{
+	for (unsigned i = 0; i < j->nto; i++) {
+		struct rs_busy *b = busy_of(rs, j->to[i]);
+		if (up && !b && rs->nbusy < RESILVER_COPIES_MAX) {
+			b = &rs->busy[rs->nbusy++];
+			*b = (struct rs_busy){.id = j->to[i]};
+		}
+		if (!b)
+			continue;
+		if (up) {
+			b->n++;
+		} else if (!--b->n) {
+			*b = rs->busy[--rs->nbusy];
+		}
+	}
+}
+
+/* A worker: takes the scan's jobs, one file at a time, while the data
+ * servers they copy into have room for another copy. */
+static void *worker_main(void *arg)
+{
+	struct mds_resilver *rs = arg;
+	pthread_mutex_lock(&rs->mu);
+	while (!rs->stop) {
+		struct rs_job *j = NULL;
+		for (unsigned i = 0; i < rs->njobs && !j; i++)
+			if (rs->jobs[i].state == JOB_PENDING && job_ready(rs, &rs->jobs[i]))
+				j = &rs->jobs[i];
+		if (!j) {
+			pthread_cond_wait(&rs->wcond, &rs->mu);
+			continue;
+		}
+		j->state = JOB_RUNNING;
+		job_busy(rs, j, true);
+		rs->st.copies++;
+		pthread_mutex_unlock(&rs->mu);
+		resilver_file(rs, j->ino);
+		pthread_mutex_lock(&rs->mu);
+		rs->st.copies--;
+		job_busy(rs, j, false);
+		j->state = JOB_DONE;
+		rs->ndone++;
+		/* a server's slot came free; the scanner may be waiting */
+		pthread_cond_broadcast(&rs->wcond);
+		pthread_cond_broadcast(&rs->cond);
+	}
+	pthread_mutex_unlock(&rs->mu);
+	return NULL;
+}
+
+/* The scan's files as jobs (the data servers each copies into), into
+ * rs->jobs: how many. */
+static unsigned jobs_make(struct mds_resilver *rs, const struct ino_vec *iv)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < iv->n; i++) {
+		struct rs_job *j = &rs->jobs[n];
+		memset(j, 0, sizeof(*j));
+		j->ino = iv->v[i];
+		struct mds_file_map m;
+		if (!mds_data_map(rs->mds, j->ino, &m))
+			for (unsigned k = 0; k < m.nset && j->nto < LAYOUT_SET_MAX; k++)
+				if (m.set[k] & MDS_LAYOUT_STALE)
+					j->to[j->nto++] = m.set[k] & MDS_LAYOUT_ID;
+		n++;
+	}
+	return n;
+}
+
 static void *resilver_main(void *arg)
 {
 	struct mds_resilver *rs = arg;
@@ -833,7 +1144,7 @@ static void *resilver_main(void *arg)
 		pthread_mutex_unlock(&rs->mu);
 		if (stop)
 			break;
-		if (!v)
+		if (!v || !rs->jobs)
 			continue;
 		rebuild_scan(rs);
 		rebalance_scan(rs);
@@ -846,6 +1157,7 @@ static void *resilver_main(void *arg)
 			if (!mds_inode_getattr(rs->mds->store, v[i], &a))
 				sb += a.size;
 		}
+		unsigned nj = jobs_make(rs, &iv);
 		pthread_mutex_lock(&rs->mu);
 		rs->st.stale_files = iv.n;
 		rs->st.stale_bytes = sb;
@@ -856,11 +1168,16 @@ static void *resilver_main(void *arg)
 			rs->rate_t0 = now;
 			rs->rate_b0 = rs->st.bytes_copied;
 		}
-		pthread_mutex_unlock(&rs->mu);
 		nfsd_metric_set(rs->m_stale, iv.n);
+		/* the workers take them; the scan ends when all are done */
 		rs->nfailed = 0;
-		for (unsigned i = 0; i < iv.n && !stopping(rs); i++)
-			resilver_file(rs, v[i]);
+		rs->njobs = nj;
+		rs->ndone = 0;
+		pthread_cond_broadcast(&rs->wcond);
+		while (rs->ndone < rs->njobs && !rs->stop)
+			pthread_cond_wait(&rs->cond, &rs->mu);
+		rs->njobs = 0;
+		pthread_mutex_unlock(&rs->mu);
 	}
 	free(v);
 	return NULL;
@@ -880,6 +1197,26 @@ int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&rs->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&rs->wcond, NULL);
+	rs->nworkers = (unsigned)mds->set.resilver_copies;
+	if (rs->nworkers < 1)
+		rs->nworkers = 1;
+	if (rs->nworkers > RESILVER_COPIES_MAX)
+		rs->nworkers = RESILVER_COPIES_MAX;
+	rs->per_ds = mds->set.resilver_copies_per_ds > 0 ? (unsigned)mds->set.resilver_copies_per_ds
+							 : 1;
+	rs->jobs = calloc(RESILVER_BATCH, sizeof(*rs->jobs));
+	rs->workers = calloc(rs->nworkers, sizeof(*rs->workers));
+	if (!rs->jobs || !rs->workers) {
+		free(rs->jobs);
+		free(rs->workers);
+		pthread_cond_destroy(&rs->wcond);
+		pthread_cond_destroy(&rs->cond);
+		pthread_mutex_destroy(&rs->mu);
+		free(rs);
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
 	struct nfsd_metrics *mt = mds->metrics;
 	rs->m_files = nfsd_metrics_counter(
 	    mt, "braid_mds_resilver_files_total",
@@ -904,9 +1241,14 @@ int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
 	rebalance_path(mds, fp, sizeof(fp));
 	rs->rebalance = access(fp, F_OK) == 0; /* one running before a restart */
 	mds->resilver = rs;
-	int rc = -pthread_create(&rs->thread, NULL, resilver_main, rs);
+	int rc = 0;
+	for (; rs->nstarted < rs->nworkers && !rc; rs->nstarted += !rc)
+		rc = -pthread_create(&rs->workers[rs->nstarted], NULL, worker_main, rs);
+	if (!rc)
+		rc = -pthread_create(&rs->thread, NULL, resilver_main, rs);
 	if (rc) {
-		snprintf(msg, msglen, "resilver thread: %s", strerror(-rc));
+		snprintf(msg, msglen, "resilver threads: %s", strerror(-rc));
+		mds_resilver_stop(mds); /* those started */
 		return rc;
 	}
 	rs->running = true;
@@ -958,10 +1300,14 @@ void mds_resilver_stop(struct braid_mds *mds)
 	pthread_mutex_lock(&rs->mu);
 	rs->stop = true;
 	pthread_cond_broadcast(&rs->cond);
+	pthread_cond_broadcast(&rs->wcond);
 	pthread_mutex_unlock(&rs->mu);
 	if (rs->running)
 		pthread_join(rs->thread, NULL);
 	rs->running = false;
+	for (unsigned i = 0; i < rs->nstarted; i++)
+		pthread_join(rs->workers[i], NULL);
+	rs->nstarted = 0;
 }
 
 void mds_resilver_release(struct braid_mds *mds)
@@ -970,6 +1316,9 @@ void mds_resilver_release(struct braid_mds *mds)
 	if (!rs)
 		return;
 	mds_resilver_stop(mds);
+	free(rs->jobs);
+	free(rs->workers);
+	pthread_cond_destroy(&rs->wcond);
 	pthread_cond_destroy(&rs->cond);
 	pthread_mutex_destroy(&rs->mu);
 	free(rs);

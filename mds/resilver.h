@@ -89,7 +89,8 @@ struct mds_resilver_stats {
 	uint64_t files_done;	 /* copies made current */
 	uint64_t bytes_copied;	 /* bytes the data servers wrote for them */
 	uint64_t failures;	 /* passes that failed (retried) */
-	uint64_t inflight_ino;	 /* the file being copied (0: none) */
+	uint64_t copies;	 /* copies being made now */
+	uint64_t inflight_ino;	 /* a file being copied (0: none) */
 	uint32_t inflight_to;	 /* to this data server */
 	uint64_t inflight_bytes; /* of its pass so far */
 };

@@ -1335,6 +1335,7 @@ static int c_rebuild(struct braidctl *b, int argc, char **argv)
 		j_u64(&j, "rate_bytes_per_s", p->pr_rate);
 		if (left >= 0)
 			j_u64(&j, "time_left_s", (uint64_t)left);
+		j_u64(&j, "copies_now", p->pr_copies);
 		j_u64(&j, "copying_inode", p->pr_inflight_ino);
 		j_u64(&j, "copying_to", p->pr_inflight_to);
 		j_u64(&j, "copying_bytes", p->pr_inflight_bytes);
@@ -1366,9 +1367,10 @@ static int c_rebuild(struct braidctl *b, int argc, char **argv)
 			p->pr_resilvered_files, hbytes(b1, sizeof(b1), p->pr_resilvered_bytes),
 			p->pr_failures);
 		if (p->pr_inflight_ino)
-			fprintf(f, "copying now         inode %" PRIu64 " to data server %u, %s so far\n",
-				p->pr_inflight_ino, p->pr_inflight_to,
-				hbytes(b1, sizeof(b1), p->pr_inflight_bytes));
+			fprintf(f, "copying now         %" PRIu64 " file%s; inode %" PRIu64
+				   " to data server %u, %s so far\n",
+				p->pr_copies, p->pr_copies == 1 ? "" : "s", p->pr_inflight_ino,
+				p->pr_inflight_to, hbytes(b1, sizeof(b1), p->pr_inflight_bytes));
 		fprintf(f, "unrecoverable       %" PRIu64 " files%s\n", p->pr_unrecoverable,
 			p->pr_unrecoverable ? " (no surviving copy of some bytes: reads fail with EIO)"
 					    : "");

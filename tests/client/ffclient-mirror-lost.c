@@ -12,7 +12,10 @@
  *  2. The server comes back.  Its stale copy is never read; the resilver
  *     copies the file from the current mirror, data server to data server,
  *     and declares it current; its object then holds every byte, checked
- *     straight from its store.
+ *     straight from its store.  So is a file on a grid of 1 MiB segments
+ *     over all three servers, two mirrors, rewritten while it was gone:
+ *     its segments pair it with one server or the other, so no single
+ *     mirror holds all it holds, and its copy is made from both.
  *  3. Another server is stopped and declared lost (braidctl ds lost):
  *     every mirrored copy it held is rebuilt on the third server, from the
  *     surviving mirror, and checked there; a single-copy file it held is
@@ -59,6 +62,46 @@ static bool stale_on(uint64_t ino, uint32_t id)
 	return mds_data_map_stale(&m, id);
 }
 
+/* Whether data server d holds, in some mirror, segment n of ino's grid. */
+static bool grid_holds(uint64_t ino, uint64_t n, uint32_t id)
+{
+	struct mds_attr a = cl_attr(&M, ino);
+	struct mds_file_map fm;
+	struct mds_layout_seg seg;
+	CHECK_EQ(mds_data_segment(M.mds, &a, n, false, NULL, 0, &fm, &seg), 0);
+	for (unsigned i = 0; i < seg.nds; i++)
+		if (seg.ds[i] == id)
+			return true;
+	return false;
+}
+
+/* Every 1 MiB segment of ino's first len bytes that d holds, checked
+ * straight from its store; how many. */
+static unsigned grid_object_check(struct cds *d, uint64_t ino, uint64_t len, unsigned seed)
+{
+	struct mds_attr a = cl_attr(&M, ino);
+	struct ds_objid id;
+	mds_data_objid(&a, &id);
+	struct mds_file_map fm;
+	CHECK_EQ(mds_data_map(M.mds, ino, &fm), 0);
+	uint32_t uid, gid;
+	mds_data_fence_epoch(&a, fm.epoch, &uid, &gid);
+	uint8_t *rb = malloc(MiB);
+	CHECK(rb);
+	unsigned held = 0;
+	for (uint64_t n = 0; n * MiB < len; n++) {
+		if (!grid_holds(ino, n, d->id))
+			continue;
+		bool eof;
+		CHECK_EQ(ds_store_read(braid_ds_store(d->ds), &id, uid, gid, n * MiB, MiB, rb, &eof),
+			 (ssize_t)MiB);
+		CHECK(dt_check(rb, n * MiB, MiB, seed));
+		held++;
+	}
+	free(rb);
+	return held;
+}
+
 int main(void)
 {
 	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n", CONF);
@@ -82,6 +125,10 @@ int main(void)
 	uint64_t f = ffct_ino_of(&M, "f", dir);
 	struct cds *lost, *kept;
 	mirrors_of(f, &lost, &kept);
+	uint64_t sdir = ffct_mkdir_policy(&M, c, "/s", "segments,segment_size=1m,width=3,mirrors=2");
+	dt_fill(buf, 0, 6 * MiB, 5);
+	CHECK_EQ(ffct_write_sync(c, "/s/h", buf, 0, 6 * MiB, true, &secs), 0);
+	uint64_t h = ffct_ino_of(&M, "h", sdir);
 
 	/* ---- 1. one mirror's server gone */
 	cds_stop(lost);
@@ -96,8 +143,14 @@ int main(void)
 	CHECK(secs < BOUND_S);
 	ffct_read_check(c, "/m/f", 8 * MiB, 1);
 	ffct_read_check(c, "/m/g", 2 * MiB, 2);
+	dt_fill(buf, 0, 6 * MiB, 6);
+	CHECK_EQ(ffct_write_sync(c, "/s/h", buf, 0, 6 * MiB, false, &secs), 0);
+	printf("a grid file rewritten with it gone: %.2f s\n", secs);
+	CHECK(secs < BOUND_S);
+	ffct_read_check(c, "/s/h", 6 * MiB, 6);
 	printf("all of it in %.2f s\n", cl_now() - t0);
 	CHECK(stale_on(f, lost->id) && !stale_on(f, kept->id));
+	CHECK(stale_on(h, lost->id));
 	uint64_t g = ffct_ino_of(&M, "g", dir);
 	struct cds *g1, *g2;
 	mirrors_of(g, &g1, &g2);
@@ -124,6 +177,25 @@ int main(void)
 	}
 	printf("resilvered %.2f s after the server came back\n", cl_now() - t0);
 	ffct_object_check(&M, lost, f, 8 * MiB, 1);
+	/* the grid file: its segments on the server that came back pair it
+	 * with both others, so it was copied from both */
+	bool p1 = false, p2 = false;
+	for (uint64_t n = 0; n < 6; n++)
+		if (grid_holds(h, n, lost->id)) {
+			p1 = p1 || grid_holds(h, n, kept->id);
+			for (unsigned i = 0; i < 3; i++)
+				if (&D[i] != lost && &D[i] != kept)
+					p2 = p2 || grid_holds(h, n, D[i].id);
+		}
+	CHECK(p1 && p2);
+	while (stale_on(h, lost->id)) {
+		CHECK(cl_now() - t0 < 30);
+		usleep(50 * 1000);
+	}
+	printf("the grid file resilvered %.2f s after the server came back\n", cl_now() - t0);
+	CHECK_EQ(grid_object_check(lost, h, 6 * MiB, 6), 4);
+	ffct_read_check(c, "/s/h", 6 * MiB, 6);
+	CHECK_EQ(ffc_remove(c, "/s/h"), 0); /* three servers: no rebuild for it below */
 	struct mds_resilver_stats rs;
 	mds_resilver_stats(M.mds, &rs);
 	CHECK(rs.files_done >= 1 && rs.bytes_copied >= 8 * MiB);
