@@ -13,13 +13,14 @@
  *    from that command to the last copy made current again (braidctl
  *    rebuild's resilvered_files), with the time until braidctl shows it
  *    all done beside it.  The bytes moved are the lost server's share
- *    (copies moved x file size); each copy is made in two passes (the
- *    second with the file's writers stopped), so the data servers write
- *    twice that (resilvered_bytes).  Per data server: the bytes moved over
- *    the time over the number of data servers the copies went to (those
- *    whose object count grew): the MDS copies one file at a time, so that
- *    is what each destination's disk averaged, and it moves with how many
- *    the MDS picked; the rate over all of them is given too;
+ *    (copies moved x file size); a copy takes a second pass (with the
+ *    file's writers stopped) only when its source changed during the
+ *    first, so the data servers write about that (resilvered_bytes).  Per
+ *    data server: the bytes moved over the time over the number of data
+ *    servers the copies went to (those whose object count grew): the MDS
+ *    makes several copies at once ([mds] resilver_copies, at most
+ *    resilver_copies_per_ds into one server), so that is what each
+ *    destination averaged; the rate over all of them is given too;
  *  - drain: the data server holding the most copies drained (`braidctl ds
  *    drain`) until it holds no object and no copy is stale; counted as the
  *    rebuild is.  A fresh data server takes the place of each one lost or
@@ -32,6 +33,15 @@
  *    pages get writers throttled (this project's VMs), it is much the
  *    faster;
  *  - the loopback TCP ceiling (bench/common.h, iperf3 -l 1M, 1 stream);
+ *  - both limits again as N data servers meet them at once, N the most
+ *    destinations a rebuild has here (every data server but the lost one):
+ *    N disk writers (each size/N bytes, then fsync) and N loopback
+ *    streams, each figure per writer or stream.  On one box every data
+ *    server shares the one disk and the loopback (and two cores), so a
+ *    destination's limit is its share of them, not the whole box's:
+ *    rebuild_vs_limit is the rebuild per destination over the slower of
+ *    the two shares; rebuild_vs_one_stream_limit, over the one-stream
+ *    figures, is printed beside it;
  *  - the mover driven directly, this program playing the MDS with the
  *    cluster key (three more braid-ds: a source and two destinations):
  *    every object of the source (--size in --objects objects, filled by
@@ -47,9 +57,9 @@
  * Everything is on the filesystem of --dir (a disk, not tmpfs); the data
  * copied was just written, so it is read from the sources' page cache and
  * the figures are the movers' and the destinations' disk's.  On one box
- * every data server shares that disk and the loopback, so a limit is the
- * box's, not one data server's: the rebuild over all its destinations is
- * printed against it too.  The measures run interleaved in rounds
+ * every data server shares that disk and the loopback, so a one-stream
+ * limit is the box's, not one data server's: the rebuild over all its
+ * destinations is printed against it too.  The measures run interleaved in rounds
  * (--rounds), so a ceiling that drifts on a shared box biases no ratio;
  * each starts after a sync and up to a second for the box to quieten (on
  * a box shared with other work it may not, and that is printed).  Every
@@ -65,6 +75,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,14 +125,26 @@ struct bench {
 };
 
 /* One figure's samples: bytes over seconds, per round. */
-enum { F_LOOP, F_DISK, F_DISK_WB, F_REBUILD, F_DRAIN, F_MV_REBUILD, F_MV_DRAIN, F_COUNT };
+enum {
+	F_LOOP,
+	F_DISK,
+	F_DISK_WB,
+	F_LOOP_N,
+	F_DISK_N,
+	F_REBUILD,
+	F_DRAIN,
+	F_MV_REBUILD,
+	F_MV_DRAIN,
+	F_COUNT
+};
 static const char *const fnames[F_COUNT] = {
     "loopback TCP (1 stream)",	      "disk write + fsync",
-    "disk, early write-back + fsync", "MDS rebuild, per destination DS",
+    "disk, early write-back + fsync", "loopback TCP, N streams, per stream",
+    "disk, N writers, per writer",    "MDS rebuild, per destination DS",
     "MDS drain, per destination DS",  "mover direct: copy into 1 DS",
     "mover direct: 1 DS out to 2"};
-static const char *const fshort[F_COUNT] = {"loopback", "disk",	    "disk_wb", "rebuild",
-					    "drain",	"mv_rebld", "mv_drain"};
+static const char *const fshort[F_COUNT] = {"loopback", "disk",	 "disk_wb",  "loop_N",  "disk_N",
+					    "rebuild",	"drain", "mv_rebld", "mv_drain"};
 struct figure {
 	double bytes[RB_ROUNDS_MAX], secs[RB_ROUNDS_MAX];
 	bool ok[RB_ROUNDS_MAX];
@@ -443,16 +466,95 @@ static void disk_run(struct bench *b, unsigned k, bool wb)
 	settle();
 }
 
-static void loopback_run(struct bench *b, unsigned k)
+/*
+ * The same limits as N data servers on this box meet them at once, N the
+ * most destinations a rebuild has here (every data server but the lost
+ * one): they share one disk and one loopback, so each has about a 1/N
+ * share of either.  N writers, each size/N bytes as disk_run writes them
+ * to a file of its own, then fsync; the figure is each writer's bytes
+ * over the time until the last is done.
+ */
+struct nwriter {
+	char path[PATH_MAX + 32];
+	uint64_t size;
+	char why[256];
+};
+
+static void *nwriter_main(void *arg)
 {
+	struct nwriter *w = arg;
+	uint8_t *buf = aligned_alloc(4096, MiB);
+	int fd = buf ? open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+	if (fd < 0) {
+		bench_strfmt(w->why, sizeof(w->why), "%s: %s", w->path,
+			     buf ? strerror(errno) : "no memory");
+		free(buf);
+		return NULL;
+	}
+	for (uint64_t off = 0; off < w->size && !w->why[0]; off += MiB) {
+		nfs3_pattern_fill(buf, off, MiB);
+		if (pwrite(fd, buf, MiB, (off_t)off) != (ssize_t)MiB)
+			bench_strfmt(w->why, sizeof(w->why), "write %s: %s", w->path,
+				     strerror(errno));
+	}
+	if (!w->why[0] && fsync(fd))
+		bench_strfmt(w->why, sizeof(w->why), "fsync %s: %s", w->path, strerror(errno));
+	close(fd);
+	unlink(w->path);
+	free(buf);
+	return NULL;
+}
+
+static void disk_n_run(struct bench *b, unsigned k)
+{
+	unsigned n = b->o.nds - 1;
+	struct nwriter w[RB_NDS_MAX];
+	pthread_t t[RB_NDS_MAX];
+	bool started[RB_NDS_MAX] = {0};
+	uint64_t each = b->o.size / n / MiB * MiB;
+	char why[256] = "";
+	double t0 = bench_now_s();
+	for (unsigned i = 0; i < n; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		bench_strfmt(w[i].path, sizeof(w[i].path), "%s/disk-write-%u.dat", b->work, i);
+		w[i].size = each;
+		started[i] = !pthread_create(&t[i], NULL, nwriter_main, &w[i]);
+		if (!started[i])
+			bench_strfmt(why, sizeof(why), "writer thread: %s", strerror(errno));
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (started[i])
+			pthread_join(t[i], NULL);
+		if (w[i].why[0] && !why[0])
+			bench_strfmt(why, sizeof(why), "%s", w[i].why);
+	}
+	double secs = bench_now_s() - t0;
+	fig_add(F_DISK_N, k, !why[0], (double)each, secs, why);
+	if (!why[0])
+		printf("  %-32s %8.0f MB/s  (%u writers of %.0f MiB in %.2f s: %.0f MB/s in all)\n",
+		       "disk, N writers, per writer", (double)each / secs / MB, n,
+		       (double)each / MiB, secs, (double)each * n / secs / MB);
+	else
+		printf("  %-32s failed: %s\n", "disk, N writers, per writer", why);
+	settle();
+}
+
+/* Loopback TCP with nstreams streams: the figure is per stream. */
+static void loopback_run(struct bench *b, unsigned k, unsigned nstreams)
+{
+	int f = nstreams > 1 ? F_LOOP_N : F_LOOP;
 	struct bench_loopback_res lr;
 	char why[256] = "";
-	bool ok = !bench_loopback_measure(1, b->o.loop_secs, &lr, why, sizeof(why));
-	fig_add(F_LOOP, k, ok, ok ? lr.mbps * MB * lr.secs : 0, ok ? lr.secs : 0, why);
-	if (ok)
-		printf("  %-32s %8.0f MB/s\n", fnames[F_LOOP], lr.mbps);
+	bool ok = !bench_loopback_measure(nstreams, b->o.loop_secs, &lr, why, sizeof(why));
+	double per = ok ? lr.mbps / nstreams : 0;
+	fig_add(f, k, ok, per * MB * lr.secs, ok ? lr.secs : 0, why);
+	if (ok && nstreams > 1)
+		printf("  %-32s %8.0f MB/s  (%u streams: %.0f MB/s in all)\n",
+		       "loopback TCP, per stream", per, nstreams, lr.mbps);
+	else if (ok)
+		printf("  %-32s %8.0f MB/s\n", fnames[f], lr.mbps);
 	else
-		printf("  %-32s failed: %s\n", fnames[F_LOOP], why);
+		printf("  %-32s failed: %s\n", fnames[f], why);
 }
 
 /* ------------------------------------------------------ the MDS's moves */
@@ -492,10 +594,13 @@ static void move_run(struct bench *b, bool rebuild, unsigned k)
 
 /* ---------------------------------------------------------------- output */
 
-static bool limit_of(unsigned k, double *v)
+/* Round k's limit: the slower of loopback and disk, one stream each
+ * (shared false) or each data server's share of them (N at once). */
+static bool limit_of(unsigned k, bool shared, double *v)
 {
-	double l = fig_round(F_LOOP, k), d = fig_round(F_DISK, k);
-	if (!fig[F_LOOP].ok[k] || !fig[F_DISK].ok[k])
+	int fl = shared ? F_LOOP_N : F_LOOP, fd = shared ? F_DISK_N : F_DISK;
+	double l = fig_round(fl, k), d = fig_round(fd, k);
+	if (!fig[fl].ok[k] || !fig[fd].ok[k])
 		return false;
 	*v = l < d ? l : d;
 	return true;
@@ -548,7 +653,7 @@ static void report(const struct bench *b)
 	printf("%-8s", "round");
 	for (int f = 0; f < F_COUNT; f++)
 		printf(" %9s", fshort[f]);
-	printf(" %14s\n", "rebuild/limit");
+	printf(" %9s %9s\n", "reb/share", "reb/1lim");
 	for (unsigned k = 0; k < n; k++) {
 		printf("%-8u", k + 1);
 		for (int f = 0; f < F_COUNT; f++) {
@@ -557,13 +662,20 @@ static void report(const struct bench *b)
 			else
 				printf(" %9s", "-");
 		}
-		double lim;
-		if (fig[F_REBUILD].ok[k] && limit_of(k, &lim))
-			printf(" %14.2f\n", fig_round(F_REBUILD, k) / lim);
-		else
-			printf(" %14s\n", "-");
+		for (int sh = 1; sh >= 0; sh--) {
+			double lim;
+			if (fig[F_REBUILD].ok[k] && limit_of(k, sh, &lim))
+				printf(" %9.2f", fig_round(F_REBUILD, k) / lim);
+			else
+				printf(" %9s", "-");
+		}
+		printf("\n");
 	}
-	printf("(MB/s; rebuild and drain per destination data server, by braid-mds)\n\n");
+	printf("(MB/s; rebuild and drain per destination data server, by braid-mds; loop_N and "
+	       "disk_N\n per stream and per writer with %u at once, as many as a rebuild's "
+	       "destinations here;\n reb/share: rebuild over min(loop_N, disk_N), reb/1lim: over "
+	       "min(loopback, disk))\n\n",
+	       b->o.nds - 1);
 	printf("%-18s %6s %6s %9s %10s %5s %9s %9s %8s %9s\n", "braid-mds moves", "from", "copies",
 	       "MiB moved", "MiB copied", "dests", "current s", "braidctl", "all MB/s",
 	       "MB/s / DS");
@@ -608,11 +720,23 @@ static void report(const struct bench *b)
 	bool hmr = fig_total(F_MV_REBUILD, n, &mreb), hmd = fig_total(F_MV_DRAIN, n, &mdra);
 	bool hlim = hl && hd;
 	double lim = hlim ? (loop < disk ? loop : disk) : 0;
+	double loopn, diskn;
+	bool hln = fig_total(F_LOOP_N, n, &loopn), hdn = fig_total(F_DISK_N, n, &diskn);
+	bool hslim = hln && hdn;
+	double slim = hslim ? (loopn < diskn ? loopn : diskn) : 0;
 	/* stricter: against the faster of the two ways of writing the disk */
 	double best = hwb && dwb > disk ? dwb : disk;
 	double blim = hlim ? (loop < best ? loop : best) : 0;
-	printf("\nover min(disk, loopback):\n");
-	ratio_line("rebuild per destination DS", hr, reb, hlim, lim, " (target 0.70)");
+	printf("\nover each data server's share of the box: min(disk, loopback) with %u at once, "
+	       "per writer:\n",
+	       b->o.nds - 1);
+	ratio_line("rebuild per destination DS", hr, reb, hslim, slim, " (target 0.70)");
+	if (hra && fabs(rs.ndest - (double)(b->o.nds - 1)) > 0.01)
+		printf("  (the rebuilds had %.1f destinations on average, not %u: the share is "
+		       "approximate)\n",
+		       rs.ndest, b->o.nds - 1);
+	printf("\nover min(disk, loopback), one stream, one writer (the whole box for one):\n");
+	ratio_line("rebuild per destination DS", hr, reb, hlim, lim, "");
 	ratio_line("rebuild, all destinations", hra, rs.mbps, hlim, lim,
 		   " (they share this one disk)");
 	ratio_line("drain per destination DS", hdr, dra, hlim, lim, "");
@@ -641,7 +765,12 @@ static void report(const struct bench *b)
 	bench_json_num("drain_MBps_per_ds", hdr, dra, 1);
 	bench_json_num("disk_write_MBps", hd, disk, 1);
 	bench_json_num("loopback_MBps", hl, loop, 1);
-	bench_json_num("rebuild_vs_limit", hr && hlim, hr && hlim ? reb / lim : 0, 3);
+	bench_json_num("rebuild_vs_limit", hr && hslim, hr && hslim ? reb / slim : 0, 3);
+	bench_json_num("limit_share_MBps", hslim, slim, 1);
+	bench_json_num("limit_share_of", true, b->o.nds - 1, 0);
+	bench_json_num("disk_write_per_writer_N_MBps", hdn, diskn, 1);
+	bench_json_num("loopback_per_stream_N_MBps", hln, loopn, 1);
+	bench_json_num("rebuild_vs_one_stream_limit", hr && hlim, hr && hlim ? reb / lim : 0, 3);
 	bench_json_num("drain_vs_limit", hdr && hlim, hdr && hlim ? dra / lim : 0, 3);
 	bench_json_num("rebuild_MBps_all_ds", hra, rs.mbps, 1);
 	bench_json_num("rebuild_all_vs_limit", hra && hlim, hra && hlim ? rs.mbps / lim : 0, 3);
@@ -667,6 +796,8 @@ static void report(const struct bench *b)
 	const char *keys[F_COUNT] = {"rounds_loopback_MBps",
 				     "rounds_disk_write_MBps",
 				     "rounds_disk_write_early_writeback_MBps",
+				     "rounds_loopback_per_stream_N_MBps",
+				     "rounds_disk_write_per_writer_N_MBps",
 				     "rounds_rebuild_MBps_per_ds",
 				     "rounds_drain_MBps_per_ds",
 				     "rounds_mover_rebuild_MBps",
@@ -680,6 +811,15 @@ static void report(const struct bench *b)
 		}
 		printf("]");
 	}
+	bench_json_key("rounds_rebuild_vs_limit");
+	printf("[");
+	for (unsigned k = 0; k < n; k++) {
+		double l;
+		bool ok = fig[F_REBUILD].ok[k] && limit_of(k, true, &l);
+		printf("%s", k ? "," : "");
+		bench_json_val(ok, ok ? fig_round(F_REBUILD, k) / l : 0, 3);
+	}
+	printf("]");
 	bench_json_key("rounds_loss_to_redundancy_s");
 	printf("[");
 	for (unsigned k = 0; k < n; k++) {
@@ -726,7 +866,7 @@ static void opts_parse(struct rb_opts *o, int argc, char **argv)
 {
 	bool quick = false, have_size = false, have_rounds = false;
 	const char *tmp = getenv("TMPDIR");
-	o->size = 1ull << 30;
+	o->size = 2ull << 30;
 	o->objects = 8;
 	o->file_size = 32ull << 20;
 	o->nds = 4;
@@ -871,9 +1011,11 @@ int main(int argc, char **argv)
 		settle();
 		for (unsigned k = 0; k < b.o.rounds; k++) {
 			printf("round %u of %u\n", k + 1, b.o.rounds);
-			loopback_run(&b, k);
-			/* the two disk measures take turns at going first */
+			loopback_run(&b, k, 1);
+			loopback_run(&b, k, b.o.nds - 1);
+			/* the disk measures take turns at going first */
 			disk_run(&b, k, k % 2);
+			disk_n_run(&b, k);
 			disk_run(&b, k, !(k % 2));
 			move_run(&b, true, k);
 			move_run(&b, false, k);

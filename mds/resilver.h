@@ -6,9 +6,13 @@
  * directing; the bytes never pass through the MDS).
  *
  * One thread walks the store's stale set (mds_stale_list) every
- * RESILVER_SCAN_MS, and at once when kicked (a data server registered).
- * For each stale copy whose server is up, with a current mirror up that
- * holds every segment the stale one does (at the same stripe position):
+ * RESILVER_SCAN_MS, and at once when kicked (a data server registered),
+ * and hands the files to [mds] resilver_copies workers, at most
+ * resilver_copies_per_ds copies into one data server at once.  For each
+ * stale copy whose server is up, whose every segment some current mirror
+ * up holds at the same stripe position (objects keep the file's offsets,
+ * so the copy is a plan of ranges, each from such a server: several
+ * sources where mirrors pair differently per segment):
  *   1. a pass copies the whole object while clients go on writing the
  *      current mirrors (their layouts do not name the stale one);
  *   2. RW LAYOUTGETs of the file answer LAYOUTTRYLATER, its layouts are
@@ -23,8 +27,8 @@
  * A failure leaves the copy stale (never read) and is retried at the next
  * scan; a data server a copy to it failed on is skipped for the rest of
  * the scan (a server just gone takes ds_timeout to be counted down, and
- * each call to it would wait out its timeout).  Copies whose segments no single current mirror holds (a grid
- * whose mirrors pair differently per segment) are left stale and logged.
+ * each call to it would wait out its timeout).  Copies with a segment no
+ * current mirror up holds are left stale and logged.
  *
  * [mds] resilver_rate bounds the bytes per second each copy reads from its
  * source (0: no bound), so that a resilver does not starve clients.
