@@ -112,9 +112,9 @@ int ds_ctl_truncate(struct nfsd_clnt *c, const struct braid_key *key, const stru
 }
 
 int ds_ctl_setfence(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
-		    uint32_t uid, uint32_t gid)
+		    uint32_t uid, uint32_t gid, uint32_t mode)
 {
-	braid_ctl_setfence_args a = {.sf_uid = uid, .sf_gid = gid};
+	braid_ctl_setfence_args a = {.sf_uid = uid, .sf_gid = gid, .sf_mode = mode};
 	objid_to(id, &a.sf_obj);
 	return ctl_stat_call(c, key, BRAID_CTLPROC_SETFENCE, &a);
 }

@@ -32,8 +32,10 @@ int ds_ctl_create(struct nfsd_clnt *c, const struct braid_key *key, const struct
 int ds_ctl_remove(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id);
 int ds_ctl_truncate(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
 		    uint64_t size);
+/* SETFENCE: the object owned by uid/gid with permission bits mode (0777
+ * at most). */
 int ds_ctl_setfence(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
-		    uint32_t uid, uint32_t gid);
+		    uint32_t uid, uint32_t gid, uint32_t mode);
 
 struct ds_ctl_stat {
 	uint64_t size, used, change;

@@ -119,7 +119,9 @@ static int c_setfence(struct nfsd_req *req, void *argp, void *resp)
 	braid_ctl_stat *r = resp;
 	struct ds_objid id;
 	objid_of(&a->sf_obj, &id);
-	*r = from_mds(req) ? errno_to_ctl(ds_store_setfence(ds->store, &id, a->sf_uid, a->sf_gid))
+	*r = from_mds(req) ? errno_to_ctl((a->sf_mode & ~0777u ? -EINVAL
+							 : ds_store_setfence(ds->store, &id, a->sf_uid,
+									     a->sf_gid, a->sf_mode)))
 			   : BRAID_CTL_ACCESS;
 	return NFSD_SUCCESS;
 }

@@ -285,6 +285,15 @@ ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_o
 	return ds_store_write(ds->store, id, uid, gid, off, &iov, 1, (enum ds_stable)stable);
 }
 
+int ds_io_commit(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+		 uint64_t off, uint64_t count)
+{
+	uint32_t uid, gid;
+	ds_req_ids(req, &uid, &gid);
+	int rc = ds_store_access(ds->store, id, uid, gid, 2);
+	return rc ? rc : ds_store_commit(ds->store, id, off, count);
+}
+
 static void bufpool_release(struct ds_bufpool *p)
 {
 	for (unsigned i = 0; i < p->nfree; i++)

@@ -99,6 +99,10 @@ int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof);
 ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
 		    uint64_t off, xdr_opaque data, uint32_t stable);
+/* COMMIT: only ids that may write the object (as WRITE: the fence, RFC
+ * 8435 §2.2; a READ layout's ids get -EACCES, as a fenced client's). */
+int ds_io_commit(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+		 uint64_t off, uint64_t count);
 
 /* Caller identity for fencing: AUTH_SYS ids, else nobody. */
 void ds_req_ids(const struct nfsd_req *req, uint32_t *uid, uint32_t *gid);

@@ -524,8 +524,8 @@ static int dest_prepare(struct mv_copy *cp, bool exists, uint32_t mode, uint64_t
 	} else {
 		struct ds_obj_stat os;
 		rc = ds_store_stat(st, &cp->id, &os);
-		if (!rc && (os.uid != cp->uid || os.gid != cp->gid))
-			rc = ds_store_setfence(st, &cp->id, cp->uid, cp->gid);
+		if (!rc && (os.uid != cp->uid || os.gid != cp->gid || os.mode != mode))
+			rc = ds_store_setfence(st, &cp->id, cp->uid, cp->gid, mode);
 	}
 	return rc ? rc : ds_store_truncate(st, &cp->id, size);
 }

@@ -199,7 +199,7 @@ static int p3_commit(struct nfsd_req *req, void *argp, void *resp)
 	struct ds_objid id;
 	if ((r->status = fh_obj(ds, &a->file, &id)))
 		return NFSD_SUCCESS;
-	if ((r->status = errno_to_nfs3(ds_store_commit(ds->store, &id, a->offset, a->count))))
+	if ((r->status = errno_to_nfs3(ds_io_commit(ds, req, &id, a->offset, a->count))))
 		return NFSD_SUCCESS;
 	ds_store_verifier(ds->store, r->u.resok.verf);
 	return NFSD_SUCCESS;

@@ -94,7 +94,7 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 	const COMMIT4args *a = &arg->u.opcommit;
 	struct ds_objid id;
 	cur_obj(c, &id);
-	int rc = ds_store_commit(ds->store, &id, a->offset, a->count);
+	int rc = ds_io_commit(ds, c->req, &id, a->offset, a->count);
 	if (rc)
 		return errno_to_nfs4(rc);
 	ds_store_verifier(ds->store, res->u.opcommit.u.resok4.writeverf);

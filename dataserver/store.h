@@ -189,12 +189,14 @@ int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_
 			 uint32_t gid, uint64_t size);
 
 /*
- * Make uid/gid the owner.  On return no READ or WRITE checked against the
- * old owner is in progress, and later ones use the new owner.  Durable on
- * return.
+ * Make uid/gid the owner and mode (0777 at most; DS_STORE_MODE_KEEP: the
+ * mode it has) its permission bits.  On return no READ or WRITE checked
+ * against the old owner or mode is in progress, and later ones use the new
+ * ones.  Durable on return.  -EINVAL: other bits in mode.
  */
+#define DS_STORE_MODE_KEEP UINT32_MAX
 int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid,
-		      uint32_t gid);
+		      uint32_t gid, uint32_t mode);
 
 int ds_store_stat(struct ds_store *st, const struct ds_objid *id, struct ds_obj_stat *out);
 
@@ -218,6 +220,10 @@ ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t 
  * change data).
  */
 int ds_store_commit(struct ds_store *st, const struct ds_objid *id, uint64_t off, uint64_t len);
+/* Whether uid/gid may (want: 4 read, 2 write) by the object's owner, group
+ * and mode: 0, -EACCES, or -ENOENT, -ESTALE as the others. */
+int ds_store_access(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+		    unsigned want);
 
 /*
  * Start writing back to the disk what earlier writes left in the page cache

@@ -277,9 +277,10 @@ int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_
 	return obj_truncate(st, id, size, true, uid, gid);
 }
 
-int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid)
+int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+		      uint32_t mode)
 {
-	if (!id)
+	if (!id || (mode != DS_STORE_MODE_KEEP && (mode & ~0777u)))
 		return -EINVAL;
 	struct ds_ring *r;
 	struct ds_obj *o;
@@ -287,9 +288,12 @@ int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t u
 	if (rc)
 		return rc;
 	/* lock is exclusive: no READ or WRITE is in progress */
-	if (o->uid != uid || o->gid != gid) {
+	if (o->uid != uid || o->gid != gid ||
+		 (mode != DS_STORE_MODE_KEEP && o->mode != mode)) {
 		o->uid = uid;
 		o->gid = gid;
+		if (mode != DS_STORE_MODE_KEEP)
+			o->mode = mode;
 		pthread_mutex_lock(&o->mu);
 		o->hdr_seq++;
 		pthread_mutex_unlock(&o->mu);

@@ -371,6 +371,19 @@ int st_obj_access(const struct ds_obj *o, uint32_t uid, uint32_t gid, unsigned w
 	return (bits & want) == want ? 0 : -EACCES;
 }
 
+int ds_store_access(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
+		    unsigned want)
+{
+	struct ds_ring *r;
+	struct ds_obj *o;
+	int rc = st_obj_begin(st, id, false, &r, &o);
+	if (rc)
+		return rc;
+	rc = st_obj_access(o, uid, gid, want);
+	st_obj_end(st, r, o);
+	return rc;
+}
+
 /* Borrow a ring and open the object (exclusively for size and fence
  * changes); on failure nothing is held. */
 int st_obj_begin(struct ds_store *st, const struct ds_objid *id, bool excl, struct ds_ring **rp,

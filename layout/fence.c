@@ -5,23 +5,24 @@
 #include <string.h>
 
 #include "layout/fence.h"
-#include "nfsd/mac.h"
 
-void layout_fence_creds(const struct ds_objid *obj, uint32_t epoch, uint32_t *uid, uint32_t *gid)
+void layout_fence_creds(const struct siphash_key *k, const struct ds_objid *obj, uint32_t epoch,
+			struct layout_fence *out)
 {
-	/* fixed, not secret: clients see the pair in layouts anyway */
-	static const struct siphash_key k = {{0x6272616964666e63ULL, 0x652d7569642d6731ULL}};
-	uint8_t b[28];
-	size_t n = 24;
+	uint8_t b[28], h[16];
 	memcpy(b, obj->key, 16);
 	for (int i = 0; i < 8; i++)
 		b[16 + i] = (uint8_t)(obj->gen >> (8 * i));
-	if (epoch) { /* epoch 0 keeps the pair files had before fencing existed */
-		for (int i = 0; i < 4; i++)
-			b[24 + i] = (uint8_t)(epoch >> (8 * i));
-		n = 28;
-	}
-	uint64_t h = siphash24(&k, b, n);
-	*uid = 0x40000000u | (uint32_t)(h & 0x3fffffffu);
-	*gid = 0x40000000u | (uint32_t)((h >> 32) & 0x3fffffffu);
+	for (int i = 0; i < 4; i++)
+		b[24 + i] = (uint8_t)(epoch >> (8 * i));
+	siphash24_128(k, b, sizeof(b), h);
+	uint32_t w[3];
+	for (int i = 0; i < 3; i++)
+		w[i] = (uint32_t)h[4 * i] | (uint32_t)h[4 * i + 1] << 8 |
+		       (uint32_t)h[4 * i + 2] << 16 | (uint32_t)h[4 * i + 3] << 24;
+	out->uid = 0x40000000u | (w[0] & 0x3fffffffu);
+	out->gid = 0x40000000u | (w[1] & 0x3fffffffu);
+	out->read_uid = 0x40000000u | (w[2] & 0x3fffffffu);
+	if (out->read_uid == out->uid)
+		out->read_uid ^= 1; /* never the owner */
 }

@@ -89,16 +89,31 @@ void mds_data_objid(const struct mds_attr *a, struct ds_objid *id)
 	id->gen = a->generation;
 }
 
-void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid)
+void mds_data_fence_epoch(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch,
+			  uint32_t *uid, uint32_t *gid)
 {
 	struct ds_objid id;
+	struct layout_fence f;
 	mds_data_objid(a, &id);
-	layout_fence_creds(&id, epoch, uid, gid);
+	layout_fence_creds(&mds->key.fence, &id, epoch, &f);
+	*uid = f.uid;
+	*gid = f.gid;
 }
 
-void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid)
+void mds_data_fence(struct braid_mds *mds, const struct mds_attr *a, uint32_t *uid, uint32_t *gid)
 {
-	mds_data_fence_epoch(a, 0, uid, gid);
+	mds_data_fence_epoch(mds, a, 0, uid, gid);
+}
+
+void mds_data_fence_read(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch,
+			 uint32_t *uid, uint32_t *gid)
+{
+	struct ds_objid id;
+	struct layout_fence f;
+	mds_data_objid(a, &id);
+	layout_fence_creds(&mds->key.fence, &id, epoch, &f);
+	*uid = f.read_uid;
+	*gid = f.gid;
 }
 
 static pthread_mutex_t *obj_lock(struct braid_mds *mds, uint64_t ino)
@@ -119,8 +134,8 @@ static int obj_create(struct braid_mds *mds, uint32_t ds_id, const struct mds_at
 	uint32_t uid, gid, fhlen;
 	uint8_t fh[DS_CTL_FH_MAX];
 	mds_data_objid(a, &id);
-	mds_data_fence_epoch(a, epoch, &uid, &gid);
-	rc = ds_ctl_create(dc->clnt, &mds->key, &id, uid, gid, 0600, fh, &fhlen);
+	mds_data_fence_epoch(mds, a, epoch, &uid, &gid);
+	rc = ds_ctl_create(dc->clnt, &mds->key, &id, uid, gid, LAYOUT_FENCE_MODE, fh, &fhlen);
 	mds_ds_conn_put(dc);
 	if (rc == -EEXIST) {
 		/* the key is derived from (ino, generation): another generation
@@ -739,12 +754,12 @@ static int fence_apply_locked(struct braid_mds *mds, const struct mds_attr *a, u
 	struct ds_objid id;
 	uint32_t uid, gid;
 	mds_data_objid(a, &id);
-	mds_data_fence_epoch(a, epoch, &uid, &gid);
+	mds_data_fence_epoch(mds, a, epoch, &uid, &gid);
 	for (unsigned k = 0; k < s.n; k++) {
 		int err;
 		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
 		if (dc) {
-			err = ds_ctl_setfence(dc->clnt, &mds->key, &id, uid, gid);
+			err = ds_ctl_setfence(dc->clnt, &mds->key, &id, uid, gid, LAYOUT_FENCE_MODE);
 			mds_ds_conn_put(dc);
 		}
 		/* NOENT: no object there yet; it is made with the new pair */

@@ -55,11 +55,16 @@ struct mds_data *mds_data_new(void);
 void mds_data_free(struct mds_data *d);
 
 void mds_data_objid(const struct mds_attr *a, struct ds_objid *id);
-/* The synthetic uid/gid of a file's objects under fence epoch 'epoch':
- * layout_fence_creds() of its object (layout/fence.h); a new epoch is a
- * fresh pair (mds_data_fence_new).  mds_data_fence() is epoch 0's. */
-void mds_data_fence_epoch(const struct mds_attr *a, uint32_t epoch, uint32_t *uid, uint32_t *gid);
-void mds_data_fence(const struct mds_attr *a, uint32_t *uid, uint32_t *gid);
+/* The synthetic uid/gid that own a file's objects under fence epoch
+ * 'epoch' (RW layouts and the MDS's own I/O): layout_fence_creds() of its
+ * object under the cluster key (layout/fence.h); a new epoch is a fresh,
+ * unrelated pair (mds_data_fence_new).  mds_data_fence() is epoch 0's.
+ * mds_data_fence_read(): the ids of READ layouts (read, never write). */
+void mds_data_fence_epoch(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch,
+			  uint32_t *uid, uint32_t *gid);
+void mds_data_fence(struct braid_mds *mds, const struct mds_attr *a, uint32_t *uid, uint32_t *gid);
+void mds_data_fence_read(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch,
+			 uint32_t *uid, uint32_t *gid);
 
 /* What the store says of a file's layout. */
 struct mds_file_map {

@@ -79,7 +79,7 @@ static int obj_init(struct obj *o, struct braid_mds *mds, const struct mds_attr 
 	mds_data_objid(a, &o->id);
 	ds_fh_make(&mds->key, &o->id, o->fh);
 	int rc = mds_data_map(mds, a->ino, &o->map);
-	mds_data_fence_epoch(a, o->map.epoch, &o->uid, &o->gid);
+	mds_data_fence_epoch(mds, a, o->map.epoch, &o->uid, &o->gid);
 	return rc;
 }
 
@@ -96,7 +96,7 @@ static int obj_refence(struct obj *o)
 		return rc;
 	if (m.epoch != o->map.epoch) {
 		o->map.epoch = m.epoch;
-		mds_data_fence_epoch(o->a, m.epoch, &o->uid, &o->gid);
+		mds_data_fence_epoch(o->mds, o->a, m.epoch, &o->uid, &o->gid);
 		return 0;
 	}
 	rc = mds_data_fence_apply(o->mds, o->a);

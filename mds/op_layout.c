@@ -407,7 +407,7 @@ struct seg_ds {
  */
 static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_type_ops *ops,
 			       const struct mds_attr *a, const struct mds_file_map *map,
-			       const struct seg_ds *sd, const unsigned *order, unsigned nm,
+			       const struct seg_ds *sd, const unsigned *order, unsigned nm, bool rw,
 			       xdr_opaque *out)
 {
 	struct braid_mds *mds = mds_of(c);
@@ -418,10 +418,12 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 	if (!mir || !dsv || !fh)
 		return NFS4ERR_SERVERFAULT;
 	struct ds_objid oid;
-	uint32_t uid, gid;
 	mds_data_objid(a, &oid);
 	ds_fh_make(&mds->key, &oid, fh);
-	layout_fence_creds(&oid, map->epoch, &uid, &gid);
+	/* §2.2: READ layouts get ids the data servers let read, never write */
+	struct layout_fence fc;
+	layout_fence_creds(&mds->key.fence, &oid, map->epoch, &fc);
+	uint32_t uid = rw ? fc.uid : fc.read_uid, gid = fc.gid;
 	for (unsigned p = 0; p < nm; p++) {
 		mir[p].nds = S;
 		mir[p].ds = dsv + p * S;
@@ -727,7 +729,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 			mds_layout_recall_file(mds, at.ino);
 	}
 	xdr_opaque body;
-	if ((st = segment_encode(c, ops, &at, &map, sd, order, nm, &body))) {
+	if ((st = segment_encode(c, ops, &at, &map, sd, order, nm, rw, &body))) {
 		unpin(lo, f);
 		return st;
 	}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ctl/client.h"
+#include "layout/fence.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
 #include "mds/layout.h"
@@ -453,9 +454,9 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		free(pl);
 		return;
 	}
-	struct ds_ctl_copy_args args = {.mode = 0600, .rate = mds->set.resilver_rate};
+	struct ds_ctl_copy_args args = {.mode = LAYOUT_FENCE_MODE, .rate = mds->set.resilver_rate};
 	mds_data_objid(a, &args.id);
-	mds_data_fence_epoch(a, m->epoch, &args.uid, &args.gid);
+	mds_data_fence_epoch(mds, a, m->epoch, &args.uid, &args.gid);
 	uint64_t t0 = nfsd_now_ns(), written = 0;
 	/* 1: while clients go on writing the current mirrors (the sources'
 	 * change attributes first: unchanged at the end, no second pass) */
@@ -483,7 +484,7 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		rc = mds_data_map(mds, a->ino, &now);
 		if (!rc && now.epoch != m->epoch) {
 			/* fenced meanwhile: the copy takes the new owner */
-			mds_data_fence_epoch(a, now.epoch, &args.uid, &args.gid);
+			mds_data_fence_epoch(mds, a, now.epoch, &args.uid, &args.gid);
 		}
 		/* 3': sources nobody wrote since pass 1 began need none (their
 		 * sizes now are final: nothing writes them) */

@@ -105,6 +105,10 @@ void braid_key_from_bytes(struct braid_key *key, const uint8_t raw[BRAID_KEY_BYT
 {
 	siphash_key_from_bytes(&key->fh, raw);
 	siphash_key_from_bytes(&key->ctl, raw + 16);
+	static const char label[] = "braid fence credentials v1";
+	uint8_t fk[16];
+	siphash24_128(&key->ctl, label, sizeof(label) - 1, fk);
+	siphash_key_from_bytes(&key->fence, fk);
 	/* A public name for the key: a hash of it under a fixed key, so two
 	 * daemons with different key files tell "wrong key" from "forged". */
 	static const struct siphash_key idk = { { 0x6272616964206b65ULL, 0x79206964656e7469ULL } };

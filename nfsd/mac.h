@@ -12,7 +12,9 @@
  * share, kept in a file of 64 hex digits (whitespace and '#' comment lines
  * around them are allowed).  Its two halves are independent SipHash keys:
  * one signs file handles, the other signs control calls, so knowing one
- * use's tags tells nothing about the other's.  The file must not be
+ * use's tags tells nothing about the other's.  A third key, for the
+ * synthetic owners of file objects (layout/fence.h), is derived from the
+ * second as its SipHash-128 of a fixed label.  The file must not be
  * readable by anyone but the daemons (mode 0600 or 0400): braid_key_load
  * refuses a file that group or others may read.
  */
@@ -39,9 +41,10 @@ bool mac_equal(const void *a, const void *b, size_t n);
 #define BRAID_KEY_BYTES 32
 
 struct braid_key {
-	struct siphash_key fh;  /* data-server file handles */
-	struct siphash_key ctl; /* control protocol calls */
-	uint32_t id;            /* names the key in handles and calls (not secret) */
+	struct siphash_key fh;    /* data-server file handles */
+	struct siphash_key ctl;   /* control protocol calls */
+	struct siphash_key fence; /* fencing credentials (layout/fence.h): derived */
+	uint32_t id;              /* names the key in handles and calls (not secret) */
 };
 
 /*

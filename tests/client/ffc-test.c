@@ -73,7 +73,7 @@ void ffct_object_check(struct mt *m, struct cds *d, uint64_t ino, uint64_t len, 
 	struct mds_file_map fm;
 	CHECK_EQ(mds_data_map(m->mds, ino, &fm), 0);
 	uint32_t uid, gid;
-	mds_data_fence_epoch(&a, fm.epoch, &uid, &gid);
+	mds_data_fence_epoch(m->mds, &a, fm.epoch, &uid, &gid);
 	uint8_t *rb = malloc(len);
 	CHECK(rb);
 	bool eof;

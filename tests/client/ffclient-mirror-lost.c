@@ -85,7 +85,7 @@ static unsigned grid_object_check(struct cds *d, uint64_t ino, uint64_t len, uns
 	struct mds_file_map fm;
 	CHECK_EQ(mds_data_map(M.mds, ino, &fm), 0);
 	uint32_t uid, gid;
-	mds_data_fence_epoch(&a, fm.epoch, &uid, &gid);
+	mds_data_fence_epoch(M.mds, &a, fm.epoch, &uid, &gid);
 	uint8_t *rb = malloc(MiB);
 	CHECK(rb);
 	unsigned held = 0;

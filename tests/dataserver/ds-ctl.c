@@ -45,10 +45,12 @@ static void t_procs(void)
 	CHECK(s2.change != s1.change);
 	CHECK_EQ(ds_ctl_stat(T.c, &T.key, &other, &s2), -ESTALE);
 	CHECK_EQ(ds_ctl_truncate(T.c, &T.key, &other, 0), -ESTALE);
-	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &other, 1, 1), -ESTALE);
+	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &other, 1, 1, 0600), -ESTALE);
 	CHECK_EQ(ds_ctl_remove(T.c, &T.key, &other), -ESTALE);
-	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, 5, 6), 0);
-	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, 5, 6), 0); /* idempotent */
+	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, 5, 6, 0600), 0);
+	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, 5, 6, 0600), 0); /* idempotent */
+	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, 5, 6, 04600), -EINVAL);
+	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, 5, 6, 0640), 0);
 
 	/* LIST walks every object exactly as created, across several calls */
 	enum { N = 2500 };

@@ -237,7 +237,7 @@ static void t_fencing(void)
 	CHECK_EQ(dt_read(T.c, fh, fhlen, 0, 8192, buf, &n, &eof, DT_UID + 1), NFS3ERR_ACCES);
 	CHECK_EQ(dt_write(T.c, fh, fhlen, 0, buf, 8192, UNSTABLE, NULL, DT_UID + 1), NFS3ERR_ACCES);
 	/* the MDS fences DT_UID: its I/O now fails, the new owner's works */
-	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, DT_UID + 100, DT_GID + 100), 0);
+	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, DT_UID + 100, DT_GID + 100, 0600), 0);
 	CHECK_EQ(dt_read(T.c, fh, fhlen, 0, 8192, buf, &n, &eof, DT_UID), NFS3ERR_ACCES);
 	CHECK_EQ(dt_write(T.c, fh, fhlen, 0, buf, 8192, FILE_SYNC, NULL, DT_UID), NFS3ERR_ACCES);
 	READ3args a = { .file = dt_fh3(fh, fhlen), .offset = 0, .count = 8192 };

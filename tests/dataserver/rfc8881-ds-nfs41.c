@@ -215,7 +215,7 @@ int main(void)
 	CHECK_EQ(run(s, lk, 2, &res, &ar), NFS4ERR_NOTSUPP);
 
 	/* fencing: after SETFENCE this client's credentials get ACCESS */
-	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, DT_UID + 1, DT_GID + 1), 0);
+	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &id, DT_UID + 1, DT_GID + 1, 0600), 0);
 	nfs_argop4 fr[2] = { putfh(fh, fhlen), rd(0, 4096) };
 	CHECK_EQ(run(s, fr, 2, &res, &ar), NFS4ERR_ACCESS);
 	nfs_argop4 fw[2] = { putfh(fh, fhlen), wr(0, buf, 4096, FILE_SYNC4) };

@@ -144,7 +144,7 @@ static void sync_contract(const char *dir, enum ds_store_io io)
 	CHECK_SYNCS(st, 2, 1); /* the partial last block's CRC, then data and .meta */
 	CHECK_EQ(ds_store_truncate(st, &id, 8192), 0);
 	CHECK_SYNCS(st, 2, 0);
-	CHECK_EQ(ds_store_setfence(st, &id, U + 1, U), 0);
+	CHECK_EQ(ds_store_setfence(st, &id, U + 1, U, DS_STORE_MODE_KEEP), 0);
 	CHECK_SYNCS(st, 0, 1); /* .meta */
 	CHECK_EQ(ds_store_remove(st, &id), 0);
 	CHECK_SYNCS(st, 1, 0); /* the directory */

@@ -89,7 +89,7 @@ int main(void)
 		CHECK(pthread_create(&t[i], NULL, old_writer, (void *)(intptr_t)(i + 1)) == 0);
 	while (atomic_load(&writes_ok) < 50)
 		usleep(100);
-	CHECK_EQ(ds_store_setfence(st, &id, 200, 200), 0);
+	CHECK_EQ(ds_store_setfence(st, &id, 200, 200, DS_STORE_MODE_KEEP), 0);
 	atomic_store(&fenced, true);
 	usleep(20000);
 	atomic_store(&stop, true);
@@ -100,7 +100,7 @@ int main(void)
 	CHECK_EQ(st_write(st, &id, 200, 200, 0, "new!", 4, DS_UNSTABLE), 4);
 	CHECK_EQ(ds_store_read(st, &id, 200, 200, 0, 4, b, &eof), 4);
 	CHECK(memcmp(b, "new!", 4) == 0);
-	CHECK_EQ(ds_store_setfence(st, &id, 200, 200), 0); /* idempotent */
+	CHECK_EQ(ds_store_setfence(st, &id, 200, 200, DS_STORE_MODE_KEEP), 0); /* idempotent */
 
 	/* the fence survives a restart */
 	CHECK_EQ(ds_store_close(st), 0);
@@ -112,6 +112,22 @@ int main(void)
 	CHECK_EQ(sb.uid, 200);
 	CHECK_EQ(sb.gid, 200);
 	CHECK_EQ(sb.mode, 0600);
+
+	/* the fence with a mode (RFC 8435 §2.2, an id per iomode): the owner
+	 * reads and writes, the group only reads, durably */
+	CHECK_EQ(ds_store_setfence(st, &id, 300, 301, 0640), 0);
+	CHECK_EQ(st_write(st, &id, 302, 301, 0, "r/o!", 4, DS_UNSTABLE), -EACCES);
+	CHECK_EQ(ds_store_read(st, &id, 302, 301, 0, 4, b, &eof), 4);
+	CHECK_EQ(ds_store_read(st, &id, 200, 200, 0, 4, b, &eof), -EACCES);
+	CHECK_EQ(st_write(st, &id, 300, 301, 0, "rw!!", 4, DS_UNSTABLE), 4);
+	CHECK_EQ(ds_store_setfence(st, &id, 300, 301, 01640), -EINVAL);
+	CHECK_EQ(ds_store_close(st), 0);
+	st = st_open(dir, false, DS_STORE_IO_URING);
+	CHECK_EQ(ds_store_stat(st, &id, &sb), 0);
+	CHECK(sb.uid == 300 && sb.gid == 301 && sb.mode == 0640);
+	CHECK_EQ(st_write(st, &id, 302, 301, 0, "r/o!", 4, DS_UNSTABLE), -EACCES);
+	CHECK_EQ(ds_store_read(st, &id, 302, 301, 0, 4, b, &eof), 4);
+	CHECK(memcmp(b, "rw!!", 4) == 0);
 	CHECK_EQ(ds_store_close(st), 0);
 	return 0;
 }

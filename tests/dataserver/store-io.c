@@ -193,7 +193,7 @@ static void naming(struct ds_store *st)
 	CHECK_EQ(ds_store_read(st, &other, 10, 20, 0, 1, b, &eof), -ESTALE);
 	CHECK_EQ(st_write(st, &other, 10, 20, 0, b, 1, DS_UNSTABLE), -ESTALE);
 	CHECK_EQ(ds_store_truncate(st, &other, 5), -ESTALE);
-	CHECK_EQ(ds_store_setfence(st, &other, 1, 1), -ESTALE);
+	CHECK_EQ(ds_store_setfence(st, &other, 1, 1, DS_STORE_MODE_KEEP), -ESTALE);
 	CHECK_EQ(ds_store_commit(st, &other, 0, 0), -ESTALE);
 	CHECK_EQ(ds_store_remove(st, &other), -ESTALE);
 	CHECK_EQ(ds_store_stat(st, &none, &sb), -ENOENT);
@@ -238,7 +238,7 @@ static void stat_times(struct ds_store *st)
 	CHECK(s3.change != s2.change);
 	CHECK_EQ(s3.size, 12);
 	/* a fence change is not a data change */
-	CHECK_EQ(ds_store_setfence(st, &id, 5, 5), 0);
+	CHECK_EQ(ds_store_setfence(st, &id, 5, 5, DS_STORE_MODE_KEEP), 0);
 	CHECK_EQ(ds_store_stat(st, &id, &s2), 0);
 	CHECK_EQ(s2.change, s3.change);
 	CHECK_EQ(s2.uid, 5);

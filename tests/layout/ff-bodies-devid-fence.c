@@ -97,35 +97,51 @@ static void fence(void)
 	for (int k = 0; k < 16; k++)
 		o.key[k] = (uint8_t)(k * 17 + 3);
 	o.gen = 0x0102030405060708ull;
-	/* the pairs objects have always been owned by */
-	static const uint32_t want[3][2] = {
-	    {1531734679u, 1703795710u}, {1678062614u, 1701186181u}, {1924980604u, 1754266122u}};
-	uint32_t seen[3][2];
-	for (uint32_t e = 0; e < 3; e++) {
-		uint32_t uid, gid, uid2, gid2;
-		layout_fence_creds(&o, e, &uid, &gid);
-		layout_fence_creds(&o, e, &uid2, &gid2);
-		CHECK_EQ(uid, uid2);
-		CHECK_EQ(gid, gid2);
-		CHECK_EQ(uid, want[e][0]);
-		CHECK_EQ(gid, want[e][1]);
-		CHECK(uid >= 1u << 30 && uid < 1u << 31);
-		CHECK(gid >= 1u << 30 && gid < 1u << 31);
-		seen[e][0] = uid;
-		seen[e][1] = gid;
+	uint8_t raw[BRAID_KEY_BYTES];
+	for (int k = 0; k < BRAID_KEY_BYTES; k++)
+		raw[k] = (uint8_t)(k * 29 + 1);
+	struct braid_key key, key2;
+	braid_key_from_bytes(&key, raw);
+	raw[31] ^= 1; /* another cluster */
+	braid_key_from_bytes(&key2, raw);
+	/* the fence key is neither half of the cluster key */
+	CHECK(memcmp(&key.fence, &key.fh, sizeof(key.fh)) && memcmp(&key.fence, &key.ctl, sizeof(key.ctl)));
+	struct layout_fence seen[4];
+	for (uint32_t e = 0; e < 4; e++) {
+		struct layout_fence f, f2;
+		layout_fence_creds(&key.fence, &o, e, &f);
+		layout_fence_creds(&key.fence, &o, e, &f2);
+		CHECK(f.uid == f2.uid && f.gid == f2.gid && f.read_uid == f2.read_uid);
+		CHECK(f.uid >= 1u << 30 && f.uid < 1u << 31);
+		CHECK(f.gid >= 1u << 30 && f.gid < 1u << 31);
+		CHECK(f.read_uid >= 1u << 30 && f.read_uid < 1u << 31);
+		/* READ layouts' uid is never the owner's */
+		CHECK(f.read_uid != f.uid);
+		seen[e] = f;
+		/* another cluster key: unrelated ids for the same object and
+		 * epoch (nothing public gives them) */
+		layout_fence_creds(&key2.fence, &o, e, &f2);
+		CHECK(f2.uid != f.uid && f2.gid != f.gid && f2.read_uid != f.read_uid);
 	}
-	uint32_t uid, gid;
-	layout_fence_creds(&o, 0xfffffffeu, &uid, &gid);
-	CHECK_EQ(uid, 1624463135u);
-	CHECK_EQ(gid, 1963786054u);
-	/* each epoch a pair of its own */
-	for (int a = 0; a < 3; a++)
-		for (int b = a + 1; b < 3; b++)
-			CHECK(seen[a][0] != seen[b][0] && seen[a][1] != seen[b][1]);
-	/* another generation of the same key: another pair */
+	/* each epoch ids of its own, not a step from the last */
+	for (int a = 0; a < 4; a++)
+		for (int b = a + 1; b < 4; b++) {
+			CHECK(seen[a].uid != seen[b].uid && seen[a].gid != seen[b].gid);
+			CHECK(seen[b].uid - seen[a].uid != (uint32_t)(b - a));
+		}
+	/* another generation of the same key: other ids */
 	o.gen++;
-	layout_fence_creds(&o, 0, &uid, &gid);
-	CHECK(uid != seen[0][0] && gid != seen[0][1]);
+	struct layout_fence g;
+	layout_fence_creds(&key.fence, &o, 0, &g);
+	CHECK(g.uid != seen[0].uid && g.gid != seen[0].gid);
+	/* the derivation is fixed (the same ids on every MDS, across
+	 * upgrades): known answers */
+	o.gen--;
+	braid_key_from_bytes(&key, (const uint8_t[BRAID_KEY_BYTES]){0});
+	layout_fence_creds(&key.fence, &o, 1, &g);
+	CHECK_EQ(g.uid, 1585684756u);
+	CHECK_EQ(g.gid, 1674710741u);
+	CHECK_EQ(g.read_uid, 1158425189u);
 }
 
 static void ff_layout(const struct layout_type_ops *ops)

@@ -56,7 +56,7 @@ static void t_whole(struct nfs41c_session *s)
 		CHECK_EQ(l.ds[0].sid.other[i], 0);
 	struct mds_attr at = cl_attr(&L.m, lt_ino(&L, &o.fh));
 	uint32_t uid, gid;
-	mds_data_fence(&at, &uid, &gid);
+	mds_data_fence(L.m.mds, &at, &uid, &gid);
 	CHECK(l.ds[0].uid == uid && l.ds[0].gid == gid);
 	struct ds_objid id;
 	uint8_t fh[DS_FH_SIZE];

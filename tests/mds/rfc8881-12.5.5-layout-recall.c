@@ -168,6 +168,33 @@ static void wait_fenced(struct cds *d, const struct lt_ds *x, uint32_t uid, uint
 	}
 }
 
+/* The ids objects had before they came from the cluster key: a hash
+ * under a key fixed in the source, of what the data-server file handle
+ * shows in clear (object key, generation) and the epoch.  A fenced client
+ * could compute the next epoch's this way. */
+static void public_creds(const struct ds_objid *o, uint32_t epoch, uint32_t *uid, uint32_t *gid)
+{
+	static const struct siphash_key k = {{0x6272616964666e63ULL, 0x652d7569642d6731ULL}};
+	uint8_t b[28];
+	memcpy(b, o->key, 16);
+	for (int i = 0; i < 8; i++)
+		b[16 + i] = (uint8_t)(o->gen >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		b[24 + i] = (uint8_t)(epoch >> (8 * i));
+	uint64_t h = siphash24(&k, b, epoch ? 28 : 24);
+	*uid = 0x40000000u | (uint32_t)(h & 0x3fffffffu);
+	*gid = 0x40000000u | (uint32_t)((h >> 32) & 0x3fffffffu);
+}
+
+/* ids that must neither read nor write x's object on d */
+static void refused(struct cds *d, const struct lt_ds *x, uint32_t uid, uint32_t gid)
+{
+	uint32_t n;
+	uint8_t r[4096];
+	CHECK_EQ(lt_ds_read(d, x, 0, r, 4096, uid, gid, &n), NFS3ERR_ACCES);
+	CHECK_EQ(lt_ds_write(d, x, 0, buf, 4096, FILE_SYNC, uid, gid), NFS3ERR_ACCES);
+}
+
 static void t_revoke_and_fence(void)
 {
 	struct ts_openres o;
@@ -175,6 +202,17 @@ static void t_revoke_and_fence(void)
 	struct cds *d;
 	file_with_layout("fenced", &o, &l, &d);
 	uint64_t ino = lt_ino(&L, &o.fh);
+	/* RFC 8435 §2.2: a READ layout's ids (another uid) read, never write */
+	struct lt_layout lr;
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_READ, 0, &l.sid, &lr), NFS4_OK);
+	CHECK(lr.ds[0].uid != l.ds[0].uid && lr.ds[0].gid == l.ds[0].gid);
+	uint32_t rn;
+	uint8_t rb[4096];
+	CHECK_EQ(lt_ds_read(d, &lr.ds[0], 0, rb, 4096, lr.ds[0].uid, lr.ds[0].gid, &rn), NFS3_OK);
+	CHECK(rn == 4096 && dt_check(rb, 0, 4096, 5));
+	CHECK_EQ(lt_ds_write(d, &lr.ds[0], 0, buf, 4096, FILE_SYNC, lr.ds[0].uid, lr.ds[0].gid),
+		 NFS3ERR_ACCES);
+	CHECK_EQ(lt_ds_commit(d, &lr.ds[0], lr.ds[0].uid, lr.ds[0].gid), NFS3ERR_ACCES);
 	int n0 = atomic_load(&lt_cbs.recalls);
 	CHECK_EQ(setsize(&o.fh, &o.sid, MiB / 2), NFS4_OK);
 	lt_wait_count(&lt_cbs.recalls, n0 + 1, 5);
@@ -188,16 +226,39 @@ static void t_revoke_and_fence(void)
 	struct mds_file_map map;
 	CHECK_EQ(mds_data_map(L.m.mds, ino, &map), 0);
 	CHECK(map.epoch >= 1);
+	/* the old ids (the READ layout's too) and ids worked out from them or
+	 * from the handle are refused */
+	refused(d, &lr.ds[0], lr.ds[0].uid, lr.ds[0].gid);
+	refused(d, &l.ds[0], l.ds[0].uid, l.ds[0].gid);
+	refused(d, &l.ds[0], l.ds[0].uid + 1, l.ds[0].gid + 1);
+	refused(d, &l.ds[0], lr.ds[0].uid, lr.ds[0].gid + 1);
+	struct ds_objid oid;
+	struct mds_attr at0 = cl_attr(&L.m, ino);
+	mds_data_objid(&at0, &oid);
+	for (uint32_t e = 0; e <= map.epoch + 1; e++) {
+		uint32_t pu, pg;
+		public_creds(&oid, e, &pu, &pg);
+		refused(d, &l.ds[0], pu, pg);
+	}
 	/* the next layout carries the new pair, which works */
 	struct lt_layout l2;
 	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &o.sid, &l2), NFS4_OK);
 	CHECK(l2.ds[0].uid != l.ds[0].uid || l2.ds[0].gid != l.ds[0].gid);
 	struct mds_attr at = cl_attr(&L.m, ino);
 	uint32_t uid, gid;
-	mds_data_fence_epoch(&at, map.epoch, &uid, &gid);
+	mds_data_fence_epoch(L.m.mds, &at, map.epoch, &uid, &gid);
 	CHECK(l2.ds[0].uid == uid && l2.ds[0].gid == gid);
 	dt_fill(buf, 0, 4096, 6);
 	CHECK_EQ(lt_ds_write(d, &l2.ds[0], 0, buf, 4096, FILE_SYNC, uid, gid), NFS3_OK);
+	/* and the new epoch's READ ids read, never write */
+	struct lt_layout l2r;
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_READ, 0, &l2.sid, &l2r), NFS4_OK);
+	CHECK(l2r.ds[0].uid != uid && l2r.ds[0].gid == gid && l2r.ds[0].uid != lr.ds[0].uid);
+	CHECK_EQ(lt_ds_read(d, &l2r.ds[0], 0, rb, 4096, l2r.ds[0].uid, gid, &rn), NFS3_OK);
+	CHECK(rn == 4096 && dt_check(rb, 0, 4096, 6));
+	CHECK_EQ(lt_ds_write(d, &l2r.ds[0], 0, buf, 4096, FILE_SYNC, l2r.ds[0].uid, gid),
+		 NFS3ERR_ACCES);
+	l2.sid = l2r.sid;
 	/* so does the MDS's own I/O */
 	uint32_t n;
 	uint8_t r[4096];

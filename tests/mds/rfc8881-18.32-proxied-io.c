@@ -87,7 +87,7 @@ static void t_write_read(struct nfs41c_session *s, struct cfile *f)
 	ds_fh_make(&M.key, &id, fh);
 	uint32_t uid, gid, n;
 	bool eof;
-	mds_data_fence(&f->attr, &uid, &gid);
+	mds_data_fence(M.mds, &f->attr, &uid, &gid);
 	CHECK(uid >= 1u << 30 && uid < 1u << 31 && gid >= 1u << 30 && gid < 1u << 31);
 	CHECK_EQ(dt_read(A.c, fh, DS_FH_SIZE, MiB, 4096, rbuf, &n, &eof, uid), NFS3_OK);
 	CHECK(dt_check(rbuf, MiB, 4096, 7));

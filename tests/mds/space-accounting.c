@@ -277,7 +277,7 @@ int main(void)
 	struct ds_objid id, stray = {.gen = 1};
 	uint32_t uid, gid;
 	mds_data_objid(&at, &id);
-	mds_data_fence_epoch(&at, map.epoch, &uid, &gid);
+	mds_data_fence_epoch(M.mds, &at, map.epoch, &uid, &gid);
 	uint8_t *b = malloc(MiB);
 	CHECK(b);
 	dt_fill(b, MiB, MiB, 6);
