@@ -54,6 +54,7 @@ struct mnt_rec {
 struct mnt_reg {
 	uint32_t prog, vers;
 	const char *netid;
+	char uaddr[INET6_ADDRSTRLEN + 16]; /* ours, as registered */
 };
 
 struct mds_mount {
@@ -650,8 +651,8 @@ void mds_mount_rpcbind_set(struct braid_mds *mds)
 		const char *netid;
 		int family;
 	} nets[] = { { "tcp", AF_INET }, { "tcp6", AF_INET6 } };
-	const struct mnt_reg progs[] = { { NFS4_PROGRAM, NFS_V4, NULL },
-					 { MOUNT_PROGRAM, MOUNT_V3, NULL } };
+	const struct mnt_reg progs[] = { { NFS4_PROGRAM, NFS_V4, NULL, "" },
+					 { MOUNT_PROGRAM, MOUNT_V3, NULL, "" } };
 	unsigned nprogs = mds->set.mount ? 2 : 1;
 	char done[128] = "";
 	size_t dl = 0;
@@ -678,8 +679,9 @@ void mds_mount_rpcbind_set(struct braid_mds *mds)
 					goto out;
 				continue;
 			}
-			m->reg[m->nreg++] = (struct mnt_reg){ progs[p].prog, progs[p].vers,
-							      nets[k].netid };
+			struct mnt_reg *r = &m->reg[m->nreg++];
+			*r = (struct mnt_reg){ progs[p].prog, progs[p].vers, nets[k].netid, "" };
+			snprintf(r->uaddr, sizeof(r->uaddr), "%s", uaddr);
 		}
 		if (m->nreg > before && dl < sizeof(done))
 			dl += (size_t)snprintf(done + dl, sizeof(done) - dl, "%s%s port %d",
@@ -706,7 +708,23 @@ void mds_mount_rpcbind_unset(struct braid_mds *mds)
 	}
 	for (unsigned i = 0; i < m->nreg; i++) {
 		const struct mnt_reg *r = &m->reg[i];
-		int rc = mds_rpcb_unset(b, r->prog, r->vers, r->netid);
+		/* only ours: another server may have registered since (a
+		 * restart of ours on another port, or another NFS server) */
+		char now[sizeof(r->uaddr)];
+		int rc = mds_rpcb_getaddr(b, r->prog, r->vers, r->netid, now, sizeof(now));
+		if (rc && rc != -ENOENT)
+			mds_log("rpcbind: looking up %u v%u on %s: %s; left as it is", r->prog,
+				r->vers, r->netid, strerror(-rc));
+		if (rc == -ETIMEDOUT)
+			break;
+		if (rc)
+			continue; /* none, or unknown: nothing of ours to remove */
+		if (strcmp(now, r->uaddr)) {
+			mds_log("rpcbind: %u v%u on %s maps to %s now, not to us (%s): left as it is",
+				r->prog, r->vers, r->netid, now, r->uaddr);
+			continue;
+		}
+		rc = mds_rpcb_unset(b, r->prog, r->vers, r->netid);
 		if (rc && rc != -ENOENT) {
 			mds_log("rpcbind: unregistering %u v%u on %s: %s", r->prog, r->vers,
 				r->netid, strerror(-rc));

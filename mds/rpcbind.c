@@ -196,3 +196,35 @@ int mds_rpcb_unset(struct mds_rpcb *b, uint32_t prog, uint32_t vers, const char 
 {
 	return rpcb_call(b, RPCBPROC_UNSET, prog, vers, netid, NULL);
 }
+
+static bool_t xdr_none(XDR *x, void *p)
+{
+	(void)x, (void)p;
+	return TRUE;
+}
+
+int mds_rpcb_getaddr(struct mds_rpcb *b, uint32_t prog, uint32_t vers, const char *netid,
+		     char *uaddr, size_t len)
+{
+	/* DUMP, not GETADDR: rpcbind answers GETADDR for the netid of the
+	 * connection asked on (ours may be its local socket), not r_netid */
+	rpcblist_ptr list = NULL;
+	enum clnt_stat st = clnt_call(b->clnt, RPCBPROC_DUMP, (xdrproc_t)xdr_none, NULL,
+				      (xdrproc_t)xdr_rpcblist_ptr, (char *)&list, b->timeout);
+	if (st == RPC_TIMEDOUT)
+		return -ETIMEDOUT;
+	if (st != RPC_SUCCESS)
+		return -EIO;
+	int rc = -ENOENT;
+	for (rpcblist_ptr p = list; p && rc == -ENOENT; p = p->rpcb_next) {
+		const RPCB *m = &p->rpcb_map;
+		if (m->r_prog != prog || m->r_vers != vers || !m->r_netid || !m->r_addr ||
+		    strcmp(m->r_netid, netid))
+			continue;
+		rc = strlen(m->r_addr) >= len ? -ENAMETOOLONG : 0;
+		if (!rc)
+			memcpy(uaddr, m->r_addr, strlen(m->r_addr) + 1);
+	}
+	xdr_free((xdrproc_t)xdr_rpcblist_ptr, (char *)&list);
+	return rc;
+}

@@ -37,5 +37,9 @@ int mds_rpcb_set(struct mds_rpcb *b, uint32_t prog, uint32_t vers, const char *n
 /* Remove the mapping of prog/vers on netid.  0, or -ENOENT when there was
  * none (or it is another owner's), -ETIMEDOUT, -EIO. */
 int mds_rpcb_unset(struct mds_rpcb *b, uint32_t prog, uint32_t vers, const char *netid);
+/* The universal address prog/vers on netid maps to (from DUMP), into uaddr
+ * (len bytes).  0, -ENOENT (no mapping), -ENAMETOOLONG, -ETIMEDOUT, -EIO. */
+int mds_rpcb_getaddr(struct mds_rpcb *b, uint32_t prog, uint32_t vers, const char *netid,
+		     char *uaddr, size_t len);
 
 #endif

@@ -2,7 +2,9 @@
 # braid-mds registers with rpcbind and serves MOUNT so the stock tools see
 # it as they see knfsd: `rpcinfo -p` shows NFS 100003 v4 and MOUNT 100005 v3
 # on tcp at braid's port, `showmount -e` lists every export with its client
-# specs, and a clean stop removes both mappings.  Uses the rpcbind that runs,
+# specs, and a clean stop removes both mappings, but only while they are
+# its own: a second braid-mds that took them over keeps them when the first
+# stops.  Uses the rpcbind that runs,
 # or starts one (root only) and stops it again.
 set -u
 builddir=${top_builddir:-.}
@@ -20,9 +22,11 @@ done
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/braid-showmount-XXXXXX") || exit 99
 mds_pid=
+mds2_pid=
 rpcb_pid=
 cleanup() {
 	[ -n "$mds_pid" ] && kill "$mds_pid" 2>/dev/null && wait "$mds_pid" 2>/dev/null
+	[ -n "$mds2_pid" ] && kill "$mds2_pid" 2>/dev/null && wait "$mds2_pid" 2>/dev/null
 	[ -n "$rpcb_pid" ] && kill "$rpcb_pid" 2>/dev/null && wait "$rpcb_pid" 2>/dev/null
 	rm -rf "$dir"
 }
@@ -89,14 +93,48 @@ grep -Eq '^/pub +127\.0\.0\.1,10\.1\.0\.0/16$' "$dir/showmount" &&
 	grep -Eq '^/other +\*$' "$dir/showmount" ||
 	{ cat "$dir/showmount"; fail "showmount -e does not list the exports"; }
 
-# a clean stop unregisters
+# a second braid-mds (another store, another port) takes the mappings over
+sed -e "s|^store_dir = .*|store_dir = $dir/store2|" "$dir/mds.conf" >"$dir/mds2.conf"
+"$bin" -c "$dir/mds2.conf" --ready-fd 3 3>"$dir/ready2" 2>"$dir/log2" &
+mds2_pid=$!
+i=0
+until grep -q READY "$dir/ready2" 2>/dev/null; do
+	i=$((i + 1))
+	kill -0 "$mds2_pid" 2>/dev/null || { sed 's/^/  braid-mds 2: /' "$dir/log2"; fail "the second braid-mds exited"; }
+	[ $i -lt 100 ] || fail "the second braid-mds did not start"
+	sleep 0.1
+done
+port2=$(awk '{ print $2 }' "$dir/ready2")
+mapped() { # prog port: whether rpcinfo -p maps prog on tcp to port
+	rpcmap | awk -v prog="$1" -v port="$2" '$1 == prog && $3 == "tcp" && $4 == port { ok = 1 }
+		END { exit !ok }'
+}
+for prog in 100003 100005; do
+	mapped $prog "$port2" || { rpcmap; fail "the second braid-mds did not register $prog"; }
+done
+
+# stopping the first removes nothing: the mappings are the second's now
 kill "$mds_pid"
 wait "$mds_pid"
 st=$?
 mds_pid=
 [ $st -eq 0 ] || fail "braid-mds exited with $st on SIGTERM"
+for prog in 100003 100005; do
+	mapped $prog "$port2" || {
+		rpcmap; sed 's/^/  braid-mds: /' "$dir/log"
+		fail "stopping the first braid-mds removed the second's $prog mapping"
+	}
+done
+grep -q 'not to us' "$dir/log" || fail "the first braid-mds did not say why it left the mappings"
+
+# a clean stop of the server they belong to unregisters
+kill "$mds2_pid"
+wait "$mds2_pid"
+st=$?
+mds2_pid=
+[ $st -eq 0 ] || fail "the second braid-mds exited with $st on SIGTERM"
 rpcmap >"$dir/rpcinfo" || fail "rpcinfo -p failed after the stop"
-if awk -v port="$port" '($1 == 100003 || $1 == 100005) && $4 == port { found = 1 }
+if awk -v p1="$port" -v p2="$port2" '($1 == 100003 || $1 == 100005) && ($4 == p1 || $4 == p2) { found = 1 }
 	END { exit !found }' "$dir/rpcinfo"; then
 	cat "$dir/rpcinfo"
 	fail "braid-mds left its mappings in rpcbind"
