@@ -431,6 +431,33 @@ static bool reg_sleep(struct braid_ds *ds, unsigned ms)
 	return stop;
 }
 
+/* Its own I/O counters for HEARTBEAT: READ/WRITE/COMMIT as its engine
+ * counted and timed them (NFSv3 procedures and NFSv4.1 operations), the
+ * store's bytes. */
+static void ds_iostats(struct braid_ds *ds, braid_ctl_iostats *io)
+{
+	memset(io, 0, sizeof(*io));
+	struct nfsd_metrics_opstat *v = calloc(NFSD_METRICS_SLOTS, sizeof(*v));
+	unsigned n = v ? nfsd_metrics_opstats(ds->metrics, v, NFSD_METRICS_SLOTS) : 0;
+	for (unsigned i = 0; i < n; i++) {
+		bool nfs = v[i].prog == 100003 && v[i].name;
+		if (nfs && !strcmp(v[i].name, "READ")) {
+			io->io_reads += v[i].count;
+			io->io_read_ns += v[i].sum_ns;
+		} else if (nfs && !strcmp(v[i].name, "WRITE")) {
+			io->io_writes += v[i].count;
+			io->io_write_ns += v[i].sum_ns;
+		} else if (nfs && !strcmp(v[i].name, "COMMIT")) {
+			io->io_commits += v[i].count;
+		}
+	}
+	free(v);
+	struct ds_store_counters c;
+	ds_store_counters(ds->store, &c);
+	io->io_read_bytes = c.bytes_read;
+	io->io_write_bytes = c.bytes_written;
+}
+
 static void *reg_main(void *arg)
 {
 	struct braid_ds *ds = arg;
@@ -511,6 +538,7 @@ static void *reg_main(void *arg)
 				.hb_objects = ds_store_objects(ds->store),
 				.hb_health = ds_health(ds, total, avail),
 			};
+			ds_iostats(ds, &a.hb_io);
 			atomic_store(&ds->short_reported,
 				     (a.hb_health &
 				      (BRAID_CTL_HEALTH_LOWSPACE | BRAID_CTL_HEALTH_FULL)) != 0);

@@ -725,6 +725,114 @@ static int a_clients(struct nfsd_req *req, void *argp, void *resp)
 	return NFSD_SUCCESS;
 }
 
+/* ------------------------------------------------------------ OPSTATS */
+
+/* A client owner as a short printable name: the Linux client's is
+ * "Linux NFSv4.2 <hostname>"; other bytes become '.'. */
+static xdr_string owner_name(struct nfsd_req *req, const struct nfs41_client_info *i)
+{
+	uint32_t n = i->owner_len < sizeof(i->owner) ? i->owner_len : sizeof(i->owner);
+	if (n > BRAID_ADMIN_NAME_MAX)
+		n = BRAID_ADMIN_NAME_MAX;
+	char s[BRAID_ADMIN_NAME_MAX + 1];
+	for (uint32_t k = 0; k < n; k++)
+		s[k] = i->owner[k] >= 0x20 && i->owner[k] < 0x7f ? (char)i->owner[k] : '.';
+	s[n] = 0;
+	return acopy(req, s, BRAID_ADMIN_NAME_MAX);
+}
+
+static int a_opstats(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	braid_admin_opstats_res *res = resp;
+	(void)argp;
+	if (!authorized(req))
+		FAIL(res, BRAID_ADMIN_ACCESS, NOAUTH);
+	braid_admin_opstats_resok *ok = &res->u.ok;
+	memset(ok, 0, sizeof(*ok));
+	uint64_t now = nfsd_now_ns();
+	ok->ot_now_ms = now / 1000000ull;
+	struct nfsd_metrics_opstat *ops = calloc(BRAID_ADMIN_OPS_MAX, sizeof(*ops));
+	unsigned nops = ops ? nfsd_metrics_opstats(mds->metrics, ops, BRAID_ADMIN_OPS_MAX) : 0;
+	unsigned ncl;
+	struct nfs41_client_info *cl = client_snapshot(mds, &ncl);
+	unsigned nds = mds_dsreg_list(mds, NULL, 0);
+	struct mds_ds_info *ds = nds ? calloc(nds, sizeof(*ds)) : NULL;
+	if (ds)
+		nds = mds_dsreg_list(mds, ds, nds);
+	else
+		nds = 0;
+	if (ncl > BRAID_ADMIN_LIST_MAX)
+		ncl = BRAID_ADMIN_LIST_MAX;
+	if (nds > BRAID_ADMIN_LIST_MAX)
+		nds = BRAID_ADMIN_LIST_MAX;
+	if (!ops || !cl ||
+	    (nops && !(ok->ot_ops.val = aalloc(req, nops, sizeof(*ok->ot_ops.val)))) ||
+	    (ncl && !(ok->ot_clients.val = aalloc(req, ncl, sizeof(*ok->ot_clients.val)))) ||
+	    (nds && !(ok->ot_ds.val = aalloc(req, nds, sizeof(*ok->ot_ds.val))))) {
+		free(ops);
+		free(cl);
+		free(ds);
+		FAIL(res, BRAID_ADMIN_SERVERFAULT, "out of memory");
+	}
+	for (unsigned i = 0; i < nops; i++)
+		ok->ot_ops.val[ok->ot_ops.len++] = (braid_admin_opstat){
+		    .os_kind = ops[i].kind,
+		    .os_prog = ops[i].prog,
+		    .os_vers = ops[i].vers,
+		    .os_proc = ops[i].proc,
+		    .os_prog_name = acopy(req, ops[i].prog_name ? ops[i].prog_name : "",
+					  BRAID_ADMIN_NAME_MAX),
+		    .os_name = acopy(req, ops[i].name ? ops[i].name : "", BRAID_ADMIN_NAME_MAX),
+		    .os_count = ops[i].count,
+		    .os_errors = ops[i].errors,
+		    .os_ns = ops[i].sum_ns,
+		    .os_bytes = ops[i].bytes,
+		};
+	for (unsigned i = 0; i < ncl; i++) {
+		braid_admin_client_ops *o = &ok->ot_clients.val[ok->ot_clients.len++];
+		memset(o, 0, sizeof(*o));
+		o->co_clientid = cl[i].clientid;
+		o->co_name = owner_name(req, &cl[i]);
+		o->co_addr = xdr_string_of("");
+		o->co_ops = cl[i].ops;
+		o->co_errors = cl[i].op_errors;
+		o->co_ns = cl[i].op_ns;
+		if (cl[i].has_peer) {
+			char ua[80];
+			const char *netid;
+			uaddr_of(&cl[i].peer, sa_port(&cl[i].peer), ua, sizeof(ua), &netid);
+			o->co_addr = acopy(req, ua, BRAID_ADMIN_UADDR_MAX);
+		}
+		struct mds_layout_counters c;
+		if (!mds_layout_counters_client(mds, cl[i].clientid, &c)) {
+			o->co_read_bytes = c.read_bytes;
+			o->co_write_bytes = c.write_bytes;
+		}
+	}
+	for (unsigned i = 0; i < nds; i++) {
+		const struct mds_ds_iostats *io = &ds[i].io;
+		ok->ot_ds.val[ok->ot_ds.len++] = (braid_admin_ds_ops){
+		    .do_id = ds[i].id,
+		    .do_host = acopy(req, ds[i].hostname, BRAID_ADMIN_HOSTNAME_MAX),
+		    .do_up = ds[i].up,
+		    .do_at_ms = io->at_ns / 1000000ull,
+		    .do_reads = io->reads,
+		    .do_read_bytes = io->read_bytes,
+		    .do_read_ns = io->read_ns,
+		    .do_writes = io->writes,
+		    .do_write_bytes = io->write_bytes,
+		    .do_write_ns = io->write_ns,
+		    .do_commits = io->commits,
+		};
+	}
+	free(ops);
+	free(cl);
+	free(ds);
+	res->status = BRAID_ADMIN_OK;
+	return NFSD_SUCCESS;
+}
+
 /* ------------------------------------------------------------- LAYOUT */
 
 struct seg_take {
@@ -1129,7 +1237,7 @@ static int a_rebalance(struct nfsd_req *req, void *argp, void *resp)
 
 /* ------------------------------------------------------------ program */
 
-static struct nfsd_proc admin_procs[BRAID_ADMINPROC_REBALANCE + 1] = {
+static struct nfsd_proc admin_procs[BRAID_ADMINPROC_OPSTATS + 1] = {
     [BRAID_ADMINPROC_NULL] = {.name = "NULL", .fn = a_null, .flags = NFSD_PROC_INLINE},
     [BRAID_ADMINPROC_STATUS] = {.name = "STATUS", .fn = a_status},
     [BRAID_ADMINPROC_DS_LIST] = {.name = "DS_LIST", .fn = a_ds_list},
@@ -1146,9 +1254,10 @@ static struct nfsd_proc admin_procs[BRAID_ADMINPROC_REBALANCE + 1] = {
     [BRAID_ADMINPROC_DS_LOST] = {.name = "DS_LOST", .fn = a_ds_lost},
     [BRAID_ADMINPROC_PROTECTION] = {.name = "PROTECTION", .fn = a_protection},
     [BRAID_ADMINPROC_REBALANCE] = {.name = "REBALANCE", .fn = a_rebalance},
+    [BRAID_ADMINPROC_OPSTATS] = {.name = "OPSTATS", .fn = a_opstats},
 };
 static const struct nfsd_version admin_versions[] = {
-    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_REBALANCE + 1},
+    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_OPSTATS + 1},
 };
 
 const struct nfsd_program *mds_admin_program(struct braid_mds *mds)
@@ -1376,7 +1485,7 @@ int mds_admin_init(struct braid_mds *mds, char *msg, size_t msglen)
 	}
 	ad->mds = mds;
 	mds->admin = ad;
-	nfsd_procs_bind(admin_procs, BRAID_ADMINPROC_REBALANCE + 1,
+	nfsd_procs_bind(admin_procs, BRAID_ADMINPROC_OPSTATS + 1,
 			&xdr_desc_BRAID_ADMIN_PROGRAM_BRAID_ADMIN_V1);
 	ad->prog = (struct nfsd_program){
 	    .prog = BRAID_ADMIN_PROGRAM,

@@ -579,6 +579,16 @@ static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
 		e->i.objects = a->hb_objects;
 		e->i.health = a->hb_health;
 		e->hb_ns = nfsd_now_ns();
+		e->i.io = (struct mds_ds_iostats){
+		    .reads = a->hb_io.io_reads,
+		    .read_bytes = a->hb_io.io_read_bytes,
+		    .read_ns = a->hb_io.io_read_ns,
+		    .writes = a->hb_io.io_writes,
+		    .write_bytes = a->hb_io.io_write_bytes,
+		    .write_ns = a->hb_io.io_write_ns,
+		    .commits = a->hb_io.io_commits,
+		    .at_ns = e->hb_ns,
+		};
 		res->hb_status = BRAID_CTL_OK;
 		res->u.hb_heartbeat_interval = hb_interval_s(mds);
 	}

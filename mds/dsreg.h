@@ -38,6 +38,12 @@ struct mds_ds_addr {
 struct mds_ds_proto {
 	uint32_t version, minorversion, rsize, wsize;
 };
+/* A data server's own I/O counters, from its last HEARTBEAT (braidctl top). */
+struct mds_ds_iostats {
+	uint64_t reads, read_bytes, read_ns, writes, write_bytes, write_ns, commits;
+	uint64_t at_ns; /* when that heartbeat came (CLOCK_MONOTONIC); 0: none yet */
+};
+
 struct mds_ds_info {
 	uint32_t id;
 	uint8_t uuid[16];
@@ -54,6 +60,7 @@ struct mds_ds_info {
 	struct mds_ds_addr addrs[MDS_DS_ADDRS_MAX];	/* for clients (layouts) */
 	struct mds_ds_addr ctl_addrs[MDS_DS_ADDRS_MAX]; /* where the MDS calls */
 	struct mds_ds_proto protos[MDS_DS_PROTOS_MAX];
+	struct mds_ds_iostats io;
 };
 /* A data server as layouts name it (layout/devid.h: its device ID, the
  * addresses and versions of GETDEVICEINFO). */

@@ -199,6 +199,29 @@ void nfsd_metrics_nfs4_op(struct nfsd_metrics *m, uint32_t minor, uint32_t op, c
 	hist_observe(&s->h, ns);
 }
 
+unsigned nfsd_metrics_opstats(struct nfsd_metrics *m, struct nfsd_metrics_opstat *out, unsigned max)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; m && i < NFSD_METRICS_SLOTS && n < max; i++) {
+		struct slot *s = &m->slots[i];
+		if (!atomic_load_explicit(&s->ready, memory_order_acquire))
+			continue;
+		out[n++] = (struct nfsd_metrics_opstat){
+		    .kind = s->kind,
+		    .prog = s->prog,
+		    .vers = s->vers,
+		    .proc = s->proc,
+		    .prog_name = s->prog_name,
+		    .name = s->name,
+		    .count = atomic_load_explicit(&s->count, memory_order_relaxed),
+		    .errors = atomic_load_explicit(&s->errors, memory_order_relaxed),
+		    .sum_ns = atomic_load_explicit(&s->h.sum_ns, memory_order_relaxed),
+		    .bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed),
+		};
+	}
+	return n;
+}
+
 /* ---------------------------------------------------- registered series */
 
 static bool name_ok(const char *n)

@@ -108,6 +108,16 @@ void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server 
  * as '?': at most size - 1 bytes, always NUL-terminated. */
 void nfsd_metrics_escape(char *dst, size_t size, const char *src, size_t len);
 
+/* What each procedure (kind 1) and NFSv4 operation (kind 2) counted so
+ * far, for live views (braidctl top): up to max into out, how many. */
+struct nfsd_metrics_opstat {
+	uint8_t kind; /* 1: RPC procedure, 2: NFSv4 operation (vers: minor version) */
+	uint32_t prog, vers, proc;
+	const char *prog_name, *name; /* static strings */
+	uint64_t count, errors, sum_ns, bytes;
+};
+unsigned nfsd_metrics_opstats(struct nfsd_metrics *m, struct nfsd_metrics_opstat *out, unsigned max);
+
 /* The whole exposition, malloc'd and NUL-terminated: 0 or -ENOMEM. */
 int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len);
 

@@ -253,8 +253,15 @@ static void op_observe(struct nfs41_server *s, const struct nfs41_compound *c, c
 	uint64_t bytes;
 	bool io = op_bytes(r, st, &bytes);
 	uint32_t op = r->resop == OP_ILLEGAL ? 0 : (uint32_t)r->resop;
+	uint64_t ns = nfsd_now_ns() - t0;
 	nfsd_metrics_nfs4_op(s->o.metrics, c->minorversion, op, nfs41_op_name((uint32_t)r->resop),
-			     (uint32_t)st, nfsd_now_ns() - t0, io ? &bytes : NULL);
+			     (uint32_t)st, ns, io ? &bytes : NULL);
+	if (c->session) { /* held by the COMPOUND until its end */
+		atomic_fetch_add_explicit(&c->session->ops, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->session->op_ns, ns, memory_order_relaxed);
+		if (st)
+			atomic_fetch_add_explicit(&c->session->op_errors, 1, memory_order_relaxed);
+	}
 }
 
 /* Operations of minor version 1 (RFC 8881) and 2 (RFC 7862, RFC 8276). */

@@ -247,6 +247,8 @@ struct nfs41_client_info {
 	unsigned sessions;
 	bool has_peer; /* peer: of the connection it last bound to a session */
 	struct sockaddr_storage peer;
+	/* operations served in its sessions alive (SEQUENCE's COMPOUNDs) */
+	uint64_t ops, op_errors, op_ns;
 };
 /* Every client ID alive, in no order: up to max of them into out; returns
  * how many there are. */

@@ -179,6 +179,12 @@ unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out
 			i->lease_left_ms = ((int64_t)clp->expire_ns - (int64_t)now) / 1000000;
 			i->sessions = clp->nsessions;
 			uint64_t seq = 0;
+			for (struct nfs41_session *ss = clp->sessions; ss; ss = ss->cnext) {
+				i->ops += atomic_load_explicit(&ss->ops, memory_order_relaxed);
+				i->op_errors +=
+				    atomic_load_explicit(&ss->op_errors, memory_order_relaxed);
+				i->op_ns += atomic_load_explicit(&ss->op_ns, memory_order_relaxed);
+			}
 			for (const struct nfs41_session *ss = clp->sessions; ss; ss = ss->cnext)
 				for (unsigned k = 0; k < SESSION_MAX_CONNS; k++) {
 					const struct conn_rec *r = &ss->conns[k];

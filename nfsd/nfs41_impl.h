@@ -74,6 +74,7 @@ struct nfs41_session {
 	struct nfs41_server *srv;
 	atomic_uint refs;
 	atomic_uint inflight; /* COMPOUNDs between SEQUENCE and their end */
+	_Atomic uint64_t ops, op_errors, op_ns; /* operations served in it (braidctl top) */
 	/* constant after creation */
 	uint64_t clientid;
 	uint32_t flags;

@@ -12,6 +12,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mds/mds.h"
 #include "nfsd/auth_braid.h"
@@ -72,6 +74,10 @@ void braidctl_usage(FILE *f)
 	       "  policy unset DIR         remove DIR's own policy (inherit again)\n"
 	       "  recall PATH              recall every layout of a file\n"
 	       "  recall --client ID       recall every layout a client holds\n"
+	       "  top [--interval S] [--count N]\n"
+	       "                           operations per second and latency per operation,\n"
+	       "                           client and data server, refreshed (--json: one\n"
+	       "                           object per interval)\n"
 	       "See braidctl(8).\n");
 }
 
@@ -1395,6 +1401,336 @@ static int c_rebalance(struct braidctl *b, int argc, char **argv)
 	return change(b, BRAID_ADMINPROC_REBALANCE, NULL);
 }
 
+/* ----------------------------------------------------------------- top */
+
+#define TOP_ROWS 15 /* rows per table (the busiest) */
+
+/* One sample: OPSTATS's reply, kept in its own arena. */
+struct top_sample {
+	struct xdr_arena ar;
+	braid_admin_opstats_resok s;
+	bool have;
+};
+
+static int top_fetch(struct braidctl *b, struct top_sample *t)
+{
+	xdr_arena_init(&t->ar, NULL, 0, 8u << 20);
+	braid_admin_opstats_res res;
+	int rc = call(b, BRAID_ADMINPROC_OPSTATS, NULL, &res, &t->ar);
+	if (!rc && res.status)
+		rc = refused(b, res.status, res.u.why);
+	if (rc) {
+		xdr_arena_release(&t->ar);
+		return rc;
+	}
+	t->s = res.u.ok;
+	t->have = true;
+	return 0;
+}
+
+static void top_free(struct top_sample *t)
+{
+	if (t->have)
+		xdr_arena_release(&t->ar);
+	t->have = false;
+}
+
+static uint64_t dsub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0; /* a counter that went back (a session gone): 0 */
+}
+
+/* A row of a table: what it is, its rate and mean latency. */
+struct top_row {
+	char name[192];
+	uint64_t id;
+	double ops, ms, err, rmbps, wmbps, rms, wms, wops;
+};
+
+static int row_cmp(const void *x, const void *y)
+{
+	const struct top_row *a = x, *b = y;
+	double ka = a->ops + a->wops, kb = b->ops + b->wops;
+	return ka < kb ? 1 : ka > kb ? -1 : strcmp(a->name, b->name);
+}
+
+static const struct braid_admin_opstat *op_prev(const braid_admin_opstats_resok *p,
+						const braid_admin_opstat *o)
+{
+	for (uint32_t i = 0; p && i < p->ot_ops.len; i++) {
+		const braid_admin_opstat *x = &p->ot_ops.val[i];
+		if (x->os_kind == o->os_kind && x->os_prog == o->os_prog &&
+		    x->os_vers == o->os_vers && x->os_proc == o->os_proc)
+			return x;
+	}
+	return NULL;
+}
+
+/* The rates between two samples (p may be NULL: since start), printed as
+ * tables or one JSON object. */
+static void top_show(struct braidctl *b, const braid_admin_opstats_resok *p,
+		     const braid_admin_opstats_resok *c, bool clear)
+{
+	double dt = p ? (double)dsub(c->ot_now_ms, p->ot_now_ms) / 1e3 : 0;
+	if (dt <= 0)
+		dt = 1e-3;
+	unsigned nops = c->ot_ops.len, ncl = c->ot_clients.len, nds = c->ot_ds.len;
+	struct top_row *ops = calloc(nops + 1, sizeof(*ops)), *cl = calloc(ncl + 1, sizeof(*cl)),
+		       *ds = calloc(nds + 1, sizeof(*ds));
+	if (!ops || !cl || !ds) {
+		free(ops), free(cl), free(ds);
+		errorf(b, "out of memory");
+		return;
+	}
+	unsigned no = 0;
+	double total = 0;
+	for (uint32_t i = 0; i < nops; i++) {
+		const braid_admin_opstat *o = &c->ot_ops.val[i], *q = op_prev(p, o);
+		/* NFSv4 operations, and the procedures of the other programs
+		 * (COMPOUND itself is the sum of its operations) */
+		char name[64];
+		printable(name, sizeof(name), o->os_name.val, o->os_name.len);
+		if (o->os_kind == 1 && o->os_prog == 100003 && !strcmp(name, "COMPOUND"))
+			continue;
+		uint64_t n = dsub(o->os_count, q ? q->os_count : 0);
+		uint64_t ns = dsub(o->os_ns, q ? q->os_ns : 0);
+		uint64_t e = dsub(o->os_errors, q ? q->os_errors : 0);
+		struct top_row *r = &ops[no++];
+		char prog[32];
+		printable(prog, sizeof(prog), o->os_prog_name.val, o->os_prog_name.len);
+		if (o->os_kind == 2)
+			snprintf(r->name, sizeof(r->name), "NFSv4.%u %s", o->os_vers, name);
+		else
+			snprintf(r->name, sizeof(r->name), "%s v%u %s", prog, o->os_vers, name);
+		r->ops = (double)n / dt;
+		r->ms = n ? (double)ns / (double)n / 1e6 : 0;
+		r->err = (double)e / dt;
+		r->rmbps = (double)dsub(o->os_bytes, q ? q->os_bytes : 0) / dt / 1e6;
+		total += r->ops;
+	}
+	for (uint32_t i = 0; i < ncl; i++) {
+		const braid_admin_client_ops *o = &c->ot_clients.val[i], *q = NULL;
+		for (uint32_t k = 0; p && k < p->ot_clients.len && !q; k++)
+			if (p->ot_clients.val[k].co_clientid == o->co_clientid)
+				q = &p->ot_clients.val[k];
+		struct top_row *r = &cl[i];
+		r->id = o->co_clientid;
+		char nm[80], ad[80];
+		printable(nm, sizeof(nm), o->co_name.val, o->co_name.len);
+		printable(ad, sizeof(ad), o->co_addr.val, o->co_addr.len);
+		/* a universal address (h1.h2.h3.h4.p1.p2) as host:port */
+		char *p2 = strrchr(ad, '.'), *p1 = NULL;
+		if (p2) {
+			*p2 = 0;
+			p1 = strrchr(ad, '.');
+			*p2 = '.';
+		}
+		if (p1 && p2) {
+			unsigned port = (unsigned)atoi(p1 + 1) * 256 + (unsigned)atoi(p2 + 1);
+			*p1 = 0;
+			char hp[96];
+			snprintf(hp, sizeof(hp), "%s:%u", ad, port & 0xffff);
+			memcpy(ad, hp, sizeof(ad) - 1);
+			ad[sizeof(ad) - 1] = 0;
+		}
+		snprintf(r->name, sizeof(r->name), "%s%s%s", nm, ad[0] ? " @" : "", ad);
+		uint64_t n = dsub(o->co_ops, q ? q->co_ops : 0);
+		r->ops = (double)n / dt;
+		r->ms = n ? (double)dsub(o->co_ns, q ? q->co_ns : 0) / (double)n / 1e6 : 0;
+		r->err = (double)dsub(o->co_errors, q ? q->co_errors : 0) / dt;
+		r->rmbps = (double)dsub(o->co_read_bytes, q ? q->co_read_bytes : 0) / dt / 1e6;
+		r->wmbps = (double)dsub(o->co_write_bytes, q ? q->co_write_bytes : 0) / dt / 1e6;
+	}
+	for (uint32_t i = 0; i < nds; i++) {
+		const braid_admin_ds_ops *o = &c->ot_ds.val[i], *q = NULL;
+		for (uint32_t k = 0; p && k < p->ot_ds.len && !q; k++)
+			if (p->ot_ds.val[k].do_id == o->do_id)
+				q = &p->ot_ds.val[k];
+		struct top_row *r = &ds[i];
+		r->id = o->do_id;
+		char h[64];
+		printable(h, sizeof(h), o->do_host.val, o->do_host.len);
+		snprintf(r->name, sizeof(r->name), "%s%s", h, o->do_up ? "" : " (down)");
+		/* over the time between the heartbeats that carried them */
+		double hdt = q && o->do_at_ms > q->do_at_ms
+				 ? (double)(o->do_at_ms - q->do_at_ms) / 1e3
+				 : (q ? 0 : (double)o->do_at_ms / 1e3);
+		if (hdt <= 0)
+			continue; /* no new heartbeat since: the last rates stand unknown */
+		uint64_t rn = dsub(o->do_reads, q ? q->do_reads : 0);
+		uint64_t wn = dsub(o->do_writes, q ? q->do_writes : 0);
+		r->ops = (double)rn / hdt;
+		r->wops = (double)wn / hdt;
+		r->rms = rn ? (double)dsub(o->do_read_ns, q ? q->do_read_ns : 0) / (double)rn / 1e6 : 0;
+		r->wms = wn ? (double)dsub(o->do_write_ns, q ? q->do_write_ns : 0) / (double)wn / 1e6 : 0;
+		r->rmbps = (double)dsub(o->do_read_bytes, q ? q->do_read_bytes : 0) / hdt / 1e6;
+		r->wmbps = (double)dsub(o->do_write_bytes, q ? q->do_write_bytes : 0) / hdt / 1e6;
+	}
+	qsort(ops, no, sizeof(*ops), row_cmp);
+	qsort(cl, ncl, sizeof(*cl), row_cmp);
+	if (b->o.json) {
+		struct json j = {.f = b->out};
+		j_open(&j, NULL, '{');
+		j_u64(&j, "interval_ms", (uint64_t)(dt * 1e3));
+		j_sep(&j, "ops_per_s");
+		fprintf(b->out, "%.1f", total);
+		j_open(&j, "operations", '[');
+		for (unsigned i = 0; i < no; i++) {
+			j_open(&j, NULL, '{');
+			j_str(&j, "name", ops[i].name);
+			j_sep(&j, "ops_per_s");
+			fprintf(b->out, "%.1f", ops[i].ops);
+			j_sep(&j, "mean_ms");
+			fprintf(b->out, "%.3f", ops[i].ms);
+			j_sep(&j, "errors_per_s");
+			fprintf(b->out, "%.1f", ops[i].err);
+			j_sep(&j, "MBps");
+			fprintf(b->out, "%.2f", ops[i].rmbps);
+			j_close(&j, '}');
+		}
+		j_close(&j, ']');
+		j_open(&j, "clients", '[');
+		for (unsigned i = 0; i < ncl; i++) {
+			j_open(&j, NULL, '{');
+			j_u64(&j, "clientid", cl[i].id);
+			j_str(&j, "name", cl[i].name);
+			j_sep(&j, "ops_per_s");
+			fprintf(b->out, "%.1f", cl[i].ops);
+			j_sep(&j, "mean_ms");
+			fprintf(b->out, "%.3f", cl[i].ms);
+			j_sep(&j, "errors_per_s");
+			fprintf(b->out, "%.1f", cl[i].err);
+			j_sep(&j, "read_MBps");
+			fprintf(b->out, "%.2f", cl[i].rmbps);
+			j_sep(&j, "write_MBps");
+			fprintf(b->out, "%.2f", cl[i].wmbps);
+			j_close(&j, '}');
+		}
+		j_close(&j, ']');
+		j_open(&j, "data_servers", '[');
+		for (unsigned i = 0; i < nds; i++) {
+			j_open(&j, NULL, '{');
+			j_u64(&j, "id", ds[i].id);
+			j_str(&j, "name", ds[i].name);
+			j_sep(&j, "reads_per_s");
+			fprintf(b->out, "%.1f", ds[i].ops);
+			j_sep(&j, "read_mean_ms");
+			fprintf(b->out, "%.3f", ds[i].rms);
+			j_sep(&j, "read_MBps");
+			fprintf(b->out, "%.2f", ds[i].rmbps);
+			j_sep(&j, "writes_per_s");
+			fprintf(b->out, "%.1f", ds[i].wops);
+			j_sep(&j, "write_mean_ms");
+			fprintf(b->out, "%.3f", ds[i].wms);
+			j_sep(&j, "write_MBps");
+			fprintf(b->out, "%.2f", ds[i].wmbps);
+			j_close(&j, '}');
+		}
+		j_close(&j, ']');
+		j_close(&j, '}');
+	} else {
+		FILE *f = b->out;
+		if (clear)
+			fputs("\033[H\033[2J", f);
+		fprintf(f, "braid-mds %s: %.0f operations/s over %.1f s\n\n", b->where, total, dt);
+		char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32];
+		struct table t = {.ncols = 5};
+		t_row(&t, "OPERATION", "OPS/S", "MEAN MS", "ERR/S", "MB/S");
+		for (unsigned i = 0; i < no && i < TOP_ROWS; i++) {
+			if (!ops[i].ops && i)
+				break;
+			snprintf(c1, sizeof(c1), "%.1f", ops[i].ops);
+			snprintf(c2, sizeof(c2), "%.3f", ops[i].ms);
+			snprintf(c3, sizeof(c3), "%.1f", ops[i].err);
+			snprintf(c4, sizeof(c4), "%.2f", ops[i].rmbps);
+			t_row(&t, ops[i].name, c1, c2, c3, c4);
+		}
+		t_print(&t, f);
+		t_free(&t);
+		fputc('\n', f);
+		struct table u = {.ncols = 7};
+		t_row(&u, "CLIENT", "NAME", "OPS/S", "MEAN MS", "ERR/S", "READ MB/S", "WRITE MB/S");
+		for (unsigned i = 0; i < ncl && i < TOP_ROWS; i++) {
+			char id[32];
+			snprintf(id, sizeof(id), "%016" PRIx64, cl[i].id);
+			snprintf(c1, sizeof(c1), "%.1f", cl[i].ops);
+			snprintf(c2, sizeof(c2), "%.3f", cl[i].ms);
+			snprintf(c3, sizeof(c3), "%.1f", cl[i].err);
+			snprintf(c4, sizeof(c4), "%.2f", cl[i].rmbps);
+			snprintf(c5, sizeof(c5), "%.2f", cl[i].wmbps);
+			t_row(&u, id, cl[i].name, c1, c2, c3, c4, c5);
+		}
+		t_print(&u, f);
+		t_free(&u);
+		fputc('\n', f);
+		struct table v = {.ncols = 8};
+		t_row(&v, "DS", "HOST", "READS/S", "READ MS", "READ MB/S", "WRITES/S", "WRITE MS",
+		      "WRITE MB/S");
+		for (unsigned i = 0; i < nds; i++) {
+			char id[16];
+			snprintf(id, sizeof(id), "%" PRIu64, ds[i].id);
+			snprintf(c1, sizeof(c1), "%.1f", ds[i].ops);
+			snprintf(c2, sizeof(c2), "%.3f", ds[i].rms);
+			snprintf(c3, sizeof(c3), "%.2f", ds[i].rmbps);
+			snprintf(c4, sizeof(c4), "%.1f", ds[i].wops);
+			snprintf(c5, sizeof(c5), "%.3f", ds[i].wms);
+			snprintf(c6, sizeof(c6), "%.2f", ds[i].wmbps);
+			t_row(&v, id, ds[i].name, c1, c2, c3, c4, c5, c6);
+		}
+		t_print(&v, f);
+		t_free(&v);
+		fprintf(f, "(data servers: their own counters, as their heartbeats carry them)\n");
+	}
+	fflush(b->out);
+	free(ops);
+	free(cl);
+	free(ds);
+}
+
+static int c_top(struct braidctl *b, int argc, char **argv)
+{
+	double interval = 2;
+	long count = -1;
+	for (int i = 1; i < argc; i++) {
+		char *end = NULL;
+		if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+			interval = strtod(argv[++i], &end);
+			if (!end || *end || interval < 0.1 || interval > 3600)
+				goto usage;
+		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			count = strtol(argv[++i], &end, 10);
+			if (!end || *end || count < 1)
+				goto usage;
+		} else {
+			goto usage;
+		}
+	}
+	bool clear = !b->o.json && isatty(fileno(b->out));
+	struct top_sample prev = {0}, cur = {0};
+	int rc = top_fetch(b, &prev);
+	if (rc)
+		return rc;
+	for (long k = 0; count < 0 || k < count; k++) {
+		struct timespec ts = {.tv_sec = (time_t)interval,
+				      .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9)};
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		if ((rc = top_fetch(b, &cur))) {
+			top_free(&prev);
+			return rc;
+		}
+		top_show(b, &prev.s, &cur.s, clear);
+		top_free(&prev);
+		prev = cur;
+		cur.have = false;
+	}
+	top_free(&prev);
+	return BRAIDCTL_OK;
+usage:
+	errorf(b, "usage: braidctl top [--interval SECONDS] [--count N]");
+	return BRAIDCTL_USAGE;
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 static const struct {
@@ -1403,7 +1739,7 @@ static const struct {
 } commands[] = {
     {"status", c_status}, {"ds", c_ds},		{"exports", c_exports}, {"clients", c_clients},
     {"layout", c_layout}, {"policy", c_policy}, {"recall", c_recall},
-    {"rebuild", c_rebuild}, {"rebalance", c_rebalance},
+    {"rebuild", c_rebuild}, {"rebalance", c_rebalance}, {"top", c_top},
 };
 
 bool braidctl_command_known(const char *name)

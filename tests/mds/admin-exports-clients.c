@@ -40,6 +40,7 @@ static const void *args_of(uint32_t proc)
 		return &list;
 	case BRAID_ADMINPROC_DS_ADD:
 	case BRAID_ADMINPROC_DS_DRAIN:
+	case BRAID_ADMINPROC_DS_LOST:
 		return &ds;
 	case BRAID_ADMINPROC_DS_REMOVE:
 		return &rm;
@@ -58,7 +59,7 @@ static const void *args_of(uint32_t proc)
 
 static void t_only_key_holders(void)
 {
-	for (uint32_t proc = BRAID_ADMINPROC_STATUS; proc <= BRAID_ADMINPROC_RECALL; proc++) {
+	for (uint32_t proc = BRAID_ADMINPROC_STATUS; proc <= BRAID_ADMINPROC_OPSTATS; proc++) {
 		const uint32_t flavors[] = {NFSD_AUTH_SYS, NFSD_AUTH_NONE};
 		for (unsigned f = 0; f < 2; f++) {
 			/* every result begins with its braid_admin_stat */

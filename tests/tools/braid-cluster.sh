@@ -7,7 +7,8 @@
 # stores (the demo's files are still there and the data servers keep their
 # ids).  'braidctl ds list' counts on each data server the objects its
 # store holds on disk, before and after the restart.  Every daemon's
-# metrics can be scraped.
+# metrics can be scraped, and braidctl top shows rates and latencies per
+# operation, client and data server while the demo runs.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 b=$(cd "$top_builddir" && pwd)
@@ -87,6 +88,46 @@ body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeo
 assert any(l.startswith("braid_") for l in body.splitlines()), body[:500]
 PY
 done
+
+# braidctl top while the demo runs again: per operation, client and data
+# server, rates and latencies, as JSON (one object a second) and as
+# tables.  A demo's client lives a second or two, and data servers' rates
+# come with their heartbeats (every 5 s): some second shows each.
+( for k in 1 2 3 4; do
+	"$b/tools/braid-demo" --mds "127.0.0.1:$port" --files 6 --file-size 3M --big-size 40M >/dev/null 2>&1
+done ) &
+demo_pid=$!
+"$b/braidctl" -c "$dir/etc/mds.conf" --json top --interval 1 --count 7 >"$dir/top.json" 2>"$dir/top.err" ||
+	{ cat "$dir/top.err"; echo "FAIL: braidctl --json top"; exit 1; }
+"$b/braidctl" -c "$dir/etc/mds.conf" top --interval 1 --count 1 >"$dir/top.txt" 2>>"$dir/top.err" ||
+	{ cat "$dir/top.err"; echo "FAIL: braidctl top"; exit 1; }
+wait "$demo_pid" || true
+python3 - "$dir/top.json" <<'PY' || { cat "$dir/top.json"; echo "FAIL: braidctl --json top"; exit 1; }
+import json, sys
+text, dec, samples, i = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
+while text[i:].strip():
+    while text[i].isspace(): i += 1
+    t, i = dec.raw_decode(text, i)
+    samples.append(t)
+assert len(samples) == 7, len(samples)
+busy = [o for t in samples for o in t["operations"] if o["ops_per_s"] > 0]
+assert any(o["name"].startswith("NFSv4.") and o["mean_ms"] > 0 for o in busy), busy
+cl = [c for t in samples for c in t["clients"] if c["ops_per_s"] > 0 and c["mean_ms"] > 0]
+assert cl and all(c["name"] for c in cl), [t["clients"] for t in samples]
+assert all(len(t["data_servers"]) == 4 for t in samples), samples[-1]["data_servers"]
+assert any(d["write_MBps"] > 0 and d["writes_per_s"] > 0 and d["write_mean_ms"] > 0
+           for t in samples for d in t["data_servers"]), [t["data_servers"] for t in samples]
+top = max(busy, key=lambda o: o["ops_per_s"])
+print("braidctl top: up to %.0f operations/s, the most %s (%.0f/s, %.3f ms); client %s"
+      % (max(t["ops_per_s"] for t in samples), top["name"], top["ops_per_s"], top["mean_ms"],
+         cl[0]["name"]))
+PY
+cat "$dir/top.txt"
+grep -Eq '^OPERATION +OPS/S +MEAN MS +ERR/S +MB/S$' "$dir/top.txt" &&
+	grep -Eq '^CLIENT +NAME +OPS/S +MEAN MS +ERR/S +READ MB/S +WRITE MB/S$' "$dir/top.txt" &&
+	grep -Eq '^DS +HOST +READS/S +READ MS +READ MB/S +WRITES/S +WRITE MS +WRITE MB/S$' "$dir/top.txt" &&
+	[ "$(grep -Ec '^[1-4] ' "$dir/top.txt")" -eq 4 ] ||
+	{ echo "FAIL: braidctl top's columns"; exit 1; }
 
 cluster stop
 if cluster status; then echo "FAIL: status says running after stop"; exit 1; fi
