@@ -89,13 +89,20 @@ void mds_data_objid(const struct mds_attr *a, struct ds_objid *id)
 	id->gen = a->generation;
 }
 
-void mds_data_fence_epoch(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch,
-			  uint32_t *uid, uint32_t *gid)
+static struct layout_fence fence_of(struct braid_mds *mds, const struct mds_attr *a,
+				    uint32_t epoch)
 {
 	struct ds_objid id;
 	struct layout_fence f;
 	mds_data_objid(a, &id);
 	layout_fence_creds(&mds->key.fence, &id, epoch, &f);
+	return f;
+}
+
+void mds_data_fence_epoch(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch,
+			  uint32_t *uid, uint32_t *gid)
+{
+	struct layout_fence f = fence_of(mds, a, epoch);
 	*uid = f.uid;
 	*gid = f.gid;
 }
@@ -108,10 +115,7 @@ void mds_data_fence(struct braid_mds *mds, const struct mds_attr *a, uint32_t *u
 void mds_data_fence_read(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch,
 			 uint32_t *uid, uint32_t *gid)
 {
-	struct ds_objid id;
-	struct layout_fence f;
-	mds_data_objid(a, &id);
-	layout_fence_creds(&mds->key.fence, &id, epoch, &f);
+	struct layout_fence f = fence_of(mds, a, epoch);
 	*uid = f.read_uid;
 	*gid = f.gid;
 }

@@ -1184,6 +1184,17 @@ static void *resilver_main(void *arg)
 	return NULL;
 }
 
+/* Its memory and locks (no thread runs). */
+static void rs_free(struct mds_resilver *rs)
+{
+	free(rs->jobs);
+	free(rs->workers);
+	pthread_cond_destroy(&rs->wcond);
+	pthread_cond_destroy(&rs->cond);
+	pthread_mutex_destroy(&rs->mu);
+	free(rs);
+}
+
 int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
 {
 	struct mds_resilver *rs = calloc(1, sizeof(*rs));
@@ -1209,12 +1220,7 @@ int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
 	rs->jobs = calloc(RESILVER_BATCH, sizeof(*rs->jobs));
 	rs->workers = calloc(rs->nworkers, sizeof(*rs->workers));
 	if (!rs->jobs || !rs->workers) {
-		free(rs->jobs);
-		free(rs->workers);
-		pthread_cond_destroy(&rs->wcond);
-		pthread_cond_destroy(&rs->cond);
-		pthread_mutex_destroy(&rs->mu);
-		free(rs);
+		rs_free(rs);
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1317,11 +1323,6 @@ void mds_resilver_release(struct braid_mds *mds)
 	if (!rs)
 		return;
 	mds_resilver_stop(mds);
-	free(rs->jobs);
-	free(rs->workers);
-	pthread_cond_destroy(&rs->wcond);
-	pthread_cond_destroy(&rs->cond);
-	pthread_mutex_destroy(&rs->mu);
-	free(rs);
+	rs_free(rs);
 	mds->resilver = NULL;
 }

@@ -479,6 +479,13 @@ static void j_u64(struct json *j, const char *key, uint64_t v)
 	fprintf(j->f, "%" PRIu64, v);
 }
 
+/* A number with the given decimals. */
+static void j_f(struct json *j, const char *key, double v, int decimals)
+{
+	j_sep(j, key);
+	fprintf(j->f, "%.*f", decimals, v);
+}
+
 static void j_i64(struct json *j, const char *key, int64_t v)
 {
 	j_sep(j, key);
@@ -1572,20 +1579,15 @@ static void top_show(struct braidctl *b, const braid_admin_opstats_resok *p,
 		struct json j = {.f = b->out};
 		j_open(&j, NULL, '{');
 		j_u64(&j, "interval_ms", (uint64_t)(dt * 1e3));
-		j_sep(&j, "ops_per_s");
-		fprintf(b->out, "%.1f", total);
+		j_f(&j, "ops_per_s", total, 1);
 		j_open(&j, "operations", '[');
 		for (unsigned i = 0; i < no; i++) {
 			j_open(&j, NULL, '{');
 			j_str(&j, "name", ops[i].name);
-			j_sep(&j, "ops_per_s");
-			fprintf(b->out, "%.1f", ops[i].ops);
-			j_sep(&j, "mean_ms");
-			fprintf(b->out, "%.3f", ops[i].ms);
-			j_sep(&j, "errors_per_s");
-			fprintf(b->out, "%.1f", ops[i].err);
-			j_sep(&j, "MBps");
-			fprintf(b->out, "%.2f", ops[i].rmbps);
+			j_f(&j, "ops_per_s", ops[i].ops, 1);
+			j_f(&j, "mean_ms", ops[i].ms, 3);
+			j_f(&j, "errors_per_s", ops[i].err, 1);
+			j_f(&j, "MBps", ops[i].rmbps, 2);
 			j_close(&j, '}');
 		}
 		j_close(&j, ']');
@@ -1594,16 +1596,11 @@ static void top_show(struct braidctl *b, const braid_admin_opstats_resok *p,
 			j_open(&j, NULL, '{');
 			j_u64(&j, "clientid", cl[i].id);
 			j_str(&j, "name", cl[i].name);
-			j_sep(&j, "ops_per_s");
-			fprintf(b->out, "%.1f", cl[i].ops);
-			j_sep(&j, "mean_ms");
-			fprintf(b->out, "%.3f", cl[i].ms);
-			j_sep(&j, "errors_per_s");
-			fprintf(b->out, "%.1f", cl[i].err);
-			j_sep(&j, "read_MBps");
-			fprintf(b->out, "%.2f", cl[i].rmbps);
-			j_sep(&j, "write_MBps");
-			fprintf(b->out, "%.2f", cl[i].wmbps);
+			j_f(&j, "ops_per_s", cl[i].ops, 1);
+			j_f(&j, "mean_ms", cl[i].ms, 3);
+			j_f(&j, "errors_per_s", cl[i].err, 1);
+			j_f(&j, "read_MBps", cl[i].rmbps, 2);
+			j_f(&j, "write_MBps", cl[i].wmbps, 2);
 			j_close(&j, '}');
 		}
 		j_close(&j, ']');
@@ -1612,18 +1609,12 @@ static void top_show(struct braidctl *b, const braid_admin_opstats_resok *p,
 			j_open(&j, NULL, '{');
 			j_u64(&j, "id", ds[i].id);
 			j_str(&j, "name", ds[i].name);
-			j_sep(&j, "reads_per_s");
-			fprintf(b->out, "%.1f", ds[i].ops);
-			j_sep(&j, "read_mean_ms");
-			fprintf(b->out, "%.3f", ds[i].rms);
-			j_sep(&j, "read_MBps");
-			fprintf(b->out, "%.2f", ds[i].rmbps);
-			j_sep(&j, "writes_per_s");
-			fprintf(b->out, "%.1f", ds[i].wops);
-			j_sep(&j, "write_mean_ms");
-			fprintf(b->out, "%.3f", ds[i].wms);
-			j_sep(&j, "write_MBps");
-			fprintf(b->out, "%.2f", ds[i].wmbps);
+			j_f(&j, "reads_per_s", ds[i].ops, 1);
+			j_f(&j, "read_mean_ms", ds[i].rms, 3);
+			j_f(&j, "read_MBps", ds[i].rmbps, 2);
+			j_f(&j, "writes_per_s", ds[i].wops, 1);
+			j_f(&j, "write_mean_ms", ds[i].wms, 3);
+			j_f(&j, "write_MBps", ds[i].wmbps, 2);
 			j_close(&j, '}');
 		}
 		j_close(&j, ']');
