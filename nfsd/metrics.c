@@ -344,10 +344,13 @@ void nfsd_metrics_collector_remove(struct nfsd_metrics *m, nfsd_metrics_collect_
 
 /* ------------------------------------------------------------ rendering */
 
+/* One rendering: the text so far, and the family being written. */
 struct nfsd_metrics_out {
 	char *p;
 	size_t len, cap;
 	bool oom;
+	bool om;      /* OpenMetrics */
+	bool counter; /* the family is a counter: OpenMetrics samples end in _total */
 };
 
 static void out_printf(struct nfsd_metrics_out *o, const char *fmt, ...)
@@ -405,34 +408,52 @@ void nfsd_metrics_escape(char *dst, size_t size, const char *src, size_t len)
 	dst[j] = 0;
 }
 
-/* "# HELP" text: backslash and newline escaped. */
-static void out_help(struct nfsd_metrics_out *o, const char *name, const char *help)
+/* "# HELP" text: backslash and newline escaped, and in OpenMetrics '"'. */
+static void out_help(struct nfsd_metrics_out *o, const char *name, int name_len, const char *help)
 {
-	out_printf(o, "# HELP %s ", name);
+	out_printf(o, "# HELP %.*s ", name_len, name);
 	for (const char *p = help; *p; p++) {
 		if (*p == '\\')
 			out_printf(o, "\\\\");
 		else if (*p == '\n')
 			out_printf(o, "\\n");
+		else if (*p == '"' && o->om)
+			out_printf(o, "\\\"");
 		else
 			out_printf(o, "%c", *p);
 	}
 	out_printf(o, "\n");
 }
 
+static bool ends_total(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 6 && !strcmp(name + n - 6, "_total");
+}
+
 void nfsd_metrics_family(struct nfsd_metrics_out *o, const char *name, const char *type,
 			 const char *help)
 {
-	out_help(o, name, help ? help : "");
-	out_printf(o, "# TYPE %s %s\n", name, type);
+	int n = (int)strlen(name);
+	o->counter = !strcmp(type, "counter");
+	if (o->om) {
+		/* OpenMetrics 1.0 Counter: the family name without _total */
+		if (o->counter && ends_total(name))
+			n -= 6;
+		if (!strcmp(type, "untyped"))
+			type = "unknown";
+	}
+	out_help(o, name, n, help ? help : "");
+	out_printf(o, "# TYPE %.*s %s\n", n, name, type);
 }
 
 static void sample_head(struct nfsd_metrics_out *o, const char *name, const char *labels)
 {
+	const char *suffix = o->om && o->counter && !ends_total(name) ? "_total" : "";
 	if (labels && *labels)
-		out_printf(o, "%s{%s} ", name, labels);
+		out_printf(o, "%s%s{%s} ", name, suffix, labels);
 	else
-		out_printf(o, "%s ", name);
+		out_printf(o, "%s%s ", name, suffix);
 }
 
 void nfsd_metrics_sample(struct nfsd_metrics_out *o, const char *name, const char *labels,
@@ -458,7 +479,21 @@ static void out_seconds(struct nfsd_metrics_out *o, uint64_t ns)
 
 static void out_le(struct nfsd_metrics_out *o, uint64_t ns)
 {
-	/* the shortest decimal: 0.000025, 0.5, 10 */
+	if (o->om && ns && ns < 100000) {
+		/* OpenMetrics' canonical numbers (Go's shortest 'g'): below
+		 * 1e-4 in exponent form, 2.5e-05 */
+		int e = 9; /* ns = d * 10^-e seconds */
+		uint64_t d = ns;
+		while (d % 10 == 0) {
+			d /= 10;
+			e--;
+		}
+		char dg[24];
+		int k = snprintf(dg, sizeof(dg), "%llu", (unsigned long long)d);
+		out_printf(o, "%c%s%se-%02d", dg[0], k > 1 ? "." : "", dg + 1, e - (k - 1));
+		return;
+	}
+	/* the shortest decimal: 0.000025, 0.5, 10; OpenMetrics 10.0 */
 	char b[32];
 	snprintf(b, sizeof(b), "%llu.%09llu", (unsigned long long)(ns / 1000000000ull),
 		 (unsigned long long)(ns % 1000000000ull));
@@ -467,7 +502,7 @@ static void out_le(struct nfsd_metrics_out *o, uint64_t ns)
 		b[--n] = 0;
 	if (b[n - 1] == '.')
 		b[--n] = 0;
-	out_printf(o, "%s", b);
+	out_printf(o, "%s%s", b, o->om && !strchr(b, '.') ? ".0" : "");
 }
 
 static void out_hist(struct nfsd_metrics_out *o, const char *name, const char *labels,
@@ -590,9 +625,10 @@ static void render_series(struct nfsd_metrics_out *o, struct nfsd_metrics *m)
 	pthread_mutex_unlock(&m->mu);
 }
 
-int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
+int nfsd_metrics_render_format(struct nfsd_metrics *m, enum nfsd_metrics_format f, char **text,
+			       size_t *len)
 {
-	struct nfsd_metrics_out o = {.cap = 16384};
+	struct nfsd_metrics_out o = {.cap = 16384, .om = f == NFSD_METRICS_OPENMETRICS};
 	if (!(o.p = malloc(o.cap)))
 		return -ENOMEM;
 	o.p[0] = 0;
@@ -633,6 +669,8 @@ int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
 	for (unsigned i = 0; i < nc; i++)
 		cs[i].fn(cs[i].arg, &o);
 	pthread_mutex_unlock(&m->render_mu);
+	if (o.om)
+		out_printf(&o, "# EOF\n");
 	if (o.oom) {
 		free(o.p);
 		return -ENOMEM;
@@ -640,6 +678,11 @@ int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
 	*text = o.p;
 	*len = o.len;
 	return 0;
+}
+
+int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
+{
+	return nfsd_metrics_render_format(m, NFSD_METRICS_PROMETHEUS, text, len);
 }
 
 void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server *s)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Metrics: counters, gauges and fixed-bucket latency histograms, exposed
- * in the Prometheus text format (version 0.0.4) by a tiny HTTP/1.0 server
- * answering GET /metrics.
+ * in the Prometheus text format (version 0.0.4) or OpenMetrics 1.0.0 by a
+ * tiny HTTP/1.0 server answering GET /metrics.
  *
  * A registry (struct nfsd_metrics) belongs to one daemon instance; the
  * daemon hands it to the RPC engine (nfsd_server_opts.metrics) and to the
@@ -108,7 +108,21 @@ void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server 
  * as '?': at most size - 1 bytes, always NUL-terminated. */
 void nfsd_metrics_escape(char *dst, size_t size, const char *src, size_t len);
 
+/*
+ * The exposition formats.  OpenMetrics names a counter's family without
+ * its _total suffix (the samples carry it; one registered without gets
+ * it), says "unknown" for "untyped", escapes '"' in HELP, writes le in
+ * canonical form (1.0, 2.5e-05) and ends with "# EOF".
+ */
+enum nfsd_metrics_format {
+	NFSD_METRICS_PROMETHEUS,  /* text/plain; version=0.0.4 */
+	NFSD_METRICS_OPENMETRICS, /* application/openmetrics-text; version=1.0.0 */
+};
+
 /* The whole exposition, malloc'd and NUL-terminated: 0 or -ENOMEM. */
+int nfsd_metrics_render_format(struct nfsd_metrics *m, enum nfsd_metrics_format f, char **text,
+			       size_t *len);
+/* The same in the Prometheus format. */
 int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len);
 
 /*

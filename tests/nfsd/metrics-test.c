@@ -206,9 +206,35 @@ static bool mx_name_ok(const char *s, size_t n)
 	return true;
 }
 
-void mx_check_format(const char *text)
+/* OpenMetrics: the samples of a family of type typ named name */
+static bool mx_om_sample_ok(const char *family, const char *typ, const char *name)
 {
-	CHECK(*text && text[strlen(text) - 1] == '\n');
+	size_t fl = strlen(family);
+	if (strncmp(name, family, fl))
+		return false;
+	const char *sfx = name + fl;
+	if (!strcmp(typ, "counter"))
+		return !strcmp(sfx, "_total") || !strcmp(sfx, "_created");
+	if (!strcmp(typ, "histogram"))
+		return !strcmp(sfx, "_bucket") || !strcmp(sfx, "_sum") || !strcmp(sfx, "_count") ||
+		       !strcmp(sfx, "_created");
+	return !*sfx;
+}
+
+static void mx_check(const char *text, bool om)
+{
+	size_t tl = strlen(text);
+	CHECK(tl && text[tl - 1] == '\n');
+	char *copy = NULL;
+	if (om) {
+		/* ends with "# EOF", which appears nowhere else */
+		CHECK(tl >= 6 && !strcmp(text + tl - 6, "# EOF\n"));
+		CHECK(tl == 6 || text[tl - 7] == '\n');
+		copy = strndup(text, tl - 6);
+		CHECK(copy);
+		text = copy;
+		CHECK(!strstr(text, "# EOF"));
+	}
 	char family[256] = "", typ[32] = "";
 	char *seen = calloc(1, 1);
 	size_t seen_len = 0;
@@ -224,6 +250,14 @@ void mx_check_format(const char *text)
 		if (!strncmp(line, "# HELP ", 7)) {
 			const char *nm = line + 7, *sp = strchr(nm, ' ');
 			CHECK(sp && mx_name_ok(nm, (size_t)(sp - nm)));
+			/* OpenMetrics escaped-string: \\, \n, \" and no bare '"' */
+			for (const char *p = sp + 1; om && *p; p++) {
+				CHECK(*p != '"');
+				if (*p == '\\') {
+					CHECK(p[1] == '\\' || p[1] == 'n' || p[1] == '"');
+					p++;
+				}
+			}
 			continue;
 		}
 		if (!strncmp(line, "# TYPE ", 7)) {
@@ -231,7 +265,14 @@ void mx_check_format(const char *text)
 			CHECK(sscanf(line + 7, "%255s %31s", nm, t) == 2);
 			CHECK(mx_name_ok(nm, strlen(nm)));
 			CHECK(!strcmp(t, "counter") || !strcmp(t, "gauge") ||
-			      !strcmp(t, "histogram") || !strcmp(t, "untyped"));
+			      !strcmp(t, "histogram") || !strcmp(t, om ? "unknown" : "untyped"));
+			/* OpenMetrics: a counter's family is named without _total */
+			size_t nl = strlen(nm);
+			if (om && !strcmp(t, "counter") && nl > 6 &&
+			    !strcmp(nm + nl - 6, "_total")) {
+				fprintf(stderr, "counter family %s named with _total\n", nm);
+				CHECK(0);
+			}
 			/* a family is typed once */
 			char key[260];
 			snprintf(key, sizeof(key), "\n%s\n", nm);
@@ -256,7 +297,9 @@ void mx_check_format(const char *text)
 		memcpy(nm, line, nl);
 		nm[nl] = 0;
 		bool ours = !strcmp(nm, family);
-		if (!strcmp(typ, "histogram")) {
+		if (om) {
+			ours = mx_om_sample_ok(family, typ, nm);
+		} else if (!strcmp(typ, "histogram")) {
 			size_t fl = strlen(family);
 			ours = !strncmp(nm, family, fl) &&
 			       (!strcmp(nm + fl, "_bucket") || !strcmp(nm + fl, "_sum") ||
@@ -274,8 +317,10 @@ void mx_check_format(const char *text)
 				while (*p && *p != '=')
 					p++;
 				CHECK(*p == '=' && mx_name_ok(k, (size_t)(p - k)));
+				bool le = p - k == 2 && !strncmp(k, "le", 2);
 				CHECK(p[1] == '"');
 				p += 2;
+				const char *v = p;
 				while (*p && *p != '"') {
 					if (*p == '\\') {
 						CHECK(p[1] == '\\' || p[1] == '"' || p[1] == 'n');
@@ -284,6 +329,12 @@ void mx_check_format(const char *text)
 					p++;
 				}
 				CHECK(*p == '"');
+				/* OpenMetrics' canonical numbers: 1.0, not 1 */
+				if (om && le && strncmp(v, "+Inf\"", 5)) {
+					char *end;
+					strtod(v, &end);
+					CHECK(end == p && strpbrk(v, ".e") && strpbrk(v, ".e") < p);
+				}
 				p++;
 				if (*p == ',')
 					p++;
@@ -301,6 +352,17 @@ void mx_check_format(const char *text)
 		}
 	}
 	free(seen);
+	free(copy);
+}
+
+void mx_check_format(const char *text)
+{
+	mx_check(text, false);
+}
+
+void mx_check_openmetrics(const char *text)
+{
+	mx_check(text, true);
 }
 
 double mx_value(const char *text, const char *series)

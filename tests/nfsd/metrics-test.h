@@ -2,8 +2,8 @@
 /*
  * Helpers for the metrics tests: a request to a metrics server made with
  * the curl tool, the status line of an answer to raw bytes, a check that
- * a text is well-formed Prometheus exposition (format 0.0.4), and the
- * value of one series in it.
+ * a text is well-formed Prometheus exposition (format 0.0.4) or
+ * OpenMetrics, and the value of one series in it.
  */
 #ifndef BRAID_TESTS_NFSD_METRICS_TEST_H
 #define BRAID_TESTS_NFSD_METRICS_TEST_H
@@ -54,6 +54,14 @@ int mx_raw_status(int port, const void *req, size_t len);
  * escapes, values numbers; the text ends with a newline.
  */
 void mx_check_format(const char *text);
+
+/*
+ * The same for OpenMetrics 1.0.0: types counter, gauge, histogram or
+ * unknown; a counter's family named without _total and its samples with
+ * it; HELP escapes '"' too; le values canonical (a '.' or an exponent);
+ * the text ends with "# EOF\n".
+ */
+void mx_check_openmetrics(const char *text);
 
 /* The value of the series named exactly (with its labels) 'series'; -1 when absent. */
 double mx_value(const char *text, const char *series);
