@@ -69,8 +69,14 @@ static const char *mx_line(const char *s, char *dst, size_t size)
 
 void mx_curl(struct mx_reply *r, int port, const char *path, const char *const *args)
 {
+	mx_curl_host(r, "127.0.0.1", port, path, args);
+}
+
+void mx_curl_host(struct mx_reply *r, const char *host, int port, const char *path,
+		  const char *const *args)
+{
 	char url[256];
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	snprintf(url, sizeof(url), "http://%s:%d%s", host, port, path);
 	/* -q first: no ~/.curlrc; no proxy from the environment */
 	const char *argv[32] = {"curl",	      "-q", "-sS",	   "--noproxy", "*",
 				"--max-time", "30", "--write-out", MX_WRITE_OUT};
@@ -144,6 +150,25 @@ char *mx_scrape(int port)
 	if (strcmp(r.type, "text/plain; version=0.0.4; charset=utf-8"))
 		fprintf(stderr, "Content-Type: %s\n", r.type);
 	CHECK(!strcmp(r.type, "text/plain; version=0.0.4; charset=utf-8"));
+	CHECK_EQ(r.length, r.got);
+	CHECK_EQ(strlen(r.body), r.got);
+	return r.body;
+}
+
+char *mx_scrape_openmetrics(int port)
+{
+	struct mx_reply r;
+	/* what Prometheus asks for */
+	static const char *const accept[] = {
+	    "-H",
+	    "Accept: application/openmetrics-text;version=1.0.0,application/"
+	    "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+	    NULL};
+	mx_curl(&r, port, "/metrics", accept);
+	CHECK_EQ(r.status, 200);
+	if (strcmp(r.type, "application/openmetrics-text; version=1.0.0; charset=utf-8"))
+		fprintf(stderr, "Content-Type: %s\n", r.type);
+	CHECK(!strcmp(r.type, "application/openmetrics-text; version=1.0.0; charset=utf-8"));
 	CHECK_EQ(r.length, r.got);
 	CHECK_EQ(strlen(r.body), r.got);
 	return r.body;

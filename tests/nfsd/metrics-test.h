@@ -34,10 +34,15 @@ struct mx_reply {
 
 /* curl [args...] http://127.0.0.1:port<path>; args NULL-terminated (or NULL). */
 void mx_curl(struct mx_reply *r, int port, const char *path, const char *const *args);
+/* The same at http://host:port<path> (host "[::1]" for IPv6). */
+void mx_curl_host(struct mx_reply *r, const char *host, int port, const char *path,
+		  const char *const *args);
 void mx_reply_release(struct mx_reply *r);
 
 /* GET /metrics: checks the status and headers, returns the body (malloc'd). */
 char *mx_scrape(int port);
+/* The same asking for OpenMetrics as Prometheus does (Accept). */
+char *mx_scrape_openmetrics(int port);
 
 /*
  * Send len bytes of req as is on a new connection to 127.0.0.1:port and
