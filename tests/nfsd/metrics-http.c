@@ -11,10 +11,10 @@
  * HEAD gives the headers alone, other paths 404, other methods 405.  The
  * server's threads block signals.  Under abuse it refuses bytes that are
  * not HTTP (400 or a closed connection) and 64 KiB header and request
- * lines, is bound to its address alone, answers 32 scrapers at once
- * whole, and drops a silent client after its 5 s idle timeout without
- * holding up the next scrape: after each, it still serves.  It serves
- * on [::1] too.
+ * lines, survives clients that reset before reading, is bound to its
+ * address alone, answers 32 scrapers at once whole, and drops a silent
+ * client after its 5 s idle timeout without holding up the next scrape:
+ * after each, it still serves.  It serves on [::1] too.
  */
 #include "config.h"
 
@@ -124,6 +124,22 @@ static void http_abuse(int hp)
 	fprintf(stderr, "64 KiB request line: %d\n", st);
 	CHECK(st == 414 || st == 431 || st == 413 || st == 400 || st == 0);
 	free(req);
+	free(mx_scrape(hp));
+
+	/* clients that ask and reset the connection at once: the server's
+	 * writes fail (EPIPE, ECONNRESET), and no SIGPIPE ends us */
+	for (int i = 0; i < 20; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)hp),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+		static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+		CHECK(send(fd, get, sizeof(get) - 1, MSG_NOSIGNAL) == sizeof(get) - 1);
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);
+	}
 	free(mx_scrape(hp));
 
 	/* bound to 127.0.0.1 only, not to every address */
