@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Metrics registry, Prometheus text exposition (format 0.0.4) and the
- * HTTP/1.0 server for GET /metrics.  See nfsd/metrics.h.
+ * Metrics registry, its exposition (Prometheus text 0.0.4, OpenMetrics
+ * 1.0.0) and GET /metrics over libmicrohttpd.  See nfsd/metrics.h.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -367,10 +366,13 @@ void nfsd_metrics_collector_remove(struct nfsd_metrics *m, nfsd_metrics_collect_
 
 /* ------------------------------------------------------------ rendering */
 
+/* One rendering: the text so far, and the family being written. */
 struct nfsd_metrics_out {
 	char *p;
 	size_t len, cap;
 	bool oom;
+	bool om;      /* OpenMetrics */
+	bool counter; /* the family is a counter: OpenMetrics samples end in _total */
 };
 
 static void out_printf(struct nfsd_metrics_out *o, const char *fmt, ...)
@@ -428,34 +430,52 @@ void nfsd_metrics_escape(char *dst, size_t size, const char *src, size_t len)
 	dst[j] = 0;
 }
 
-/* "# HELP" text: backslash and newline escaped. */
-static void out_help(struct nfsd_metrics_out *o, const char *name, const char *help)
+/* "# HELP" text: backslash and newline escaped, and in OpenMetrics '"'. */
+static void out_help(struct nfsd_metrics_out *o, const char *name, int name_len, const char *help)
 {
-	out_printf(o, "# HELP %s ", name);
+	out_printf(o, "# HELP %.*s ", name_len, name);
 	for (const char *p = help; *p; p++) {
 		if (*p == '\\')
 			out_printf(o, "\\\\");
 		else if (*p == '\n')
 			out_printf(o, "\\n");
+		else if (*p == '"' && o->om)
+			out_printf(o, "\\\"");
 		else
 			out_printf(o, "%c", *p);
 	}
 	out_printf(o, "\n");
 }
 
+static bool ends_total(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 6 && !strcmp(name + n - 6, "_total");
+}
+
 void nfsd_metrics_family(struct nfsd_metrics_out *o, const char *name, const char *type,
 			 const char *help)
 {
-	out_help(o, name, help ? help : "");
-	out_printf(o, "# TYPE %s %s\n", name, type);
+	int n = (int)strlen(name);
+	o->counter = !strcmp(type, "counter");
+	if (o->om) {
+		/* OpenMetrics 1.0 Counter: the family name without _total */
+		if (o->counter && ends_total(name))
+			n -= 6;
+		if (!strcmp(type, "untyped"))
+			type = "unknown";
+	}
+	out_help(o, name, n, help ? help : "");
+	out_printf(o, "# TYPE %.*s %s\n", n, name, type);
 }
 
 static void sample_head(struct nfsd_metrics_out *o, const char *name, const char *labels)
 {
+	const char *suffix = o->om && o->counter && !ends_total(name) ? "_total" : "";
 	if (labels && *labels)
-		out_printf(o, "%s{%s} ", name, labels);
+		out_printf(o, "%s%s{%s} ", name, suffix, labels);
 	else
-		out_printf(o, "%s ", name);
+		out_printf(o, "%s%s ", name, suffix);
 }
 
 void nfsd_metrics_sample(struct nfsd_metrics_out *o, const char *name, const char *labels,
@@ -481,7 +501,21 @@ static void out_seconds(struct nfsd_metrics_out *o, uint64_t ns)
 
 static void out_le(struct nfsd_metrics_out *o, uint64_t ns)
 {
-	/* the shortest decimal: 0.000025, 0.5, 10 */
+	if (o->om && ns && ns < 100000) {
+		/* OpenMetrics' canonical numbers (Go's shortest 'g'): below
+		 * 1e-4 in exponent form, 2.5e-05 */
+		int e = 9; /* ns = d * 10^-e seconds */
+		uint64_t d = ns;
+		while (d % 10 == 0) {
+			d /= 10;
+			e--;
+		}
+		char dg[24];
+		int k = snprintf(dg, sizeof(dg), "%llu", (unsigned long long)d);
+		out_printf(o, "%c%s%se-%02d", dg[0], k > 1 ? "." : "", dg + 1, e - (k - 1));
+		return;
+	}
+	/* the shortest decimal: 0.000025, 0.5, 10; OpenMetrics 10.0 */
 	char b[32];
 	snprintf(b, sizeof(b), "%llu.%09llu", (unsigned long long)(ns / 1000000000ull),
 		 (unsigned long long)(ns % 1000000000ull));
@@ -490,7 +524,7 @@ static void out_le(struct nfsd_metrics_out *o, uint64_t ns)
 		b[--n] = 0;
 	if (b[n - 1] == '.')
 		b[--n] = 0;
-	out_printf(o, "%s", b);
+	out_printf(o, "%s%s", b, o->om && !strchr(b, '.') ? ".0" : "");
 }
 
 static void out_hist(struct nfsd_metrics_out *o, const char *name, const char *labels,
@@ -613,9 +647,10 @@ static void render_series(struct nfsd_metrics_out *o, struct nfsd_metrics *m)
 	pthread_mutex_unlock(&m->mu);
 }
 
-int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
+int nfsd_metrics_render_format(struct nfsd_metrics *m, enum nfsd_metrics_format f, char **text,
+			       size_t *len)
 {
-	struct nfsd_metrics_out o = {.cap = 16384};
+	struct nfsd_metrics_out o = {.cap = 16384, .om = f == NFSD_METRICS_OPENMETRICS};
 	if (!(o.p = malloc(o.cap)))
 		return -ENOMEM;
 	o.p[0] = 0;
@@ -656,6 +691,8 @@ int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
 	for (unsigned i = 0; i < nc; i++)
 		cs[i].fn(cs[i].arg, &o);
 	pthread_mutex_unlock(&m->render_mu);
+	if (o.om)
+		out_printf(&o, "# EOF\n");
 	if (o.oom) {
 		free(o.p);
 		return -ENOMEM;
@@ -663,6 +700,11 @@ int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
 	*text = o.p;
 	*len = o.len;
 	return 0;
+}
+
+int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len)
+{
+	return nfsd_metrics_render_format(m, NFSD_METRICS_PROMETHEUS, text, len);
 }
 
 void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server *s)
@@ -696,153 +738,88 @@ void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server 
 
 /* ------------------------------------------------------------------ HTTP */
 
-#define HTTP_MAX_LISTEN 16
-#define HTTP_REQ_MAX	8192
-#define HTTP_TIMEOUT_S	5
+#define HTTP_MAX_LISTEN	 16
+#define HTTP_TIMEOUT_S	 5     /* a connection idle this long is closed */
+#define HTTP_CONNECTIONS 64    /* at once, per address */
+#define HTTP_CONN_MEMORY 16384 /* per connection: a request head too big gets 431/414 */
 
-struct nfsd_metrics_http {
-	struct nfsd_metrics *m;
-	int fds[HTTP_MAX_LISTEN];
-	int ports[HTTP_MAX_LISTEN];
-	unsigned n;
-	int stop_pipe[2];
-	pthread_t thread;
-	bool running;
+/* One address: its libmicrohttpd daemon, which owns the socket. */
+struct http_listen {
+	struct MHD_Daemon *d;
+	int port;
+	atomic_bool started; /* libmicrohttpd's messages ignored from here on */
+	char why[160];	     /* its first message while starting */
 };
 
-static void send_all(int fd, const char *p, size_t len)
+/* Constant once started, but for each listener's why (http_log). */
+struct nfsd_metrics_http {
+	struct http_listen l[HTTP_MAX_LISTEN];
+	unsigned n; /* daemons running */
+};
+
+static const char http_prometheus[] = "text/plain; version=0.0.4; charset=utf-8";
+static const char http_openmetrics[] = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/* MHD_LogCallback: the reason a daemon did not start; after, a scraper's
+ * bad request is no news for the operator. */
+static void http_log(void *cls, const char *fmt, va_list ap)
 {
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		p += n;
-		len -= (size_t)n;
-	}
+	struct http_listen *l = cls;
+	if (atomic_load(&l->started) || l->why[0])
+		return;
+	vsnprintf(l->why, sizeof(l->why), fmt, ap);
+	l->why[strcspn(l->why, "\n")] = 0;
 }
 
-static void http_reply(int fd, const char *status, const char *extra, const char *type,
-		       const char *body, size_t len, bool head)
+static enum MHD_Result http_text(struct MHD_Connection *c, unsigned status, const char *text,
+				 const char *allow)
 {
-	char hdr[512];
-	int n = snprintf(hdr, sizeof(hdr),
-			 "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
-			 "Connection: close\r\n\r\n",
-			 status, type, len, extra ? extra : "");
-	send_all(fd, hdr, (size_t)n);
-	if (!head)
-		send_all(fd, body, len);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	enum MHD_Result rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return rc;
 }
 
-/* One connection: read the request head, answer, close. */
-static void http_serve(struct nfsd_metrics *m, int fd)
+/* MHD_AccessHandlerCallback, once the request's head is in (a body, if
+ * any, is never read: every answer is queued on the first call). */
+static enum MHD_Result http_request(void *cls, struct MHD_Connection *c, const char *url,
+				    const char *method, const char *version, const char *upload,
+				    size_t *upload_len, void **req)
 {
-	struct timeval tv = {.tv_sec = HTTP_TIMEOUT_S};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	char req[HTTP_REQ_MAX + 1];
-	size_t len = 0;
-	while (len < HTTP_REQ_MAX) {
-		ssize_t n = recv(fd, req + len, HTTP_REQ_MAX - len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		req[len] = 0;
-		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-			break;
-	}
-	req[len] = 0;
-	static const char text[] = "text/plain; charset=utf-8";
-	char *eol = strpbrk(req, "\r\n");
-	if (!len || !eol) {
-		static const char b[] = "400 Bad Request\n";
-		http_reply(fd, "400 Bad Request", NULL, text, b, sizeof(b) - 1, false);
-		return;
-	}
-	*eol = 0;
-	/* Request-Line = Method SP Request-URI SP HTTP-Version (RFC 1945 §5.1) */
-	char method[16], uri[1024], version[16];
-	if (sscanf(req, "%15s %1023s %15s", method, uri, version) != 3 ||
-	    strncmp(version, "HTTP/", 5)) {
-		static const char b[] = "400 Bad Request\n";
-		http_reply(fd, "400 Bad Request", NULL, text, b, sizeof(b) - 1, false);
-		return;
-	}
-	bool head = !strcmp(method, "HEAD");
-	if (strcmp(method, "GET") && !head) {
-		static const char b[] = "405 Method Not Allowed: use GET\n";
-		http_reply(fd, "405 Method Not Allowed", "Allow: GET, HEAD\r\n", text, b,
-			   sizeof(b) - 1, false);
-		return;
-	}
-	char *q = strchr(uri, '?');
-	if (q)
-		*q = 0;
-	if (strcmp(uri, "/metrics")) {
-		static const char b[] = "404 Not Found: the metrics are at /metrics\n";
-		http_reply(fd, "404 Not Found", NULL, text, b, sizeof(b) - 1, head);
-		return;
-	}
+	struct nfsd_metrics *m = cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return http_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+				 "405 Method Not Allowed: use GET\n", "GET, HEAD");
+	if (strcmp(url, "/metrics")) /* the query string is not in url */
+		return http_text(c, MHD_HTTP_NOT_FOUND,
+				 "404 Not Found: the metrics are at /metrics\n", NULL);
+	/* Prometheus lists OpenMetrics first when it can parse it */
+	const char *accept =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	bool om = accept && strcasestr(accept, "application/openmetrics-text");
 	char *body;
-	size_t blen;
-	if (nfsd_metrics_render(m, &body, &blen)) {
-		static const char b[] = "503 Service Unavailable: out of memory\n";
-		http_reply(fd, "503 Service Unavailable", NULL, text, b, sizeof(b) - 1, head);
-		return;
+	size_t len;
+	if (nfsd_metrics_render_format(m, om ? NFSD_METRICS_OPENMETRICS : NFSD_METRICS_PROMETHEUS,
+				       &body, &len))
+		return http_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				 "503 Service Unavailable: out of memory\n", NULL);
+	/* HEAD: libmicrohttpd sends the Content-Length of body without it */
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
 	}
-	http_reply(fd, "200 OK", NULL, "text/plain; version=0.0.4; charset=utf-8", body, blen,
-		   head);
-	free(body);
-}
-
-/* After the reply: FIN, then read what the client still sends until it
- * closes (briefly), so that closing with unread input does not reset the
- * connection before the client has read the reply. */
-static void http_linger(int fd)
-{
-	shutdown(fd, SHUT_WR);
-	struct timeval tv = {.tv_usec = 200000};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	char b[4096];
-	for (int i = 0; i < 16; i++) {
-		ssize_t n = recv(fd, b, sizeof(b), 0);
-		if (n <= 0 && !(n < 0 && errno == EINTR))
-			break;
-	}
-}
-
-static void *http_main(void *arg)
-{
-	struct nfsd_metrics_http *h = arg;
-	nfsd_thread_block_signals();
-	struct pollfd p[HTTP_MAX_LISTEN + 1];
-	for (;;) {
-		for (unsigned i = 0; i < h->n; i++)
-			p[i] = (struct pollfd){.fd = h->fds[i], .events = POLLIN};
-		p[h->n] = (struct pollfd){.fd = h->stop_pipe[0], .events = POLLIN};
-		if (poll(p, h->n + 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (p[h->n].revents)
-			break;
-		for (unsigned i = 0; i < h->n; i++) {
-			if (!(p[i].revents & POLLIN))
-				continue;
-			int fd = accept4(h->fds[i], NULL, NULL, SOCK_CLOEXEC);
-			if (fd < 0)
-				continue;
-			http_serve(h->m, fd);
-			http_linger(fd);
-			close(fd);
-		}
-	}
-	return NULL;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				om ? http_openmetrics : http_prometheus);
+	enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
 }
 
 static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t size)
@@ -862,6 +839,32 @@ static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t size)
 	}
 }
 
+/* A listening TCP socket bound to exactly ss (IPv6: that address only):
+ * the fd, with *port filled in, or -errno. */
+static int http_listen_fd(const struct sockaddr_storage *ss, int *port)
+{
+	socklen_t len =
+	    ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    (ss->ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one))) ||
+	    bind(fd, (const struct sockaddr *)ss, len) || listen(fd, HTTP_CONNECTIONS)) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	struct sockaddr_storage b;
+	socklen_t bl = sizeof(b);
+	getsockname(fd, (struct sockaddr *)&b, &bl);
+	*port = b.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&b)->sin_port)
+				       : ntohs(((struct sockaddr_in6 *)&b)->sin6_port);
+	return fd;
+}
+
 int nfsd_metrics_http_start(struct nfsd_metrics *m, const struct sockaddr_storage *addrs,
 			    unsigned naddrs, struct nfsd_metrics_http **out, char *msg,
 			    size_t msglen)
@@ -875,69 +878,60 @@ int nfsd_metrics_http_start(struct nfsd_metrics *m, const struct sockaddr_storag
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
-	h->m = m;
-	h->stop_pipe[0] = h->stop_pipe[1] = -1;
+	/* libmicrohttpd's threads inherit the mask: no SIGTERM, SIGHUP or
+	 * SIGPIPE lands on them (it sends with MSG_NOSIGNAL besides) */
+	sigset_t mask;
+	pthread_sigmask(SIG_SETMASK, NULL, &mask);
+	nfsd_thread_block_signals();
 	int rc = 0;
-	if (pipe2(h->stop_pipe, O_CLOEXEC)) {
-		rc = -errno;
-		snprintf(msg, msglen, "metrics: pipe: %s", strerror(-rc));
-		goto fail;
-	}
 	for (unsigned i = 0; i < naddrs; i++) {
-		const struct sockaddr_storage *ss = &addrs[i];
-		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-							 : sizeof(struct sockaddr_in6);
+		struct http_listen *l = &h->l[i];
 		char a[80];
-		addr_text(ss, a, sizeof(a));
-		int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int one = 1;
-		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-		    bind(fd, (const struct sockaddr *)ss, len) || listen(fd, 16)) {
-			rc = -errno;
-			if (fd >= 0)
-				close(fd);
+		addr_text(&addrs[i], a, sizeof(a));
+		int fd = http_listen_fd(&addrs[i], &l->port);
+		if (fd < 0) {
+			rc = fd;
 			snprintf(msg, msglen, "metrics_listen %s: %s", a, strerror(-rc));
-			goto fail;
+			break;
 		}
-		struct sockaddr_storage b;
-		socklen_t bl = sizeof(b);
-		getsockname(fd, (struct sockaddr *)&b, &bl);
-		h->ports[h->n] = b.ss_family == AF_INET
-				     ? ntohs(((struct sockaddr_in *)&b)->sin_port)
-				     : ntohs(((struct sockaddr_in6 *)&b)->sin6_port);
-		h->fds[h->n++] = fd;
+		/* From here the daemon owns fd: MHD_stop_daemon closes it, and
+		 * so does a start that fails once our (fixed) options pass. */
+		l->d = MHD_start_daemon(
+		    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL,
+		    NULL, http_request, m, MHD_OPTION_LISTEN_SOCKET, fd,
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
+		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS,
+		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+		    MHD_OPTION_EXTERNAL_LOGGER, http_log, l, MHD_OPTION_END);
+		atomic_store(&l->started, true);
+		if (!l->d) {
+			rc = -EIO;
+			snprintf(msg, msglen, "metrics_listen %s: libmicrohttpd: %s", a,
+				 l->why[0] ? l->why : "could not start");
+			break;
+		}
+		h->n++;
 	}
-	if ((rc = -pthread_create(&h->thread, NULL, http_main, h))) {
-		snprintf(msg, msglen, "metrics thread: %s", strerror(-rc));
-		goto fail;
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	if (rc) {
+		nfsd_metrics_http_stop(h);
+		return rc;
 	}
-	h->running = true;
 	*out = h;
 	return 0;
-fail:
-	nfsd_metrics_http_stop(h);
-	return rc;
 }
 
 int nfsd_metrics_http_port(const struct nfsd_metrics_http *h, unsigned idx)
 {
-	return h && idx < h->n ? h->ports[idx] : -1;
+	return h && idx < h->n ? h->l[idx].port : -1;
 }
 
+/* MHD_stop_daemon returns once its thread has: no render runs after. */
 void nfsd_metrics_http_stop(struct nfsd_metrics_http *h)
 {
 	if (!h)
 		return;
-	if (h->running) {
-		char b = 1;
-		while (write(h->stop_pipe[1], &b, 1) < 0 && errno == EINTR)
-			;
-		pthread_join(h->thread, NULL);
-	}
 	for (unsigned i = 0; i < h->n; i++)
-		close(h->fds[i]);
-	for (int i = 0; i < 2; i++)
-		if (h->stop_pipe[i] >= 0)
-			close(h->stop_pipe[i]);
+		MHD_stop_daemon(h->l[i].d);
 	free(h);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Metrics: counters, gauges and fixed-bucket latency histograms, exposed
- * in the Prometheus text format (version 0.0.4) by a tiny HTTP/1.0 server
- * answering GET /metrics.
+ * in the Prometheus text format (version 0.0.4), or OpenMetrics 1.0.0 to a
+ * scraper that asks for it, at GET /metrics (served by libmicrohttpd).
  *
  * A registry (struct nfsd_metrics) belongs to one daemon instance; the
  * daemon hands it to the RPC engine (nfsd_server_opts.metrics) and to the
@@ -29,7 +29,7 @@
  * Histograms have fixed buckets, 25 us to 10 s, plus +Inf.
  *
  * Threads: recording and nfsd_metric_* from any thread.  Registration
- * takes the registry's mutex.  Collectors run on the HTTP thread (or
+ * takes the registry's mutex.  Collectors run on an HTTP thread (or
  * whoever renders) with no lock of this module held except the render
  * lock: they must not register series or add/remove collectors.
  */
@@ -118,13 +118,29 @@ struct nfsd_metrics_opstat {
 };
 unsigned nfsd_metrics_opstats(struct nfsd_metrics *m, struct nfsd_metrics_opstat *out, unsigned max);
 
+/*
+ * The exposition formats.  OpenMetrics names a counter's family without
+ * its _total suffix (the samples carry it; one registered without gets
+ * it), says "unknown" for "untyped", escapes '"' in HELP, writes le in
+ * canonical form (1.0, 2.5e-05) and ends with "# EOF".
+ */
+enum nfsd_metrics_format {
+	NFSD_METRICS_PROMETHEUS,  /* text/plain; version=0.0.4 */
+	NFSD_METRICS_OPENMETRICS, /* application/openmetrics-text; version=1.0.0 */
+};
+
 /* The whole exposition, malloc'd and NUL-terminated: 0 or -ENOMEM. */
+int nfsd_metrics_render_format(struct nfsd_metrics *m, enum nfsd_metrics_format f, char **text,
+			       size_t *len);
+/* The same in the Prometheus format. */
 int nfsd_metrics_render(struct nfsd_metrics *m, char **text, size_t *len);
 
 /*
- * The HTTP server: one thread serving GET (and HEAD) /metrics on each
- * address, one connection at a time, each given 5 s to send its request.
- * Other paths get 404, other methods 405, malformed requests 400.
+ * The HTTP server (libmicrohttpd): on each address a daemon whose one
+ * thread serves GET and HEAD /metrics, in OpenMetrics when the Accept
+ * header asks for it.  Other paths get 404, other methods 405; the
+ * library refuses malformed requests (400) and oversized headers (431)
+ * and drops connections idle for 5 s.  Its threads block signals.
  */
 struct nfsd_metrics_http;
 /* -errno with a reason in msg (the address that could not be bound). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * braid-mds and braid-ds with [mds]/[ds] metrics_listen serve Prometheus
- * text at GET /metrics (nfsd/metrics.c, mds/admin.c's collectors,
+ * text, or OpenMetrics when asked, at GET /metrics (nfsd/metrics.c, mds/admin.c's collectors,
  * dataserver/ds.c's): after NFSv4.1 COMPOUNDs and data proxied through the
  * MDS, the MDS shows the COMPOUND procedure, each operation (with the
  * bytes READ and WRITE moved), the data servers' REGISTERs, each data
@@ -96,6 +96,12 @@ int main(void)
 	CHECK_EQ(mx_value(t, "braid_mds_layout_recalls_completed_total{outcome=\"revoked\"}"), 1);
 	CHECK(mx_value(t, "braid_connections_accepted_total") >= 1);
 	free(t);
+	/* every family valid OpenMetrics too, for a scraper that asks */
+	t = mx_scrape_openmetrics(mp);
+	mx_check_openmetrics(t);
+	CHECK_EQ(mx_value(t, "braid_nfs4_op_bytes_total{minorversion=\"1\",op=\"WRITE\"}"), 5000);
+	CHECK(strstr(t, "# TYPE braid_nfs4_op_bytes counter\n"));
+	free(t);
 
 	t = mx_scrape(dp);
 	mx_check_format(t);
@@ -108,6 +114,10 @@ int main(void)
 		 1);
 	CHECK_EQ(mx_value(t, "braid_ds_id"), a.id);
 	CHECK(mx_value(t, "braid_ds_capacity_bytes") > 0);
+	free(t);
+	t = mx_scrape_openmetrics(dp);
+	mx_check_openmetrics(t);
+	CHECK(mx_value(t, "braid_ds_written_bytes_total") >= 5000);
 	free(t);
 
 	/* an address already taken: startup stops, saying which */

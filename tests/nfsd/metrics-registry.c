@@ -7,7 +7,9 @@
  * series from the recording calls (errors, bytes), label escaping,
  * collectors added and removed, the slot table's overflow counted, and
  * recording from many threads at once losing nothing.  Every rendering is
- * checked to be well-formed exposition.
+ * checked to be well-formed exposition, in both formats; the OpenMetrics
+ * one names counters' families without _total, writes le canonically,
+ * says "unknown" for "untyped" and ends with # EOF.
  */
 #include "config.h"
 
@@ -18,6 +20,17 @@
 #include "nfsd/rpc.h"
 #include "tests/nfsd/metrics-test.h"
 
+static char *render_om(struct nfsd_metrics *m)
+{
+	char *t;
+	size_t len;
+	CHECK_EQ(nfsd_metrics_render_format(m, NFSD_METRICS_OPENMETRICS, &t, &len), 0);
+	CHECK_EQ(strlen(t), len);
+	mx_check_openmetrics(t);
+	return t;
+}
+
+/* The Prometheus text; the OpenMetrics one checked too. */
 static char *render(struct nfsd_metrics *m)
 {
 	char *t;
@@ -25,6 +38,7 @@ static char *render(struct nfsd_metrics *m)
 	CHECK_EQ(nfsd_metrics_render(m, &t, &len), 0);
 	CHECK_EQ(strlen(t), len);
 	mx_check_format(t);
+	free(render_om(m));
 	return t;
 }
 
@@ -55,6 +69,8 @@ static void t_series(void)
 	nfsd_metric_observe_ns(h, 2000000);	/* 2 ms: le 0.0025 */
 	nfsd_metric_observe_ns(h, 20000000000); /* 20 s: +Inf only */
 	nfsd_metric_observe_ns(g, 1);		/* not a histogram: ignored */
+	struct nfsd_metric *ev = nfsd_metrics_counter(m, "t_events", "Say \"hi\".", NULL);
+	nfsd_metric_add(ev, 2);
 
 	char *t = render(m);
 	CHECK_EQ(mx_value(t, "t_things_total{k=\"a\"}"), 5);
@@ -72,6 +88,29 @@ static void t_series(void)
 	CHECK(strstr(t, "\nt_wait_seconds_sum{q=\"x\"} 20.002030000\n"));
 	CHECK_EQ(mx_value(t, "t_wait_seconds_count{q=\"x\"}"), 3);
 	CHECK(strstr(t, "braid_build_info{version=\"" PACKAGE_VERSION "\"} 1\n"));
+	CHECK(strstr(t, "# HELP t_events Say \"hi\".\n# TYPE t_events counter\nt_events 2\n"));
+	free(t);
+
+	/* OpenMetrics: counters' families without _total, their samples with
+	 * it; canonical le; '"' escaped in HELP; # EOF at the end */
+	t = render_om(m);
+	CHECK(strstr(t, "# HELP t_things Things.\n# TYPE t_things counter\n"));
+	CHECK_EQ(mx_value(t, "t_things_total{k=\"a\"}"), 5);
+	CHECK(strstr(t, "# HELP t_events Say \\\"hi\\\".\n# TYPE t_events counter\n"
+			"t_events_total 2\n"));
+	CHECK(strstr(t, "# TYPE braid_metrics_dropped counter\n"));
+	CHECK(strstr(t, "# TYPE t_wait_seconds histogram\n"));
+	CHECK_EQ(mx_value(t, "t_wait_seconds_bucket{q=\"x\",le=\"2.5e-05\"}"), 0);
+	CHECK_EQ(mx_value(t, "t_wait_seconds_bucket{q=\"x\",le=\"5e-05\"}"), 1);
+	CHECK_EQ(mx_value(t, "t_wait_seconds_bucket{q=\"x\",le=\"0.0001\"}"), 1);
+	CHECK_EQ(mx_value(t, "t_wait_seconds_bucket{q=\"x\",le=\"0.0025\"}"), 2);
+	CHECK_EQ(mx_value(t, "t_wait_seconds_bucket{q=\"x\",le=\"1.0\"}"), 2);
+	CHECK_EQ(mx_value(t, "t_wait_seconds_bucket{q=\"x\",le=\"10.0\"}"), 2);
+	CHECK_EQ(mx_value(t, "t_wait_seconds_bucket{q=\"x\",le=\"+Inf\"}"), 3);
+	CHECK(strstr(t, "\nt_wait_seconds_sum{q=\"x\"} 20.002030000\n"));
+	CHECK_EQ(mx_value(t, "t_level"), -8);
+	size_t tl = strlen(t);
+	CHECK(tl > 7 && !strcmp(t + tl - 7, "\n# EOF\n"));
 	free(t);
 	nfsd_metrics_free(m);
 }
@@ -143,6 +182,10 @@ static void collect(void *arg, struct nfsd_metrics_out *o)
 	nfsd_metrics_family(o, "t_collected", "gauge", (const char *)arg);
 	nfsd_metrics_sample(o, "t_collected", "who=\"a\\\"b\"", 7);
 	nfsd_metrics_sample_u64(o, "t_collected", "who=\"c\"", UINT64_MAX);
+	nfsd_metrics_family(o, "t_odd", "untyped", "Of no type.");
+	nfsd_metrics_sample(o, "t_odd", NULL, 3);
+	nfsd_metrics_family(o, "t_seen_total", "counter", "Seen.");
+	nfsd_metrics_sample(o, "t_seen_total", NULL, 4);
 }
 
 static void t_collectors(void)
@@ -150,14 +193,20 @@ static void t_collectors(void)
 	struct nfsd_metrics *m = nfsd_metrics_new();
 	CHECK_EQ(nfsd_metrics_collector_add(m, collect, "Collected\\here."), 0);
 	char *t = render(m);
-	CHECK_EQ(collected, 1);
+	CHECK_EQ(collected, 2); /* render() makes both formats */
 	CHECK(strstr(t, "# HELP t_collected Collected\\\\here.\n"));
 	CHECK_EQ(mx_value(t, "t_collected{who=\"a\\\"b\"}"), 7);
 	CHECK(strstr(t, "t_collected{who=\"c\"} 18446744073709551615\n"));
+	CHECK(strstr(t, "# TYPE t_odd untyped\nt_odd 3\n"));
+	CHECK(strstr(t, "# TYPE t_seen_total counter\nt_seen_total 4\n"));
+	free(t);
+	t = render_om(m);
+	CHECK(strstr(t, "# TYPE t_odd unknown\nt_odd 3\n"));
+	CHECK(strstr(t, "# TYPE t_seen counter\nt_seen_total 4\n"));
 	free(t);
 	nfsd_metrics_collector_remove(m, collect, "Collected\\here.");
 	t = render(m);
-	CHECK_EQ(collected, 1);
+	CHECK_EQ(collected, 3);
 	CHECK(!strstr(t, "t_collected"));
 	free(t);
 	nfsd_metrics_free(m);
