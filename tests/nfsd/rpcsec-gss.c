@@ -629,6 +629,44 @@ int main(int argc, char **argv)
 	echo(&c, rpc_gss_svc_privacy, "still here", 10, daemon_uid, "daemon@BRAID.TEST");
 	gclnt_close(&c);
 
+	/* a cache of one context living at most a second: the older context
+	 * is evicted (CREDPROBLEM), the newer expires (CTXPROBLEM) */
+	{
+		struct nfsd_gss *g1 = nfsd_gss_new(&(struct nfsd_gss_opts){.keytab = argv[1],
+									   .max_contexts = 1,
+									   .max_lifetime_s = 1},
+						   &err);
+		CHECK(g1);
+		struct nfsd_server *s1 = nfsd_server_new(&so, &err);
+		CHECK(s1);
+		CHECK_EQ(nfsd_server_add_flavor(s1, nfsd_gss_flavor(g1)), 0);
+		CHECK_EQ(nfsd_server_add_program(s1, &prog), 0);
+		CHECK_EQ(nfsd_server_listen(s1, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		CHECK_EQ(nfsd_server_start(s1), 0);
+		uint16_t port1 = (uint16_t)nfsd_server_listen_port(s1, 0);
+		struct gclnt a, b;
+		ctx_create(&a, port1, "daemon@BRAID.TEST");
+		echo(&a, rpc_gss_svc_none, "a", 1, daemon_uid, "daemon@BRAID.TEST");
+		ctx_create(&b, port1, "daemon@BRAID.TEST");
+		call_expect(&a, ECHO, RPCSEC_GSS_DATA, rpc_gss_svc_none, 1,
+			    NFSD_RPCSEC_GSS_CREDPROBLEM);
+		echo(&b, rpc_gss_svc_none, "b", 1, daemon_uid, "daemon@BRAID.TEST");
+		usleep(1100 * 1000);
+		call_expect(&b, ECHO, RPCSEC_GSS_DATA, rpc_gss_svc_none, 1,
+			    NFSD_RPCSEC_GSS_CTXPROBLEM);
+		struct nfsd_gss_stats st1;
+		nfsd_gss_stats(g1, &st1);
+		CHECK_EQ(st1.evicted, 1);
+		CHECK_EQ(st1.expired, 1);
+		CHECK_EQ(st1.contexts, 0);
+		gclnt_close(&a);
+		gclnt_close(&b);
+		nfsd_server_free(s1);
+		nfsd_gss_free(g1);
+		printf("ok: least recently used context evicted (CREDPROBLEM), "
+		       "expired one gets CTXPROBLEM\n");
+	}
+
 	struct nfsd_gss_stats st;
 	nfsd_gss_stats(g, &st);
 	printf("stats: created %llu init_failures %llu destroyed %llu bad_handle %llu "
