@@ -120,7 +120,8 @@ static void b_u32(struct buf *b, uint32_t v)
 static void b_bytes(struct buf *b, const void *p, size_t n)
 {
 	b_need(b, n + 3);
-	memcpy(b->p + b->len, p, n);
+	if (n)
+		memcpy(b->p + b->len, p, n);
 	b->len += n;
 	while (b->len % 4)
 		b->p[b->len++] = 0;
