@@ -63,6 +63,8 @@ struct nfsd_cred {
 	uint32_t *groups;    /* arena memory of the request */
 	xdr_string machine;  /* AUTH_SYS machinename, points into the record */
 	uint32_t stamp;
+	const char *principal; /* RPCSEC_GSS: the caller's GSS name ("user@REALM"),
+				* NUL-terminated in the request arena; else NULL */
 };
 
 struct nfsd_server;
@@ -133,9 +135,14 @@ struct nfsd_program {
 /*
  * An authentication flavor.  accept() checks the call's credential and
  * verifier, fills req->cred and the reply verifier (req->rverf_*), and
- * returns NFSD_AUTH_OK or an auth_stat.  wrap/unwrap are for flavors that
- * protect arguments and results (RPCSEC_GSS integrity/privacy); NULL means
- * identity.
+ * returns NFSD_AUTH_OK, an auth_stat, or NFSD_DROP to discard the call
+ * without a reply (RFC 2203 §5.3.3.1: a replayed RPCSEC_GSS sequence
+ * number).  wrap/unwrap are for flavors that protect arguments and results
+ * (RPCSEC_GSS integrity/privacy); NULL means identity.  unwrap() runs once
+ * the procedure is known and repositions req->dec at the plain arguments
+ * (< 0: GARBAGE_ARGS); wrap() runs after the results are encoded and
+ * replaces them (nfsd_req_res_*) with their protected form (< 0:
+ * SYSTEM_ERR).
  */
 struct nfsd_auth_flavor {
 	uint32_t flavor;
@@ -250,6 +257,16 @@ int nfsd_req_on_free(struct nfsd_req *req, void (*fn)(void *arg), void *arg);
  * call is not counted.
  */
 void nfsd_req_unbulk(struct nfsd_req *req);
+
+/*
+ * For a flavor's wrap(): the results encoded so far (after the accept_stat)
+ * are nfsd_req_res_len() bytes; nfsd_req_res_copy() gathers them into dst,
+ * and nfsd_req_res_rewind() drops them so that their protected form can be
+ * encoded in their place.
+ */
+size_t nfsd_req_res_len(const struct nfsd_req *req);
+void nfsd_req_res_copy(const struct nfsd_req *req, void *dst);
+void nfsd_req_res_rewind(struct nfsd_req *req);
 
 /* Finish a request a handler kept with NFSD_ASYNC (any thread). */
 void nfsd_req_done(struct nfsd_req *req, int status);

@@ -57,6 +57,33 @@ static void reply_rewind(struct nfsd_req *r)
 	e->err = 0;
 }
 
+size_t nfsd_req_res_len(const struct nfsd_req *r)
+{
+	return r->enc.len - r->res_len;
+}
+
+void nfsd_req_res_copy(const struct nfsd_req *r, void *dst)
+{
+	size_t skip = r->res_len;
+	uint8_t *d = dst;
+	for (unsigned i = 0; i < r->enc.niov; i++) {
+		const uint8_t *p = r->enc.iov[i].iov_base;
+		size_t n = r->enc.iov[i].iov_len;
+		if (skip >= n) {
+			skip -= n;
+			continue;
+		}
+		memcpy(d, p + skip, n - skip);
+		d += n - skip;
+		skip = 0;
+	}
+}
+
+void nfsd_req_res_rewind(struct nfsd_req *r)
+{
+	reply_rewind(r);
+}
+
 static void reply_finish(struct nfsd_req *r)
 {
 	if (r->mark_p)
@@ -310,6 +337,11 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	}
 	(void)vflav;
 	int ast = r->flavor->accept(r, &cred, &verf);
+	if (ast == NFSD_DROP) {
+		l->st.auth_errors++;
+		nfsd_req_free(l, r);
+		return;
+	}
 	if (ast != NFSD_AUTH_OK) {
 		l->st.auth_errors++;
 		reply_denied(r, NFSD_AUTH_ERROR, (uint32_t)ast, 0);

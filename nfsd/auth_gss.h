@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RPCSEC_GSS version 1 (RFC 2203), server side, with the Kerberos V5
+ * mechanism of MIT's libgssapi_krb5: services none (krb5), integrity
+ * (krb5i) and privacy (krb5p).
+ *
+ * Context creation: RPCSEC_GSS_INIT / CONTINUE_INIT calls are procedure 0
+ * (NULL) of any program we serve; accept() runs gss_accept_sec_context on
+ * the token in the arguments and wrap() answers rpc_gss_init_res in place
+ * of the NULL procedure's void results, with the verifier the MIC of the
+ * window size once the context is complete (§5.2.3.1).  A failed
+ * context creation is an init_res carrying the GSS major/minor status and
+ * no handle.
+ *
+ * Data (§5.3): the verifier is checked as the MIC of the call from the xid
+ * through the credential; the sequence number must be inside the window
+ * (opts.seq_window, default 128) and not seen before in it.  A call that
+ * fails the window (a replay, or a number below the window) is dropped
+ * without a reply, as §5.3.3.1 says; accept() returns NFSD_DROP for it.
+ * The reply verifier is the MIC of the sequence number.  Integrity and
+ * privacy arguments that fail their check, or whose sequence number is not
+ * the credential's, get GARBAGE_ARGS (as Linux's knfsd answers).
+ *
+ * Refusals: an unknown handle, a context still being created, or a header
+ * MIC that does not verify get AUTH_ERROR RPCSEC_GSS_CREDPROBLEM (13); an
+ * expired context, or a sequence number at MAXSEQ or beyond, get
+ * RPCSEC_GSS_CTXPROBLEM (14); a credential that does not decode, version 2,
+ * or a control procedure on a procedure other than NULL get AUTH_BADCRED.
+ *
+ * Contexts live in a cache keyed by handle, shared by every loop and
+ * worker thread: a context expires with its GSS lifetime, capped at
+ * opts.max_lifetime_s; past opts.max_contexts the least recently used one
+ * is evicted.  RPCSEC_GSS_DESTROY removes a context (calls already
+ * holding it finish).
+ *
+ * Identity: the initiator's name maps to a local user through
+ * gss_localname() (krb5.conf auth_to_local: by default a principal of the
+ * default realm maps to its first component) and getpwnam_r(); the uid,
+ * primary gid and groups come from the password and group databases.  A
+ * name that does not map is nobody (65534/65534).  req->cred.principal
+ * holds the name as the mechanism displays it ("user@REALM").
+ *
+ * Not done yet: flattening (results are gathered into one buffer for the
+ * MIC or wrap, and privacy arguments are unwrapped into a GSS-allocated
+ * buffer, instead of the _iov calls), version 2 channel bindings, and
+ * context creation runs gss_accept_sec_context on the loop thread.
+ */
+#ifndef BRAID_NFSD_AUTH_GSS_H
+#define BRAID_NFSD_AUTH_GSS_H
+
+#include <stdint.h>
+
+#include "nfsd/rpc.h"
+
+#define NFSD_RPCSEC_GSS_CREDPROBLEM 13 /* auth_stat, rpc_prot.x */
+#define NFSD_RPCSEC_GSS_CTXPROBLEM  14
+
+struct nfsd_gss_opts {
+	const char *keytab;	 /* acceptor keys; NULL: the default keytab
+				  * (KRB5_KTNAME, else /etc/krb5.keytab) */
+	unsigned seq_window;	 /* 0: 128; at most 1024 */
+	unsigned max_contexts;	 /* 0: 4096 */
+	unsigned max_lifetime_s; /* cap on a context's life; 0: 86400 */
+};
+
+struct nfsd_gss;
+
+/* Returns NULL and sets *err (-ENOENT: the keytab's keys cannot be read). */
+struct nfsd_gss *nfsd_gss_new(const struct nfsd_gss_opts *opts, int *err);
+/* Add the returned flavor with nfsd_server_add_flavor; g outlives the server. */
+const struct nfsd_auth_flavor *nfsd_gss_flavor(struct nfsd_gss *g);
+void nfsd_gss_free(struct nfsd_gss *g);
+
+struct nfsd_gss_stats {
+	uint64_t contexts;	/* in the cache now */
+	uint64_t created;	/* contexts completed */
+	uint64_t init_failures; /* init_res with a GSS error */
+	uint64_t evicted, expired, destroyed;
+	uint64_t bad_handle, bad_mic, dropped; /* dropped: replays, below window */
+	uint64_t bad_args;		       /* integrity/privacy check failed */
+};
+void nfsd_gss_stats(struct nfsd_gss *g, struct nfsd_gss_stats *st);
+
+#endif
