@@ -4,10 +4,12 @@
 #include "braid_ctl.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ctl/client.h"
 #include "nfsd/auth_braid.h"
+#include "nfsd/trace.h"
 
 int ds_ctl_errno(int32_t stat)
 {
@@ -35,17 +37,37 @@ int ds_ctl_errno(int32_t stat)
 	}
 }
 
+/* Every result but NULL's leads with its braid_ctl_stat (braid_ctl.x). */
+_Static_assert(offsetof(braid_ctl_register_res, rr_status) == 0, "status first");
+_Static_assert(offsetof(braid_ctl_heartbeat_res, hb_status) == 0, "status first");
+_Static_assert(offsetof(braid_ctl_create_res, cr_status) == 0, "status first");
+_Static_assert(offsetof(braid_ctl_statobj_res, st_status) == 0, "status first");
+_Static_assert(offsetof(braid_ctl_list_res, lr_status) == 0, "status first");
+_Static_assert(offsetof(braid_ctl_copy_res, cp_status) == 0, "status first");
+
+/* The status a server answered (probe ctl__call). */
+static int32_t res_stat(uint32_t proc, const void *res)
+{
+	braid_ctl_stat st = BRAID_CTL_OK;
+	if (proc != BRAID_CTLPROC_NULL && res)
+		memcpy(&st, res, sizeof(st));
+	return st;
+}
+
 /* ds_ctl_call with the call's own timeout (0: c's default). */
 static int ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
 		    const void *args, void *res, struct xdr_arena *arena, unsigned timeout_ms)
 {
+	uint64_t t0 = BRAID_TRACE_ENABLED(ctl__call) ? nfsd_now_ns() : 0;
 	int rc = braid_auth_call_timeout(c, key, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1, proc,
 					 args, res, arena, timeout_ms);
 	if (rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_BADVERF) ||
 	    rc == (NFSD_CALL_ERR_DENIED | NFSD_AUTH_REJECTEDCRED))
-		return -EKEYREJECTED;
-	if (rc > 0)
-		return -EPROTO;
+		rc = -EKEYREJECTED;
+	else if (rc > 0)
+		rc = -EPROTO;
+	BRAID_TRACE(ctl__call, proc, rc, rc ? BRAID_CTL_OK : res_stat(proc, res),
+		    BRAID_TRACE_US(t0, nfsd_now_ns()), c);
 	return rc;
 }
 

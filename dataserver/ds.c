@@ -22,6 +22,7 @@
 #include "ctl/client.h"
 #include "dataserver/ds_impl.h"
 #include "nfsd/nfs41.h"
+#include "nfsd/trace.h"
 
 static const char *const io_modes[] = { "uring", "psync", NULL };
 
@@ -226,22 +227,27 @@ static void map_release(void *arg)
 	free(m);
 }
 
-int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
-	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
+/* Probes ds__read, ds__write, ds__commit (docs/tracing.md): an object is
+ * named by the first 8 bytes of its key, big-endian. */
+static uint64_t trace_key(const struct ds_objid *id)
 {
-	size_t len = count < ds->set.max_io ? count : ds->set.max_io;
-	*eof = false;
-	if (!len) {
-		struct ds_obj_stat os;
-		int rc = ds_store_stat(ds->store, id, &os);
-		if (rc)
-			return rc;
-		*eof = off >= os.size;
-		*data = xdr_opaque_of(NULL, 0);
-		return 0;
-	}
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | id->key[i];
+	return v;
+}
+
+/* where: how the store moved the bytes */
+enum { DS_TRACE_CACHE = 0, DS_TRACE_DISK = 1 };
+
+/* READ from the page cache through the object's mapping, else into a
+ * pooled buffer (O_DIRECT, or pages not cached: the disk) */
+static int io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+		   uint64_t off, size_t len, xdr_opaque *data, bool *eof, unsigned *where)
+{
 	uint32_t uid, gid;
 	ds_req_ids(req, &uid, &gid);
+	*where = DS_TRACE_CACHE;
 	/* from the page cache straight to the socket: verified in a mapping */
 	struct ds_store_map *m = malloc(sizeof(*m));
 	if (m) {
@@ -259,6 +265,7 @@ int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 		if (n != -EOPNOTSUPP)
 			return (int)n;
 	}
+	*where = DS_TRACE_DISK;
 	nfsd_req_unbulk(req); /* from disk: no reason to hold the next READ back */
 	void *buf = buf_get(ds);
 	if (!buf)
@@ -274,6 +281,28 @@ int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 	return 0;
 }
 
+int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
+{
+	size_t len = count < ds->set.max_io ? count : ds->set.max_io;
+	*eof = false;
+	if (!len) {
+		struct ds_obj_stat os;
+		int rc = ds_store_stat(ds->store, id, &os);
+		if (rc)
+			return rc;
+		*eof = off >= os.size;
+		*data = xdr_opaque_of(NULL, 0);
+		return 0;
+	}
+	uint64_t t0 = BRAID_TRACE_ENABLED(ds__read) ? nfsd_now_ns() : 0;
+	unsigned where;
+	int rc = io_read(ds, req, id, off, len, data, eof, &where);
+	BRAID_TRACE(ds__read, trace_key(id), off, rc ? 0 : data->len, rc, where,
+		    BRAID_TRACE_US(t0, nfsd_now_ns()));
+	return rc;
+}
+
 ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
 		    uint64_t off, xdr_opaque data, uint32_t stable)
 {
@@ -282,7 +311,12 @@ ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_o
 	uint32_t uid, gid;
 	ds_req_ids(req, &uid, &gid);
 	struct iovec iov = { .iov_base = (void *)data.val, .iov_len = data.len };
-	return ds_store_write(ds->store, id, uid, gid, off, &iov, 1, (enum ds_stable)stable);
+	uint64_t t0 = BRAID_TRACE_ENABLED(ds__write) ? nfsd_now_ns() : 0;
+	ssize_t n = ds_store_write(ds->store, id, uid, gid, off, &iov, 1, (enum ds_stable)stable);
+	BRAID_TRACE(ds__write, trace_key(id), off, n < 0 ? 0 : n, n < 0 ? n : 0,
+		    ds_store_direct(ds->store) ? DS_TRACE_DISK : DS_TRACE_CACHE,
+		    BRAID_TRACE_US(t0, nfsd_now_ns()), stable);
+	return n;
 }
 
 int ds_io_commit(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
@@ -290,8 +324,14 @@ int ds_io_commit(struct braid_ds *ds, struct nfsd_req *req, const struct ds_obji
 {
 	uint32_t uid, gid;
 	ds_req_ids(req, &uid, &gid);
+	uint64_t t0 = BRAID_TRACE_ENABLED(ds__commit) ? nfsd_now_ns() : 0;
 	int rc = ds_store_access(ds->store, id, uid, gid, 2);
-	return rc ? rc : ds_store_commit(ds->store, id, off, count);
+	if (!rc)
+		rc = ds_store_commit(ds->store, id, off, count);
+	BRAID_TRACE(ds__commit, trace_key(id), off, count, rc,
+		    ds_store_direct(ds->store) ? DS_TRACE_DISK : DS_TRACE_CACHE,
+		    BRAID_TRACE_US(t0, nfsd_now_ns()));
+	return rc;
 }
 
 static void bufpool_release(struct ds_bufpool *p)

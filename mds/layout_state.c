@@ -25,6 +25,7 @@
 #include "mds/layout.h"
 #include "mds/layout_impl.h"
 #include "mds/space.h"
+#include "nfsd/trace.h"
 
 /* ---------------------------------------------------------------- ranges */
 
@@ -505,6 +506,20 @@ void lo_recall_start(struct mds_layout *lo, struct lo_state *s, bool changed, ui
 	lo_state_bump(s);
 	s->cl->ctr.recalls++;
 	lo_kick(lo);
+	/* CB_LAYOUTRECALL names the whole file, any iomode (send_recall) */
+	BRAID_TRACE(layout__recall, s->f->ino, s->cl->id, (uint32_t)LAYOUTIOMODE4_ANY, 0,
+		    NFS4_UINT64_MAX, changed);
+}
+
+/* Why a layout was revoked: probe layout__revoke's reason (docs/tracing.md). */
+enum { LO_REVOKE_UNRETURNED = 1, LO_REVOKE_EXPIRED = 2 };
+
+/* The strongest iomode s holds (LAYOUTIOMODE4_RW or _READ), 0 for none. */
+static uint32_t held_iomode(const struct lo_state *s)
+{
+	return s->held[LAYOUTIOMODE4_RW - 1].n	   ? LAYOUTIOMODE4_RW
+	       : s->held[LAYOUTIOMODE4_READ - 1].n ? LAYOUTIOMODE4_READ
+						   : 0;
 }
 
 int lo_recall_file(struct mds_layout *lo, struct lo_file *f, bool changed)
@@ -622,8 +637,11 @@ void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid)
 			struct lo_state *s = cl->states;
 			struct lo_file *f = s->f;
 			/* RFC 8435 §2.2: its writes must stop reaching the data */
-			if (s->held[LAYOUTIOMODE4_RW - 1].n)
+			bool fence = s->held[LAYOUTIOMODE4_RW - 1].n != 0;
+			if (fence)
 				lo_fence_queue(lo, f->ino, false, now);
+			BRAID_TRACE(layout__revoke, f->ino, clientid, held_iomode(s), fence,
+				    LO_REVOKE_EXPIRED);
 			lo_state_free(lo, s);
 			lo_file_settle(lo, f);
 		}
@@ -825,8 +843,10 @@ static void revoke_locked(struct mds_layout *lo, struct lo_state *s, uint64_t no
 	mds_log("client %016llx did not return its layout of inode %llu: revoked%s",
 		(unsigned long long)s->cl->id, (unsigned long long)f->ino,
 		s->held[LAYOUTIOMODE4_RW - 1].n ? ", fencing it" : "");
-	if (s->held[LAYOUTIOMODE4_RW - 1].n)
+	bool fence = s->held[LAYOUTIOMODE4_RW - 1].n != 0;
+	if (fence)
 		lo_fence_queue(lo, f->ino, false, now);
+	BRAID_TRACE(layout__revoke, f->ino, s->cl->id, held_iomode(s), fence, LO_REVOKE_UNRETURNED);
 	s->cl->ctr.revoked++;
 	s->revoked = true;
 	lo_state_free(lo, s);
@@ -841,6 +861,8 @@ static void recall_answered(struct mds_layout *lo, const struct cb_job *j, int r
 	struct lo_state *s = lo_sid_lookup(lo, j->other);
 	if (!s || !s->recalling)
 		return;
+	BRAID_TRACE(layout__recall__reply, s->f->ino, j->clientid, rc, (uint32_t)status,
+		    (t - s->recall_start_ns) / 1000);
 	s->cb_busy = false;
 	if (!rc && status == NFS4ERR_NOMATCHING_LAYOUT) {
 		/* §20.3.4: it holds none; as if returned */

@@ -92,6 +92,7 @@
 #include "mds/layout_impl.h"
 #include "mds/space.h"
 #include "mds/state.h"
+#include "nfsd/trace.h"
 
 /* ------------------------------------------------------------- policies */
 
@@ -811,6 +812,8 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	ok->logr_layout.len = 1;
 	ok->logr_layout.val = l;
 	nfs41_compound_set_stateid(c, &ok->logr_stateid);
+	BRAID_TRACE(layout__grant, at.ino, c->clientid, (uint32_t)a->loga_iomode, s0, l->lo_length,
+		    nm);
 	return NFS4_OK;
 }
 
@@ -1137,6 +1140,8 @@ static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 			return_all_locked(lo, cl, a->lora_iomode);
 		}
 		pthread_mutex_unlock(&lo->mu);
+		BRAID_TRACE(layout__return, 0, c->clientid, (uint32_t)a->lora_iomode, 0,
+			    NFS4_UINT64_MAX, (uint32_t)lr->lr_returntype);
 		return NFS4_OK;
 	}
 	const layoutreturn_file4 *rf = &lr->u.lr_layout;
@@ -1188,6 +1193,8 @@ static nfsstat4 op_layoutreturn(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	pthread_mutex_unlock(&lo->mu);
 	if (out->lrs_present)
 		nfs41_compound_set_stateid(c, &out->u.lrs_stateid);
+	BRAID_TRACE(layout__return, at.ino, c->clientid, (uint32_t)a->lora_iomode, rf->lrf_offset,
+		    rf->lrf_length, (uint32_t)LAYOUTRETURN4_FILE);
 	return NFS4_OK;
 }
 

@@ -41,6 +41,7 @@
 #include "mds/store_impl.h"
 #include "nfsd/mac.h"
 #include "nfsd/rpc.h"
+#include "nfsd/trace.h"
 
 /* SipHash-2-4 (nfsd/mac.c) with the store's key layout. */
 uint64_t mds_siphash24(const uint64_t key[2], const void *data, size_t len)
@@ -644,7 +645,9 @@ static void writer_batch(struct mds_store *s, struct mds_op *batch, unsigned n)
 	uint64_t mx = atomic_load_explicit(&s->st_max_batch, memory_order_relaxed);
 	if (n > mx)
 		atomic_store_explicit(&s->st_max_batch, n, memory_order_relaxed);
+	uint64_t t0 = BRAID_TRACE_ENABLED(store__commit) ? nfsd_now_ns() : 0;
 	unsigned commits = writer_apply(s, batch);
+	BRAID_TRACE(store__commit, n, commits, BRAID_TRACE_US(t0, nfsd_now_ns()), s->failed);
 	struct mds_op *tail = batch;
 	while (tail->next)
 		tail = tail->next;
@@ -674,10 +677,16 @@ static void writer_batch(struct mds_store *s, struct mds_op *batch, unsigned n)
 /* The queue is empty: make the last commit durable and complete its ops. */
 static void writer_sync(struct mds_store *s)
 {
+	uint64_t t0 = BRAID_TRACE_ENABLED(store__sync) ? nfsd_now_ns() : 0;
 	int rc = mdb_env_sync(s->env, 1);
 	stat_add(&s->st_syncs, 1);
 	if (rc)
 		s->failed = -EIO;
+	unsigned n = 0;
+	if (t0)
+		for (const struct mds_op *op = s->unacked; op; op = op->next)
+			n++;
+	BRAID_TRACE(store__sync, n, BRAID_TRACE_US(t0, nfsd_now_ns()), s->failed);
 	struct mds_op *done = s->unacked;
 	s->unacked = NULL;
 	s->unacked_tail = &s->unacked;

@@ -16,6 +16,7 @@
 
 #include "nfsd/metrics.h"
 #include "nfsd/nfs41_impl.h"
+#include "nfsd/trace.h"
 
 /* ------------------------------------------------------------ records */
 
@@ -262,6 +263,19 @@ static void op_observe(struct nfs41_server *s, const struct nfs41_compound *c, c
 		if (st)
 			atomic_fetch_add_explicit(&c->session->op_errors, 1, memory_order_relaxed);
 	}
+}
+
+/* Probe nfs4__op: op i of a COMPOUND has run (docs/tracing.md).  The
+ * filehandle hash and the time are computed only while a tracer listens. */
+static void op_trace(const struct nfs41_compound *c, const nfs_resop4 *r, nfsstat4 st, uint64_t t0)
+{
+	uint64_t fhh = 0, us = 0;
+	if (BRAID_TRACE_ENABLED(nfs4__op)) {
+		fhh = c->have_fh ? nfs41_fnv64(c->fh, c->fhlen) : 0;
+		us = BRAID_TRACE_US(t0, nfsd_now_ns());
+	}
+	BRAID_TRACE(nfs4__op, c->req->xid, (uint32_t)r->resop, (uint32_t)st, us, c->clientid, fhh,
+		    c->minorversion);
 }
 
 /* Operations of minor version 1 (RFC 8881) and 2 (RFC 7862, RFC 8276). */
@@ -580,11 +594,12 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 		r.resop = args[i].argop;
 		struct enc_pos pos;
 		enc_save(e, &pos);
-		uint64_t t0 = s->o.metrics ? nfsd_now_ns() : 0;
+		uint64_t t0 = s->o.metrics || BRAID_TRACE_ENABLED(nfs4__op) ? nfsd_now_ns() : 0;
 		status = op_run(s, x, &args[i], &r, e->len - res_off + hdr);
 		if (x->replay) {
 			if (s->o.metrics)
 				op_observe(s, c, &r, status, t0);
+			op_trace(c, &r, status, t0);
 			/* a retry of a cached request: its reply, byte for byte */
 			enc_rewind(e, &start);
 			xdr_enc_bytes(e, x->replay, x->replay_len);
@@ -611,6 +626,7 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 		}
 		if (s->o.metrics)
 			op_observe(s, c, &r, status, t0);
+		op_trace(c, &r, status, t0);
 		nres++;
 		if (status)
 			break;

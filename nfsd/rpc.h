@@ -235,7 +235,9 @@ struct nfsd_req {
 	uint8_t *res_buf;
 	size_t res_buf_size;
 	bool denied;                /* reply is MSG_DENIED, no results */
-	uint64_t t0_ns;             /* the record's arrival (metrics) */
+	uint32_t deny_stat;         /* its reject_stat (trace) */
+	uint32_t deny_auth;         /* its auth_stat, for AUTH_ERROR (trace) */
+	uint64_t t0_ns;             /* the record's arrival (metrics, trace); 0: not taken */
 	const char *prog_name;      /* the program's name, once p is set */
 	struct iovec iov[32];
 	uint8_t scratch[512];

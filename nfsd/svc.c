@@ -12,6 +12,7 @@
 
 #include "nfsd/engine.h"
 #include "nfsd/metrics.h"
+#include "nfsd/trace.h"
 
 #define RPC_VERS 2
 #define REPLY_COPY_MAX 2048 /* replies up to this size are copied, not held */
@@ -94,6 +95,8 @@ static void reply_denied(struct nfsd_req *r, uint32_t what, uint32_t a, uint32_t
 {
 	struct xdr_enc *e = &r->enc;
 	r->denied = true;
+	r->deny_stat = what;
+	r->deny_auth = what == NFSD_AUTH_ERROR ? a : 0;
 	xdr_enc_uint32(e, NFSD_MSG_DENIED);
 	xdr_enc_uint32(e, what);
 	xdr_enc_uint32(e, a);
@@ -233,6 +236,17 @@ static void svc_observe(struct nfsd_req *r, int status)
 				 (uint32_t)status, nfsd_now_ns() - r->t0_ns);
 }
 
+/* Probe rpc__reply: r's reply is complete (docs/tracing.md).  Its status
+ * is the accept_stat, or for MSG_DENIED (1 + reject_stat) << 8 | auth_stat. */
+static void svc_trace_reply(const struct nfsd_req *r)
+{
+	uint32_t stat = r->denied   ? (1 + r->deny_stat) << 8 | r->deny_auth
+			: r->stat_p ? xdr_get32(r->stat_p)
+				    : 0;
+	uint64_t us = BRAID_TRACE_ENABLED(rpc__reply) ? BRAID_TRACE_US(r->t0_ns, nfsd_now_ns()) : 0;
+	BRAID_TRACE(rpc__reply, r->xid, r->prog, r->vers, r->proc, stat, us);
+}
+
 /* Run the procedure: on this thread (inline or worker). */
 void nfsd_req_run(struct nfsd_req *r)
 {
@@ -245,8 +259,10 @@ void nfsd_req_run(struct nfsd_req *r)
 void nfsd_req_done(struct nfsd_req *r, int status)
 {
 	r->status = status;
-	if (status != NFSD_DROP)
+	if (status != NFSD_DROP) {
 		reply_complete(r, status);
+		svc_trace_reply(r);
+	}
 	svc_observe(r, status);
 	nfsd_loop_post_req(r->loop, r);
 }
@@ -278,7 +294,7 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 {
 	struct nfsd_loop *l = c->loop;
 	struct xdr_dec d;
-	uint32_t xid, mtype, rpcvers, prog, vers, proc, cflav, vflav;
+	uint32_t xid, mtype, rpcvers = 0, prog = 0, vers = 0, proc = 0, cflav = 0, vflav = 0;
 	xdr_opaque cred, verf;
 
 	xdr_dec_init(&d, rec, len, NULL);
@@ -298,7 +314,7 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	struct nfsd_req *r = nfsd_req_alloc(l);
 	if (!r)
 		return;
-	if (l->srv->opts.metrics)
+	if (l->srv->opts.metrics || BRAID_TRACE_ENABLED(rpc__reply))
 		r->t0_ns = nfsd_now_ns();
 	r->conn = c;
 	nfsd_conn_get(c);
@@ -309,10 +325,12 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	r->rec_len = len;
 	reply_begin(r);
 
-	if (xdr_dec_uint32(&d, &rpcvers) || xdr_dec_uint32(&d, &prog) ||
-	    xdr_dec_uint32(&d, &vers) || xdr_dec_uint32(&d, &proc) ||
-	    xdr_dec_uint32(&d, &cflav) || xdr_dec_opaque(&d, &cred, 400) ||
-	    xdr_dec_uint32(&d, &vflav) || xdr_dec_opaque(&d, &verf, 400)) {
+	bool bad = xdr_dec_uint32(&d, &rpcvers) || xdr_dec_uint32(&d, &prog) ||
+		   xdr_dec_uint32(&d, &vers) || xdr_dec_uint32(&d, &proc) ||
+		   xdr_dec_uint32(&d, &cflav) || xdr_dec_opaque(&d, &cred, 400) ||
+		   xdr_dec_uint32(&d, &vflav) || xdr_dec_opaque(&d, &verf, 400);
+	BRAID_TRACE(rpc__recv, xid, prog, vers, proc, len);
+	if (bad) {
 		/* RFC 5531 §9: a header we cannot parse; the credential is
 		 * what is malformed most often. */
 		l->st.garbage++;
@@ -425,6 +443,7 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 	nfsd_workers_queue(l->srv, r);
 	return;
 queue:
+	svc_trace_reply(r);
 	nfsd_svc_queue_reply(c, r);
 }
 
