@@ -216,6 +216,7 @@ CTL_BIN=${BRAIDCTL:-$top_builddir/braidctl}
 [[ -x $DS_BIN ]] || skip "braid-ds not built ($DS_BIN; set top_builddir or BRAID_DS)"
 [[ -x $CTL_BIN ]] || skip "braidctl not built ($CTL_BIN; set top_builddir or BRAIDCTL)"
 command -v python3 > /dev/null || skip "python3 not installed (it reads braidctl's JSON)"
+command -v curl > /dev/null || skip "curl not installed (it scrapes /metrics: tools/install-deps)"
 if [[ ${HAS[posix]:-} ]]; then
 	vm_prepare "$BACKEND" # and vmtool, for posix.sh
 	cp "$here/posix.sh" "$T/files/posix.sh"
@@ -286,11 +287,7 @@ echo "$PROG: server up after ${SECONDS}s" >&2
 # ------------------------------------------------------------------ helpers
 # scrape HOST:PORT: the Prometheus text of a daemon's GET /metrics
 scrape() {
-	(
-		exec 5<> "/dev/tcp/${1%:*}/${1##*:}" || exit 1
-		printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&5
-		timeout 10 cat <&5
-	)
+	curl -fsS --max-time 10 "http://$1/metrics"
 }
 # metric TEXT NAME: the value of an unlabelled sample (0 if absent)
 metric() {
