@@ -2,7 +2,7 @@
 /*
  * USDT trace points, provider "braid" (<sys/sdt.h>, systemtap-sdt-dev).
  * docs/tracing.md lists every probe with its arguments, and
- * tests/trace/probes.sh checks that list against the built daemons.
+ * tests/docs/tracing-probes.sh checks that list against the built daemons.
  *
  * A probe is a nop in the code and a note in the ELF file; a tracer
  * (bpftrace, perf, systemtap) turns it into a breakpoint.  Arguments are
