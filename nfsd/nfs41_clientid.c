@@ -269,6 +269,23 @@ nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 	struct nfs41_client *dead = NULL, *clp = NULL;
 	nfsstat4 st = NFS4_OK;
 	uint64_t now = nfsd_now_ns();
+	/* case 3: another principal's record is "in use" only while its lease
+	 * holds state (§18.35.4): sessions here, or the embedder's opens,
+	 * locks and layouts, asked without our lock */
+	uint64_t other = 0;
+	bool other_busy = false;
+	if (!update) {
+		pthread_mutex_lock(&s->lock);
+		struct nfs41_client *x =
+		    nfs41_owner_find_locked(s, &ea->eia_clientowner.co_ownerid, true, now, &dead);
+		if (x && !nfs41_client_princ_eq(x, c->req)) {
+			other = x->id;
+			other_busy = x->nsessions > 0;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (other && !other_busy && s->o.client_has_state)
+			other_busy = s->o.client_has_state(s->o.priv, other);
+	}
 	pthread_mutex_lock(&s->lock);
 	struct nfs41_client *conf =
 	    nfs41_owner_find_locked(s, &ea->eia_clientowner.co_ownerid, true, now, &dead);
@@ -285,14 +302,16 @@ nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 			st = NFS4ERR_NOT_SAME; /* case 8 */
 		else
 			clp = conf; /* case 6 */
-	} else if (conf && !nfs41_client_princ_eq(conf, c->req)) {
-		st = NFS4ERR_CLID_INUSE; /* case 3: the RFC lets us refuse always */
-	} else if (conf && verf_eq) {
+	} else if (conf && !nfs41_client_princ_eq(conf, c->req) &&
+		   (conf->id != other || other_busy || conf->nsessions)) {
+		st = NFS4ERR_CLID_INUSE; /* case 3, the record in use */
+	} else if (conf && verf_eq && nfs41_client_princ_eq(conf, c->req)) {
 		clp = conf; /* case 2 */
 	} else {
-		/* case 1 (new), 4 (replaces the unconfirmed record), 5 (client
-		 * restart: the confirmed record stays until the new one is
-		 * confirmed by CREATE_SESSION) */
+		/* case 1 (new), 3 (another principal, the record holding no
+		 * state), 4 (replaces the unconfirmed record), 5 (client
+		 * restart); in 3 and 5 the confirmed record stays until the new
+		 * one is confirmed by CREATE_SESSION */
 		if (unconf)
 			nfs41_client_unlink_locked(s, unconf, &dead);
 		clp = client_new_locked(s, ea, c->req, now);

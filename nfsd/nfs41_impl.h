@@ -44,6 +44,11 @@
 #define SESSION_MAX_CONNS   8	/* recorded bindings; the oldest makes room */
 #define BACK_MAX_SLOTS	    16	/* back channel slots we accept at most */
 #define CHAN_MIN_SIZE	    256 /* smaller ca_maxrequest/responsesize: TOOSMALL */
+/* A back channel that could not carry our largest callback, CB_SEQUENCE
+ * and one operation (a CB_LAYOUTRECALL with a 128-byte handle under an
+ * AUTH_SYS credential is under 700 bytes): TOOSMALL (RFC 8881 §18.36.3) */
+#define BACK_MIN_REQ 1024
+#define BACK_MIN_OPS 2
 #define SWEEP_INTERVAL_NS   100000000ull
 #define MAX_SLOTS_LIMIT	    1024
 #define MAX_OPS_LIMIT	    1024

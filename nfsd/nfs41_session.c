@@ -186,6 +186,11 @@ static nfsstat4 chan_negotiate(const struct nfs41_server *s, const CREATE_SESSIO
 	if (f->ca_maxrequestsize < CHAN_MIN_SIZE || f->ca_maxresponsesize < CHAN_MIN_SIZE ||
 	    f->ca_maxoperations < 1 || f->ca_maxrequests < 1)
 		return NFS4ERR_TOOSMALL;
+	/* the back channel too: a session's may be bound later, and one that
+	 * could never carry a callback is refused now, not at the first recall */
+	if (b->ca_maxrequestsize < BACK_MIN_REQ || b->ca_maxresponsesize < CHAN_MIN_SIZE ||
+	    b->ca_maxoperations < BACK_MIN_OPS || b->ca_maxrequests < 1)
+		return NFS4ERR_TOOSMALL;
 	memset(fore, 0, sizeof(*fore));
 	fore->ca_maxrequestsize = min32(f->ca_maxrequestsize, s->o.max_req);
 	fore->ca_maxresponsesize = min32(f->ca_maxresponsesize, s->o.max_resp);

@@ -735,6 +735,32 @@ static void test_exchange_id(struct nfsd_clnt *c1, struct nfsd_clnt *c2, struct 
 	CHECK(was_expired(&S.st, id));
 	ops[0] = op_seq(cs.csr_sessionid, 0, 2, false);
 	CHECK_EQ(call(c1, 1, ops, 2, &res, ar), NFS4ERR_BADSESSION);
+
+	/* case 3 is "in use" only while the record's lease holds state
+	 * (§18.35.4): a session, or the embedder's opens, locks, layouts */
+	CHECK_EQ(exid(c1, 0, "exid-idle", 7, 0, &b, ar), NFS4_OK);
+	CREATE_SESSION4resok ic;
+	CHECK_EQ(create_session(c1, b.eir_clientid, b.eir_sequenceid, 0, &ic, ar), NFS4_OK);
+	uint64_t idle = b.eir_clientid;
+	CHECK_EQ(exid(c1, 1000, "exid-idle", 7, 0, NULL, ar), NFS4ERR_CLID_INUSE);
+	nfs_argop4 ds = op_plain(OP_DESTROY_SESSION);
+	memcpy(ds.u.opdestroy_session.dsa_sessionid, ic.csr_sessionid, NFS4_SESSIONID_SIZE);
+	CHECK_EQ(call(c1, 1, &ds, 1, &res, ar), NFS4_OK);
+	atomic_store(&S.st.busy_id, idle);
+	CHECK_EQ(exid(c1, 1000, "exid-idle", 7, 0, NULL, ar), NFS4ERR_CLID_INUSE);
+	atomic_store(&S.st.busy_id, 0);
+	/* no state: the other principal gets a new client ID, which ends the
+	 * old one when its CREATE_SESSION confirms it (as a restart) */
+	CHECK_EQ(exid(c1, 1000, "exid-idle", 7, 0, &a, ar), NFS4_OK);
+	CHECK(a.eir_clientid != idle && !(a.eir_flags & EXCHGID4_FLAG_CONFIRMED_R));
+	CHECK(!was_expired(&S.st, idle));
+	nfs_argop4 cso = op_cs(a.eir_clientid, a.eir_sequenceid, 0);
+	struct xargs xp = {.minor = 1, .ops = &cso, .nops = 1};
+	struct rawcap cap;
+	CHECK_EQ(xcall(c1, 1000, &xp, &cap, &res, ar), 0);
+	free(cap.buf);
+	CHECK_EQ(res.status, NFS4_OK);
+	CHECK(was_expired(&S.st, idle));
 }
 
 /* RFC 8881 §18.36: the CREATE_SESSION slot, negotiation, flags. */
@@ -782,6 +808,17 @@ static void test_create_session(struct nfsd_clnt *cl, struct xdr_arena *ar)
 	/* channel attributes the server cannot work with */
 	op = op_cs(id, s + 2, 0);
 	op.u.opcreate_session.csa_fore_chan_attrs.ca_maxrequests = 0;
+	CHECK_EQ(call(cl, 1, &op, 1, &res, ar), NFS4ERR_TOOSMALL);
+	/* a back channel that could never carry a callback (§18.36.3) */
+	op = op_cs(id, s + 2, 0);
+	op.u.opcreate_session.csa_back_chan_attrs.ca_maxrequestsize = 10;
+	op.u.opcreate_session.csa_back_chan_attrs.ca_maxoperations = 1;
+	CHECK_EQ(call(cl, 1, &op, 1, &res, ar), NFS4ERR_TOOSMALL);
+	op = op_cs(id, s + 2, 0);
+	op.u.opcreate_session.csa_back_chan_attrs.ca_maxoperations = 1;
+	CHECK_EQ(call(cl, 1, &op, 1, &res, ar), NFS4ERR_TOOSMALL);
+	op = op_cs(id, s + 2, 0);
+	op.u.opcreate_session.csa_back_chan_attrs.ca_maxrequestsize = 512;
 	CHECK_EQ(call(cl, 1, &op, 1, &res, ar), NFS4ERR_TOOSMALL);
 	/* only RPCSEC_GSS for callbacks */
 	op = op_cs(id, s + 2, 0);
