@@ -21,9 +21,9 @@
  * ends after grace_time, or once every recorded client has sent a global
  * RECLAIM_COMPLETE; then the records of clients that did not come back are
  * removed.  A record goes when its client ID ends (lease expiry,
- * DESTROY_CLIENTID, a client restart).  Outside grace a client that skipped
- * RECLAIM_COMPLETE may still open: nothing is left to reclaim then (§18.51.3
- * asks NFS4ERR_GRACE for it; during grace every non-reclaim gets it anyway).
+ * DESTROY_CLIENTID, a client restart).  A client ID's non-reclaim OPEN or
+ * LOCK before its RECLAIM_COMPLETE gets NFS4ERR_GRACE, in grace or not
+ * (§18.51.3: clients send it first, even with nothing to reclaim).
  */
 #include "config.h"
 
@@ -604,6 +604,16 @@ bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino)
 	return open;
 }
 
+/* Whether c's client has sent a global RECLAIM_COMPLETE. */
+static bool reclaim_done(struct mds_state *st, struct nfs41_compound *c)
+{
+	pthread_mutex_lock(&st->mu);
+	struct st_client *cl = st_client_get(st, c);
+	bool done = cl && cl->reclaim_complete;
+	pthread_mutex_unlock(&st->mu);
+	return done;
+}
+
 bool mds_state_in_grace(struct braid_mds *mds)
 {
 	return st_grace_poll(mds->state);
@@ -900,7 +910,9 @@ static nfsstat4 open_grant(struct mds_state *st, struct nfs41_compound *c, uint6
 		goto out;
 	}
 	/* grace may have ended since the first look, never begun */
-	r = reclaim ? st_reclaim_check(st, cl) : st->in_grace ? NFS4ERR_GRACE : NFS4_OK;
+	r = reclaim			     ? st_reclaim_check(st, cl)
+	    : st->in_grace || !cl->reclaim_complete ? NFS4ERR_GRACE
+						     : NFS4_OK;
 	if (r)
 		goto out;
 	struct st_file *f = st_file_get(st, ino, true);
@@ -1015,9 +1027,10 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 		return NFS4ERR_NOTSUPP;
 	}
 
-	/* grace first: no file is created for an OPEN that must wait */
+	/* grace first: no file is created for an OPEN that must wait (also
+	 * one sent before its client's RECLAIM_COMPLETE, §18.51.3) */
 	bool grace = st_grace_poll(st);
-	if (!reclaim && grace)
+	if (!reclaim && (grace || !reclaim_done(st, c)))
 		return NFS4ERR_GRACE;
 	if (reclaim) {
 		pthread_mutex_lock(&st->mu);

@@ -392,7 +392,6 @@ int main(void)
 	lt_start(&L, "/ *(rw,no_root_squash,insecure)\n", "heartbeat_interval = 1s\n", 2);
 	struct nfsd_clnt *conn;
 	struct nfs41c_session *s = lt_session_cb(&L, "admin-layouts", &conn);
-	CHECK_EQ(ts_reclaim_complete(s), NFS4_OK);
 	struct ts_openres f;
 	struct lt_layout lay;
 	t_layout_whole(s, &f, &lay);

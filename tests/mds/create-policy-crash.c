@@ -95,7 +95,7 @@ static void child(const char *dir, int k)
 	struct layout_policy p = policy();
 	CHECK_EQ(mds_layout_policy_set(t.mds, cr.attr.ino, &p), 0);
 
-	struct nfs41c_session *s = mt_session(&t, "crash", 0, 0);
+	struct nfs41c_session *s = mt_session_noreclaim(&t, "crash", 0, 0);
 	CHECK_EQ(ts_reclaim_complete(s), NFS4_OK);
 	struct ts_fh d;
 	nfs_argop4 ops[3] = {ts_op(OP_PUTROOTFH), mt_lookup("d"), ts_op(OP_GETFH)};

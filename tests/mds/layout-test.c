@@ -448,6 +448,7 @@ struct nfs41c_session *lt_session_cb(struct lt *L, const char *owner, struct nfs
 	struct nfs41c_session *s;
 	CHECK_EQ(nfs41c_session_create_opts(*conn, &so, &s), 0);
 	nfs41c_session_set_cred(s, 0, 0);
+	mt_reclaim_complete(s); /* before any OPEN, as clients do */
 	return s;
 }
 

@@ -90,7 +90,8 @@ void mt_finish(struct mt *t)
 	t->eng = NULL;
 }
 
-struct nfs41c_session *mt_session(struct mt *t, const char *owner, uint32_t uid, uint32_t gid)
+struct nfs41c_session *mt_session_noreclaim(struct mt *t, const char *owner, uint32_t uid,
+					    uint32_t gid)
 {
 	struct nfs41c_session *s = NULL;
 	int rc = nfs41c_session_create(t->c, owner, 0, &s);
@@ -98,6 +99,25 @@ struct nfs41c_session *mt_session(struct mt *t, const char *owner, uint32_t uid,
 		fprintf(stderr, "session %s: %d\n", owner, rc);
 	CHECK(rc == 0);
 	nfs41c_session_set_cred(s, uid, gid);
+	return s;
+}
+
+void mt_reclaim_complete(struct nfs41c_session *s)
+{
+	nfs_argop4 op = {.argop = OP_RECLAIM_COMPLETE};
+	op.u.opreclaim_complete.rca_one_fs = false;
+	COMPOUND4res res;
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1 << 16);
+	mt_compound(s, &op, 1, &res, &ar);
+	CHECK_EQ(mt_status(&res, 0), NFS4_OK);
+	xdr_arena_release(&ar);
+}
+
+struct nfs41c_session *mt_session(struct mt *t, const char *owner, uint32_t uid, uint32_t gid)
+{
+	struct nfs41c_session *s = mt_session_noreclaim(t, owner, uid, gid);
+	mt_reclaim_complete(s);
 	return s;
 }
 

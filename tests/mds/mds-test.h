@@ -64,7 +64,14 @@ void mt_stop(struct mt *t);
 void mt_finish(struct mt *t);
 
 /* A session on the default connection, as AUTH_SYS uid/gid. */
+/* A session as a client makes one: EXCHANGE_ID, CREATE_SESSION, then
+ * RECLAIM_COMPLETE (RFC 8881 §18.51.3: before its first non-reclaim OPEN
+ * or LOCK); mt_session_noreclaim() stops before it (reclaims, grace). */
 struct nfs41c_session *mt_session(struct mt *t, const char *owner, uint32_t uid, uint32_t gid);
+struct nfs41c_session *mt_session_noreclaim(struct mt *t, const char *owner, uint32_t uid,
+					    uint32_t gid);
+/* RECLAIM_COMPLETE (rca_one_fs false) on s: must succeed. */
+void mt_reclaim_complete(struct nfs41c_session *s);
 
 /* A COMPOUND that must get a reply (any status); res in arena. */
 void mt_compound(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned n, COMPOUND4res *res,

@@ -76,6 +76,7 @@ int main(void)
 	struct nfs41c_session *s = NULL;
 	CHECK_EQ(nfs41c_session_create(c1, "rs-client", 0, &s), 0);
 	nfs41c_session_set_cred(s, 0, 0);
+	mt_reclaim_complete(s);
 
 	/* written through two segments, never committed */
 	struct ts_openres a;

@@ -9,12 +9,15 @@
  * downgrades, truncation by createattrs, delegation wants, and the stateid
  * rules of §8.2 (OLD_STATEID, BAD_STATEID, seqid 0, the current stateid,
  * the invalid special stateid CLOSE returns); DESTROY_CLIENTID of a client
- * with opens is NFS4ERR_CLIENTID_BUSY (§18.50.3).
+ * with opens is NFS4ERR_CLIENTID_BUSY (§18.50.3); an OPEN before the
+ * client's RECLAIM_COMPLETE is NFS4ERR_GRACE (§18.51.3).
  */
 #include "config.h"
 
 #include "tests/mds/mds-test.h"
 #include "tests/mds/state-test.h"
+
+#include "mds/state.h"
 
 #define RD	 OPEN4_SHARE_ACCESS_READ
 #define WR	 OPEN4_SHARE_ACCESS_WRITE
@@ -477,6 +480,20 @@ int main(void)
 	CHECK_EQ(ts_open_name(d, NULL, "idle", "f-idle", RW, DN, true, &r), NFS4_OK);
 	CHECK_EQ(ts_close(d, &r.fh, &r.sid, NULL), NFS4_OK);
 	CHECK_EQ(nfs41c_session_destroy(d), NFS4_OK);
+
+	/* §18.51.3: before its RECLAIM_COMPLETE a new client ID's OPEN gets
+	 * NFS4ERR_GRACE (no grace period here) and creates nothing */
+	struct nfs41c_session *e = mt_session_noreclaim(&t, "open-e", 0, 0);
+	CHECK(!mds_state_in_grace(t.mds));
+	CHECK_EQ(ts_open_name(e, NULL, "early", "f-early", RW, DN, true, &r), NFS4ERR_GRACE);
+	uint64_t ino;
+	struct mds_store *st = braid_mds_store(t.mds);
+	CHECK_EQ(mds_dir_lookup(st, mds_store_root(st), "f-early", 7, &ino, NULL), -ENOENT);
+	CHECK_EQ(ts_open_name(e, NULL, "early", "f-idle", RD, DN, false, &r), NFS4ERR_GRACE);
+	CHECK_EQ(ts_reclaim_complete(e), NFS4_OK);
+	CHECK_EQ(ts_open_name(e, NULL, "early", "f-early", RW, DN, true, &r), NFS4_OK);
+	CHECK_EQ(ts_close(e, &r.fh, &r.sid, NULL), NFS4_OK);
+	CHECK_EQ(nfs41c_session_destroy(e), NFS4_OK);
 
 	pseudo_fs(&t, a);
 

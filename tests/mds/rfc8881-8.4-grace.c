@@ -101,7 +101,7 @@ int main(void)
 	CHECK(has_record(&t, "grace-a"));
 
 	/* b never held state: no reclaim, and no new state during grace */
-	struct nfs41c_session *b = mt_session(&t, "grace-b", 0, 0);
+	struct nfs41c_session *b = mt_session_noreclaim(&t, "grace-b", 0, 0);
 	struct ts_openres r;
 	CHECK_EQ(ts_open_name(b, NULL, "ob", "new", RW, DN, true, NULL), NFS4ERR_GRACE);
 	CHECK_EQ(ts_open_name(b, NULL, "ob", "f", RD, DN, false, NULL), NFS4ERR_GRACE);
@@ -117,7 +117,7 @@ int main(void)
 		 -ENOENT);
 
 	/* a comes back (same owner, new client ID) and reclaims */
-	a = mt_session(&t, "grace-a", 0, 0);
+	a = mt_session_noreclaim(&t, "grace-a", 0, 0);
 	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_READ, NULL), NFS4ERR_RECLAIM_BAD);
 	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_NONE, &r), NFS4_OK);
 	CHECK_EQ(r.sid.seqid, 1);

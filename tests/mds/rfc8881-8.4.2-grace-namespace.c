@@ -37,13 +37,13 @@ int main(void)
 	struct mds_client_rec rec = {.clientid = 0x1234};
 	struct mds_client_args ca = {.owner = "earlier-client", .owner_len = 14, .rec = &rec};
 	CHECK(mds_client_put(braid_mds_store(t.mds), &ca) == 0);
-	struct nfs41c_session *s = mt_session(&t, "grace-ns", 0, 0);
+	struct nfs41c_session *s = mt_session_noreclaim(&t, "grace-ns", 0, 0);
 	nfs41c_session_destroy(s);
 	mt_stop(&t);
 	set_grace(&t, "2s");
 	mt_boot(&t);
 
-	s = mt_session(&t, "grace-ns", 0, 0);
+	s = mt_session_noreclaim(&t, "grace-ns", 0, 0);
 	struct dt_fh dfh, x;
 	CHECK_EQ(dt_walk(s, "d", &dfh), NFS4_OK);
 	CHECK_EQ(dt_do(s, &dfh, dt_remove("f")), NFS4ERR_GRACE);

@@ -300,7 +300,7 @@ nfsstat4 ts_reclaim_complete(struct nfs41c_session *s)
 
 struct nfs41c_session *ts_session(struct mt *t, const char *owner, uint32_t uid, uint32_t gid)
 {
-	struct nfs41c_session *s = mt_session(t, owner, uid, gid);
+	struct nfs41c_session *s = mt_session_noreclaim(t, owner, uid, gid);
 	CHECK_EQ(ts_reclaim_complete(s), NFS4_OK);
 	return s;
 }
