@@ -1380,6 +1380,10 @@ static void session_ops(struct sb *b, unsigned t)
 						  .ca_maxresponsesize_cached = 1024,
 						  .ca_maxoperations = 16,
 						  .ca_maxrequests = 2};
+	c->csa_back_chan_attrs = (channel_attrs4){.ca_maxrequestsize = 4096,
+						  .ca_maxresponsesize = 4096,
+						  .ca_maxoperations = 2,
+						  .ca_maxrequests = 1};
 	c->csa_sec_parms.len = 1;
 	c->csa_sec_parms.val = &sec_none;
 }

@@ -110,6 +110,11 @@ static nfs_argop4 op_cs(uint64_t id, uint32_t seq)
 						   .ca_maxresponsesize_cached = 2048,
 						   .ca_maxoperations = 8,
 						   .ca_maxrequests = 4};
+	/* a back channel that can carry a callback (else TOOSMALL) */
+	ca->csa_back_chan_attrs = (channel_attrs4){.ca_maxrequestsize = 4096,
+						   .ca_maxresponsesize = 4096,
+						   .ca_maxoperations = 2,
+						   .ca_maxrequests = 1};
 	ca->csa_sec_parms.len = 1;
 	ca->csa_sec_parms.val = &sec_none;
 	return a;
