@@ -83,7 +83,6 @@
 
 #include "ctl/fh.h"
 #include "layout/devid.h"
-#include "layout/fence.h"
 #include "layout/type.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
@@ -422,9 +421,11 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 	mds_data_objid(a, &oid);
 	ds_fh_make(&mds->key, &oid, fh);
 	/* §2.2: READ layouts get ids the data servers let read, never write */
-	struct layout_fence fc;
-	layout_fence_creds(&mds->key.fence, &oid, map->epoch, &fc);
-	uint32_t uid = rw ? fc.uid : fc.read_uid, gid = fc.gid;
+	uint32_t uid, gid;
+	if (rw)
+		mds_data_fence_epoch(mds, a, map->epoch, &uid, &gid);
+	else
+		mds_data_fence_read(mds, a, map->epoch, &uid, &gid);
 	for (unsigned p = 0; p < nm; p++) {
 		mir[p].nds = S;
 		mir[p].ds = dsv + p * S;
