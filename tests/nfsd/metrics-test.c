@@ -142,36 +142,35 @@ void mx_reply_release(struct mx_reply *r)
 	r->body = NULL;
 }
 
-char *mx_scrape(int port)
+/* GET /metrics with the given extra curl arguments: a 200 of want_type
+ * whose whole body came; the body (malloc'd). */
+static char *scrape_as(int port, const char *const *args, const char *want_type)
 {
 	struct mx_reply r;
-	mx_curl(&r, port, "/metrics", NULL);
+	mx_curl(&r, port, "/metrics", args);
 	CHECK_EQ(r.status, 200);
-	if (strcmp(r.type, "text/plain; version=0.0.4; charset=utf-8"))
+	if (strcmp(r.type, want_type))
 		fprintf(stderr, "Content-Type: %s\n", r.type);
-	CHECK(!strcmp(r.type, "text/plain; version=0.0.4; charset=utf-8"));
+	CHECK(!strcmp(r.type, want_type));
 	CHECK_EQ(r.length, r.got);
 	CHECK_EQ(strlen(r.body), r.got);
 	return r.body;
 }
 
+char *mx_scrape(int port)
+{
+	return scrape_as(port, NULL, "text/plain; version=0.0.4; charset=utf-8");
+}
+
 char *mx_scrape_openmetrics(int port)
 {
-	struct mx_reply r;
 	/* what Prometheus asks for */
 	static const char *const accept[] = {
 	    "-H",
 	    "Accept: application/openmetrics-text;version=1.0.0,application/"
 	    "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
 	    NULL};
-	mx_curl(&r, port, "/metrics", accept);
-	CHECK_EQ(r.status, 200);
-	if (strcmp(r.type, "application/openmetrics-text; version=1.0.0; charset=utf-8"))
-		fprintf(stderr, "Content-Type: %s\n", r.type);
-	CHECK(!strcmp(r.type, "application/openmetrics-text; version=1.0.0; charset=utf-8"));
-	CHECK_EQ(r.length, r.got);
-	CHECK_EQ(strlen(r.body), r.got);
-	return r.body;
+	return scrape_as(port, accept, "application/openmetrics-text; version=1.0.0; charset=utf-8");
 }
 
 int mx_raw_status(int port, const void *req, size_t len)
