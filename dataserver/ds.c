@@ -21,6 +21,7 @@
 
 #include "ctl/client.h"
 #include "dataserver/ds_impl.h"
+#include "nfsd/auth_gss.h"
 #include "nfsd/nfs41.h"
 #include "nfsd/trace.h"
 
@@ -50,6 +51,9 @@ const struct conf_schema ds_conf_schema[] = {
 	  .desc = "Addresses the MDS calls this data server at; default: advertise." },
 	{ "ds", NULL, "key_file", CONF_STRING, .def = "/etc/braid/cluster.key", S(key_file),
 	  .desc = "The cluster key shared with braid-mds (64 hex digits, mode 0600)." },
+	{ "ds", NULL, "keytab", CONF_STRING, .def = "", S(keytab),
+	  .desc = "Kerberos keytab holding this server's nfs/HOST@REALM keys: enables RPCSEC_GSS "
+		  "(krb5, krb5i, krb5p) for clients whose MDS mount uses Kerberos; empty: AUTH_SYS only." },
 	{ "ds", NULL, "mds", CONF_ADDRS, S(mds),
 	  .desc = "Control address of braid-mds to register with; none: stand alone." },
 	{ "ds", NULL, "hostname", CONF_STRING, S(hostname),
@@ -808,6 +812,17 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 		goto fail;
 	}
 	nfsd_server_add_flavor(ds->srv, braid_auth_flavor(ds->auth));
+	if (set->keytab[0]) {
+		struct nfsd_gss_opts go = { .keytab = set->keytab };
+		if (!(ds->gss = nfsd_gss_new(&go, &rc))) {
+			snprintf(msg, msglen, "keytab %s: %s", set->keytab,
+				 rc == -ENOENT ? "no usable keys (missing, unreadable, or no "
+						 "nfs/ principal)"
+					       : strerror(-rc));
+			goto fail;
+		}
+		nfsd_server_add_flavor(ds->srv, nfsd_gss_flavor(ds->gss));
+	}
 	nfsd_procs_bind(ds_nfs3_procs, 22, &xdr_desc_NFS_PROGRAM_NFS_V3);
 	nfsd_procs_bind(ds_ctl_procs, DS_CTL_NPROCS, &xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1);
 	/* the engine hands handlers the program's priv: this ds */
@@ -899,6 +914,8 @@ int braid_ds_stop(struct braid_ds *ds)
 	ds_mover_free(ds->mover); /* no COPY runs: the workers are gone */
 	ds_nfs41_stop(ds);
 	braid_auth_free(ds->auth);
+	if (ds->gss)
+		nfsd_gss_free(ds->gss);
 	int rc = 0;
 	if (ds->store)
 		rc = ds_store_close(ds->store);

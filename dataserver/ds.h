@@ -35,6 +35,7 @@ struct ds_settings {
 	struct conf_addrs advertise;  /* what clients are told; n == 0: listen */
 	struct conf_addrs ctl_advertise; /* where the MDS calls; n == 0: advertise */
 	char key_file[PATH_MAX];
+	char keytab[PATH_MAX]; /* RPCSEC_GSS acceptor keys; "": no GSS */
 	struct conf_addrs mds;        /* n == 0: no MDS (tests, benchmarks) */
 	char hostname[256];           /* empty: gethostname() */
 	bool nfs3, nfs41;

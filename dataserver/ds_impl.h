@@ -31,6 +31,7 @@ struct braid_ds {
 	struct ds_store *store;
 	struct nfsd_server *srv;
 	struct braid_auth *auth;
+	struct nfsd_gss *gss; /* RPCSEC_GSS, with [ds] keytab; else NULL */
 	struct nfsd_program nfs3_prog, ctl_prog; /* nfs3_prog: NFS v3 and v4 */
 	struct nfsd_version nfs_vers[2];
 	struct ds_bufpool bufs;

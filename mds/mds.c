@@ -28,6 +28,7 @@
 #include "mds/resilver.h"
 #include "mds/space.h"
 #include "mds/state.h"
+#include "nfsd/auth_gss.h"
 #include "nfsd/metrics.h"
 
 static const char *const data_io_modes[] = { "proxy", "refuse", NULL };
@@ -44,6 +45,9 @@ const struct conf_schema mds_conf_schema[] = {
 	  .desc = "Exports file, in /etc/exports syntax (braid-exports(5))." },
 	{ "mds", NULL, "key_file", CONF_STRING, .def = "/etc/braid/cluster.key", S(key_file),
 	  .desc = "The cluster key shared with the data servers (64 hex digits, mode 0600)." },
+	{ "mds", NULL, "keytab", CONF_STRING, .def = "", S(keytab),
+	  .desc = "Kerberos keytab holding this server's nfs/HOST@REALM keys: enables RPCSEC_GSS "
+		  "(krb5, krb5i, krb5p) for exports with sec=krb5*; empty: AUTH_SYS only." },
 	{ "mds", NULL, "lease_time", CONF_DURATION, .min = 2000, .max = 3600000, .def = "90s",
 	  S(lease_ms), .desc = "NFSv4 lease: a client silent this long loses its state." },
 	{ "mds", NULL, "grace_time", CONF_DURATION, .min = 0, .max = 3600000, .def = "90s",
@@ -558,9 +562,9 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
 	struct braid_mds *mds = mds_of(c);
 	const struct nfsd_cred *rc = &c->req->cred;
 	memset(cred, 0, sizeof(*cred));
-	cred->flavor = rc->flavor;
+	cred->flavor = nfsd_cred_pseudoflavor(rc);
 	cred->export_id = export_id;
-	if (rc->flavor == NFSD_AUTH_SYS) {
+	if (rc->flavor == NFSD_AUTH_SYS || rc->flavor == NFSD_RPCSEC_GSS) {
 		cred->uid = rc->uid;
 		cred->gid = rc->gid;
 		cred->ngroups = rc->ngroups < MDS_CRED_GROUPS ? rc->ngroups : MDS_CRED_GROUPS;
@@ -588,7 +592,7 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
 		st = NFS4ERR_ACCESS;
 		goto out;
 	}
-	if (!flavor_allowed(cl, rc->flavor)) {
+	if (!flavor_allowed(cl, cred->flavor)) {
 		st = NFS4ERR_WRONGSEC;
 		goto out;
 	}
@@ -596,7 +600,7 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
 		st = NFS4ERR_PERM;
 		goto out;
 	}
-	if (rc->flavor != NFSD_AUTH_SYS) {
+	if (rc->flavor != NFSD_AUTH_SYS && rc->flavor != NFSD_RPCSEC_GSS) {
 		cred->uid = cl->anonuid;
 		cred->gid = cl->anongid;
 	}
@@ -789,6 +793,17 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		goto fail;
 	}
 	nfsd_server_add_flavor(mds->srv, braid_auth_flavor(mds->auth));
+	if (set->keytab[0]) {
+		struct nfsd_gss_opts go = { .keytab = set->keytab };
+		if (!(mds->gss = nfsd_gss_new(&go, &rc))) {
+			snprintf(msg, msglen, "keytab %s: %s", set->keytab,
+				 rc == -ENOENT ? "no usable keys (missing, unreadable, or no "
+						 "nfs/ principal)"
+					       : strerror(-rc));
+			goto fail;
+		}
+		nfsd_server_add_flavor(mds->srv, nfsd_gss_flavor(mds->gss));
+	}
 
 	if ((rc = mds_cb_init(mds))) {
 		snprintf(msg, msglen, "out of memory");
@@ -879,6 +894,8 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_state_release(mds);
 	mds_cb_release(mds);
 	braid_auth_free(mds->auth);
+	if (mds->gss)
+		nfsd_gss_free(mds->gss); /* after the server: no call holds a context */
 	mds_exports_put(mds->ex);
 	if (mds->store)
 		mds_store_close(mds->store);

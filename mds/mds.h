@@ -26,6 +26,7 @@ struct mds_settings {
 	struct conf_addrs listen;      /* NFSv4.1/4.2, MOUNT v3 and the control protocol */
 	char exports[PATH_MAX];	       /* /etc/exports syntax */
 	char key_file[PATH_MAX];       /* cluster key shared with braid-ds */
+	char keytab[PATH_MAX];	       /* RPCSEC_GSS acceptor keys; "": no GSS */
 	uint64_t lease_ms;	       /* NFSv4 lease */
 	uint64_t grace_ms;	       /* grace period after a restart */
 	int64_t loops, workers;	       /* 0: automatic */

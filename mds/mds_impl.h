@@ -130,6 +130,7 @@ struct braid_mds {
 	struct nfsd_server *srv;
 	struct nfs41_server *v41;
 	struct braid_auth *auth; /* AUTH_BRAID: data servers' control calls */
+	struct nfsd_gss *gss;	 /* RPCSEC_GSS, with [mds] keytab; else NULL */
 	uint8_t so_major[64];	 /* "braid-mds:" + store cookie verifier, hex */
 	size_t so_major_len;
 	uint64_t boot_sec; /* start time, for the grace period */

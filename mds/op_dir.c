@@ -125,7 +125,7 @@ static nfsstat4 cfh_anysec(struct nfs41_compound *c, struct mds_fh *fh, struct m
 		return NFS4ERR_STALE;
 	memset(cr, 0, sizeof(*cr));
 	cr->uid = cr->gid = ANON_ID;
-	cr->flavor = c->req->cred.flavor;
+	cr->flavor = nfsd_cred_pseudoflavor(&c->req->cred);
 	cr->export_id = fh->export_id;
 	return NFS4_OK;
 }

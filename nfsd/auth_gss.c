@@ -283,6 +283,28 @@ static int verf_mic(struct nfsd_req *r, struct gss_ctx *c, uint32_t v)
 	return 0;
 }
 
+/*
+ * A client host's own principal, "nfs/HOST@REALM", "host/HOST@REALM" or
+ * "root/HOST@REALM": what rpc.gssd uses for root and for the client's
+ * lease operations (EXCHANGE_ID, SP4_MACH_CRED).  It maps to root, as
+ * knfsd's svcgssd maps machine credentials, so exports' root squashing
+ * applies to it like to AUTH_SYS root.
+ */
+static bool machine_principal(const char *p)
+{
+	static const char *const svc[] = {"nfs/", "host/", "root/"};
+	if (!p)
+		return false;
+	for (unsigned i = 0; i < sizeof(svc) / sizeof(svc[0]); i++) {
+		size_t n = strlen(svc[i]);
+		if (strncmp(p, svc[i], n))
+			continue;
+		const char *host = p + n, *at = strchr(host, '@');
+		return at && at > host && !memchr(host, '/', (size_t)(at - host));
+	}
+	return false;
+}
+
 /* The local user of an initiator's name (nobody when it has none). */
 static void ctx_map_name(struct gss_ctx *c, gss_name_t name, gss_OID mech)
 {
@@ -292,8 +314,11 @@ static void ctx_map_name(struct gss_ctx *c, gss_name_t name, gss_OID mech)
 		c->principal = strndup(disp.value, disp.length);
 		gss_release_buffer(&min, &disp);
 	}
-	if (GSS_ERROR(gss_localname(&min, name, mech, &local)))
+	if (GSS_ERROR(gss_localname(&min, name, mech, &local))) {
+		if (machine_principal(c->principal))
+			c->uid = c->gid = 0; /* squashed like any root, per export */
 		return;
+	}
 	char *user = strndup(local.value, local.length);
 	gss_release_buffer(&min, &local);
 	struct passwd pw, *res = NULL;
@@ -312,9 +337,10 @@ static void ctx_map_name(struct gss_ctx *c, gss_name_t name, gss_OID mech)
 	free(user);
 }
 
-static void cred_fill(struct nfsd_req *r, const struct gss_ctx *c)
+static void cred_fill(struct nfsd_req *r, const struct gss_ctx *c, uint32_t service)
 {
 	r->cred.flavor = NFSD_RPCSEC_GSS;
+	r->cred.gss_service = service;
 	r->cred.uid = c->uid;
 	r->cred.gid = c->gid;
 	r->cred.ngroups = 0;
@@ -498,7 +524,7 @@ static int svc_gss_accept(struct nfsd_req *r, const xdr_opaque *cred, const xdr_
 	}
 	if (verf_mic(r, c, cv->seq_num) < 0)
 		return NFSD_AUTH_REJECTEDCRED;
-	cred_fill(r, c);
+	cred_fill(r, c, q->service);
 	r->flavor_ctx = q;
 	if (cv->gss_proc == RPCSEC_GSS_DESTROY)
 		cache_remove(g, c, true); /* §5.4: this reply is still protected */

@@ -37,7 +37,10 @@
  * gss_localname() (krb5.conf auth_to_local: by default a principal of the
  * default realm maps to its first component) and getpwnam_r(); the uid,
  * primary gid and groups come from the password and group databases.  A
- * name that does not map is nobody (65534/65534).  req->cred.principal
+ * client host's own principal that does not map (nfs/HOST, host/HOST or
+ * root/HOST @REALM, what rpc.gssd uses for root) is root, squashed like
+ * AUTH_SYS root; any other name that does not map is nobody (65534/65534).
+ * req->cred.gss_service holds the service of the call.  req->cred.principal
  * holds the name as the mechanism displays it ("user@REALM").
  *
  * Not done yet: flattening (results are gathered into one buffer for the

@@ -65,7 +65,17 @@ struct nfsd_cred {
 	uint32_t stamp;
 	const char *principal; /* RPCSEC_GSS: the caller's GSS name ("user@REALM"),
 				* NUL-terminated in the request arena; else NULL */
+	uint32_t gss_service;  /* RPCSEC_GSS: 1 none (krb5), 2 integrity (krb5i),
+				* 3 privacy (krb5p); else 0 */
 };
+/* The pseudo-flavor of a credential (RFC 2623 §2.1): 0 AUTH_NONE, 1 AUTH_SYS,
+ * 390003/390004/390005 krb5/krb5i/krb5p, else the flavor itself. */
+static inline uint32_t nfsd_cred_pseudoflavor(const struct nfsd_cred *c)
+{
+	if (c->flavor == 6 /* RPCSEC_GSS */ && c->gss_service >= 1 && c->gss_service <= 3)
+		return 390002u + c->gss_service;
+	return c->flavor;
+}
 
 struct nfsd_server;
 struct nfsd_metrics;
