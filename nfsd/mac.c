@@ -109,6 +109,9 @@ void braid_key_from_bytes(struct braid_key *key, const uint8_t raw[BRAID_KEY_BYT
 	uint8_t fk[16];
 	siphash24_128(&key->ctl, label, sizeof(label) - 1, fk);
 	siphash_key_from_bytes(&key->fence, fk);
+	static const char cap_label[] = "braid layout capabilities v1";
+	siphash24_128(&key->ctl, cap_label, sizeof(cap_label) - 1, fk);
+	siphash_key_from_bytes(&key->cap, fk);
 	/* A public name for the key: a hash of it under a fixed key, so two
 	 * daemons with different key files tell "wrong key" from "forged". */
 	static const struct siphash_key idk = { { 0x6272616964206b65ULL, 0x79206964656e7469ULL } };
