@@ -247,10 +247,9 @@ enum { DS_TRACE_CACHE = 0, DS_TRACE_DISK = 1 };
 /* READ from the page cache through the object's mapping, else into a
  * pooled buffer (O_DIRECT, or pages not cached: the disk) */
 static int io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
-		   uint64_t off, size_t len, xdr_opaque *data, bool *eof, unsigned *where)
+		   uint32_t uid, uint32_t gid, uint64_t off, size_t len, xdr_opaque *data, bool *eof,
+		   unsigned *where)
 {
-	uint32_t uid, gid;
-	ds_req_ids(req, &uid, &gid);
 	*where = DS_TRACE_CACHE;
 	/* from the page cache straight to the socket: verified in a mapping */
 	struct ds_store_map *m = malloc(sizeof(*m));
@@ -286,7 +285,8 @@ static int io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_ob
 }
 
 int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
-	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
+	       uint32_t uid, uint32_t gid, uint64_t off, uint32_t count, xdr_opaque *data,
+	       bool *eof)
 {
 	size_t len = count < ds->set.max_io ? count : ds->set.max_io;
 	*eof = false;
@@ -301,19 +301,17 @@ int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 	}
 	uint64_t t0 = BRAID_TRACE_ENABLED(ds__read) ? nfsd_now_ns() : 0;
 	unsigned where;
-	int rc = io_read(ds, req, id, off, len, data, eof, &where);
+	int rc = io_read(ds, req, id, uid, gid, off, len, data, eof, &where);
 	BRAID_TRACE(ds__read, trace_key(id), off, rc ? 0 : data->len, rc, where,
 		    BRAID_TRACE_US(t0, nfsd_now_ns()));
 	return rc;
 }
 
-ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+ssize_t ds_io_write(struct braid_ds *ds, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		    uint64_t off, xdr_opaque data, uint32_t stable)
 {
 	if (data.len > ds->set.max_io || stable > DS_FILE_SYNC)
 		return -EINVAL;
-	uint32_t uid, gid;
-	ds_req_ids(req, &uid, &gid);
 	struct iovec iov = { .iov_base = (void *)data.val, .iov_len = data.len };
 	uint64_t t0 = BRAID_TRACE_ENABLED(ds__write) ? nfsd_now_ns() : 0;
 	ssize_t n = ds_store_write(ds->store, id, uid, gid, off, &iov, 1, (enum ds_stable)stable);
@@ -323,11 +321,9 @@ ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_o
 	return n;
 }
 
-int ds_io_commit(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+int ds_io_commit(struct braid_ds *ds, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		 uint64_t off, uint64_t count)
 {
-	uint32_t uid, gid;
-	ds_req_ids(req, &uid, &gid);
 	uint64_t t0 = BRAID_TRACE_ENABLED(ds__commit) ? nfsd_now_ns() : 0;
 	int rc = ds_store_access(ds->store, id, uid, gid, 2);
 	if (!rc)
@@ -530,9 +526,10 @@ static void *reg_main(void *arg)
 	unsigned nprotos = 0;
 	uint32_t io = (uint32_t)ds->set.max_io;
 	if (ds->set.nfs41 && ds->v41)
-		protos[nprotos++] = (braid_ctl_proto){ 4, 1, io, io };
+		protos[nprotos++] =
+		    (braid_ctl_proto){ 4, 1, io, io, ds->gss ? BRAID_CTL_PROTO_GSS : 0 };
 	if (ds->set.nfs3)
-		protos[nprotos++] = (braid_ctl_proto){ 3, 0, io, io };
+		protos[nprotos++] = (braid_ctl_proto){ 3, 0, io, io, 0 };
 	char host[256];
 	if (ds->set.hostname[0])
 		snprintf(host, sizeof(host), "%s", ds->set.hostname);

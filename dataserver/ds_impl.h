@@ -91,18 +91,21 @@ uint32_t ds_nfs_status(int err);
 uint64_t ds_obj_fileid(const struct ds_objid *id);
 
 /*
- * READ and WRITE as both versions do them, as the request's caller.  READ
- * reads up to max_io bytes into a pooled buffer that req holds until its
- * reply is sent; a zero count checks the object and answers eof.  WRITE
- * refuses more than max_io bytes or an unknown stable_how (-EINVAL).
+ * READ and WRITE as both versions do them, as uid:gid (the caller's ids,
+ * ds_req_ids, or those a capability grants, dataserver/nfs41.c), checked
+ * against the object's owner, group and mode (the fence).  READ reads up
+ * to max_io bytes into a pooled buffer that req holds until its reply is
+ * sent; a zero count checks the object and answers eof.  WRITE refuses
+ * more than max_io bytes or an unknown stable_how (-EINVAL).
  */
 int ds_io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
-	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof);
-ssize_t ds_io_write(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+	       uint32_t uid, uint32_t gid, uint64_t off, uint32_t count, xdr_opaque *data,
+	       bool *eof);
+ssize_t ds_io_write(struct braid_ds *ds, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		    uint64_t off, xdr_opaque data, uint32_t stable);
 /* COMMIT: only ids that may write the object (as WRITE: the fence, RFC
  * 8435 §2.2; a READ layout's ids get -EACCES, as a fenced client's). */
-int ds_io_commit(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
+int ds_io_commit(struct braid_ds *ds, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		 uint64_t off, uint64_t count);
 
 /* Caller identity for fencing: AUTH_SYS ids, else nobody. */

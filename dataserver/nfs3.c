@@ -160,7 +160,9 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 		return NFSD_SUCCESS;
 	/* RFC 1813 §3.3.6: the server may return fewer bytes than asked */
 	bool eof;
-	r->status = errno_to_nfs3(ds_io_read(ds, req, &id, a->offset, a->count,
+	uint32_t uid, gid;
+	ds_req_ids(req, &uid, &gid);
+	r->status = errno_to_nfs3(ds_io_read(ds, req, &id, uid, gid, a->offset, a->count,
 					     &r->u.resok.data, &eof));
 	r->u.resok.count = r->u.resok.data.len;
 	r->u.resok.eof = eof;
@@ -180,7 +182,9 @@ static int p3_write(struct nfsd_req *req, void *argp, void *resp)
 		r->status = NFS3ERR_INVAL;
 		return NFSD_SUCCESS;
 	}
-	ssize_t n = ds_io_write(ds, req, &id, a->offset, a->data, (uint32_t)a->stable);
+	uint32_t uid, gid;
+	ds_req_ids(req, &uid, &gid);
+	ssize_t n = ds_io_write(ds, &id, uid, gid, a->offset, a->data, (uint32_t)a->stable);
 	if (n < 0) {
 		r->status = errno_to_nfs3((int)n);
 		return NFSD_SUCCESS;
@@ -199,7 +203,9 @@ static int p3_commit(struct nfsd_req *req, void *argp, void *resp)
 	struct ds_objid id;
 	if ((r->status = fh_obj(ds, &a->file, &id)))
 		return NFSD_SUCCESS;
-	if ((r->status = errno_to_nfs3(ds_io_commit(ds, req, &id, a->offset, a->count))))
+	uint32_t uid, gid;
+	ds_req_ids(req, &uid, &gid);
+	if ((r->status = errno_to_nfs3(ds_io_commit(ds, &id, uid, gid, a->offset, a->count))))
 		return NFSD_SUCCESS;
 	ds_store_verifier(ds->store, r->u.resok.verf);
 	return NFSD_SUCCESS;

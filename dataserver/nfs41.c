@@ -10,9 +10,17 @@
  * same on every address it serves, so a client session-trunks all of them
  * (RFC 8881 §2.10.5) and never mistakes it for the MDS or another DS.
  *
- * Stateids are not checked: with loosely coupled flexfiles the DS cannot
- * know the MDS's stateids (RFC 8435 §2.3.1); fencing is by credentials, as
- * for NFSv3.
+ * Who may read and write (RFC 8435 §2.2, §2.3):
+ *  - AUTH_SYS (loosely coupled): the caller's ids against the object's
+ *    owner, group and mode, which the MDS sets (the fence), as for NFSv3;
+ *    the stateid is not checked (the DS cannot know the MDS's stateids).
+ *  - RPCSEC_GSS (tightly coupled, a Kerberos client): the stateid of READ
+ *    and WRITE must be a capability the MDS minted for the object under
+ *    its current owner and group (layout/fence.h); a READ capability never
+ *    writes and a fence voids every earlier one.  The I/O then runs as the
+ *    object's owner.  COMMIT carries no stateid: any Kerberos caller may
+ *    commit (it changes no byte, only makes written ones durable).
+ *  - Anything else: nobody, which the objects' mode refuses.
  */
 #include "config.h"
 
@@ -22,6 +30,7 @@
 #include <string.h>
 
 #include "dataserver/ds_impl.h"
+#include "layout/fence.h"
 #include "nfsd/nfs41.h"
 
 /* ds_nfs_status's numbers are the NFSv4 ones too (RFC 8881 §15.1). */
@@ -56,6 +65,32 @@ static nfsstat4 op_putfh(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 	return NFS4_OK;
 }
 
+/*
+ * The ids I/O on the object runs as (the top comment): the caller's, or
+ * for an RPCSEC_GSS caller the object's owner when sid (NULL: COMMIT) is a
+ * capability for iomode on it.
+ */
+static nfsstat4 io_ids(struct nfs41_compound *c, const struct ds_objid *id, const stateid4 *sid,
+		       enum layout_cap_iomode iomode, uint32_t *uid, uint32_t *gid)
+{
+	struct braid_ds *ds = c->priv;
+	if (c->req->cred.flavor != NFSD_RPCSEC_GSS) {
+		ds_req_ids(c->req, uid, gid);
+		return NFS4_OK;
+	}
+	struct ds_obj_stat os;
+	int rc = ds_store_stat(ds->store, id, &os);
+	if (rc)
+		return errno_to_nfs4(rc);
+	if (sid && !layout_cap_check(&ds->key.cap, id, os.uid, os.gid, iomode, sid->other))
+		return NFS4ERR_ACCESS;
+	/* the store checks these again under the object's lock: a fence
+	 * between here and the I/O still stops it */
+	*uid = os.uid;
+	*gid = os.gid;
+	return NFS4_OK;
+}
+
 static uint32_t read_bound(const nfs_argop4 *arg)
 {
 	uint32_t n = arg->u.opread.count;
@@ -69,7 +104,12 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 	READ4resok *r = &res->u.opread.u.resok4;
 	struct ds_objid id;
 	cur_obj(c, &id);
-	return errno_to_nfs4(ds_io_read(ds, c->req, &id, a->offset, a->count, &r->data, &r->eof));
+	uint32_t uid, gid;
+	nfsstat4 st = io_ids(c, &id, &a->stateid, LAYOUT_CAP_READ, &uid, &gid);
+	if (st)
+		return st;
+	return errno_to_nfs4(
+	    ds_io_read(ds, c->req, &id, uid, gid, a->offset, a->count, &r->data, &r->eof));
 }
 
 static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
@@ -79,7 +119,11 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 	WRITE4resok *r = &res->u.opwrite.u.resok4;
 	struct ds_objid id;
 	cur_obj(c, &id);
-	ssize_t n = ds_io_write(ds, c->req, &id, a->offset, a->data, (uint32_t)a->stable);
+	uint32_t uid, gid;
+	nfsstat4 st = io_ids(c, &id, &a->stateid, LAYOUT_CAP_RW, &uid, &gid);
+	if (st)
+		return st;
+	ssize_t n = ds_io_write(ds, &id, uid, gid, a->offset, a->data, (uint32_t)a->stable);
 	if (n < 0)
 		return errno_to_nfs4((int)n);
 	r->count = (uint32_t)n;
@@ -94,7 +138,11 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 	const COMMIT4args *a = &arg->u.opcommit;
 	struct ds_objid id;
 	cur_obj(c, &id);
-	int rc = ds_io_commit(ds, c->req, &id, a->offset, a->count);
+	uint32_t uid, gid;
+	nfsstat4 st = io_ids(c, &id, NULL, LAYOUT_CAP_RW, &uid, &gid);
+	if (st)
+		return st;
+	int rc = ds_io_commit(ds, &id, uid, gid, a->offset, a->count);
 	if (rc)
 		return errno_to_nfs4(rc);
 	ds_store_verifier(ds->store, res->u.opcommit.u.resok4.writeverf);

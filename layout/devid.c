@@ -9,7 +9,8 @@
 #include "nfsd/xdr.h"
 
 /* the last 4 bytes of our device IDs */
-#define LAYOUT_DEVID_MAGIC "bRd\1"
+#define LAYOUT_DEVID_MAGIC	 "bRd\1"
+#define LAYOUT_DEVID_MAGIC_TIGHT "bRd\2"
 
 void layout_devid_make(const struct layout_device *d, uint8_t out[LAYOUT_DEVID_SIZE])
 {
@@ -35,7 +36,9 @@ void layout_devid_make(const struct layout_device *d, uint8_t out[LAYOUT_DEVID_S
 		xdr_put32(b + n, d->versions[k].version);
 		xdr_put32(b + n + 4, d->versions[k].minorversion);
 		xdr_put32(b + n + 8, d->versions[k].rsize);
-		xdr_put32(b + n + 12, d->versions[k].wsize);
+		/* the tightly coupled device names only versions with gss */
+		bool g = d->tight && d->versions[k].gss;
+		xdr_put32(b + n + 12, d->versions[k].wsize | (g ? 1u << 31 : 0));
 		n += 16;
 	}
 	/* fixed, not secret: an ID must survive restarts of the MDS */
@@ -44,10 +47,17 @@ void layout_devid_make(const struct layout_device *d, uint8_t out[LAYOUT_DEVID_S
 	xdr_put32(out, d->ds_id);
 	for (int k = 0; k < 8; k++)
 		out[4 + k] = (uint8_t)(h >> (56 - 8 * k));
-	memcpy(out + 12, LAYOUT_DEVID_MAGIC, 4);
+	memcpy(out + 12, d->tight ? LAYOUT_DEVID_MAGIC_TIGHT : LAYOUT_DEVID_MAGIC, 4);
 }
 
 uint32_t layout_devid_ds(const uint8_t id[LAYOUT_DEVID_SIZE])
 {
-	return memcmp(id + 12, LAYOUT_DEVID_MAGIC, 4) ? 0 : xdr_get32(id);
+	bool ours = !memcmp(id + 12, LAYOUT_DEVID_MAGIC, 4) ||
+		    !memcmp(id + 12, LAYOUT_DEVID_MAGIC_TIGHT, 4);
+	return ours ? xdr_get32(id) : 0;
+}
+
+bool layout_devid_tight(const uint8_t id[LAYOUT_DEVID_SIZE])
+{
+	return !memcmp(id + 12, LAYOUT_DEVID_MAGIC_TIGHT, 4);
 }

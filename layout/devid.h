@@ -7,7 +7,7 @@
  * A device ID is per data server and address list (and versions):
  *	0  4  data server id, big-endian
  *	4  8  SipHash of its uuid, addresses and versions
- *	12 4  "bRd\1"
+ *	12 4  "bRd\1", or "bRd\2" for the tightly coupled device
  * so an ID never changes its address list: a data server registering
  * other addresses gets a new ID (DESIGN.md "Layouts": mint a new ID,
  * never change an address list).  The hash is under a fixed key, so an
@@ -16,6 +16,7 @@
 #ifndef BRAID_LAYOUT_DEVID_H
 #define BRAID_LAYOUT_DEVID_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define LAYOUT_DEVID_SIZE    16 /* NFS4_DEVICEID4_SIZE */
@@ -32,6 +33,7 @@ struct layout_netaddr {
 /* One NFS version a data server speaks, with its largest READ and WRITE. */
 struct layout_version {
 	uint32_t version, minorversion, rsize, wsize;
+	bool gss; /* takes RPCSEC_GSS: may serve tightly coupled layouts */
 };
 
 /*
@@ -41,6 +43,9 @@ struct layout_version {
  */
 struct layout_device {
 	uint32_t ds_id; /* the MDS's id of the data server, never 0 */
+	bool tight;	/* the device of tightly coupled layouts (RPCSEC_GSS
+			 * clients, layout/fence.h): only versions with gss,
+			 * ffdv_tightly_coupled set; its own device ID */
 	uint8_t uuid[16];
 	unsigned naddrs, nversions;
 	struct layout_netaddr addrs[LAYOUT_DEV_ADDRS_MAX];
@@ -52,5 +57,7 @@ void layout_devid_make(const struct layout_device *d, uint8_t out[LAYOUT_DEVID_S
 /* The data server a device ID names, whatever its address list (0: not
  * one of ours). */
 uint32_t layout_devid_ds(const uint8_t id[LAYOUT_DEVID_SIZE]);
+/* Does the ID name a tightly coupled device? */
+bool layout_devid_tight(const uint8_t id[LAYOUT_DEVID_SIZE]);
 
 #endif

@@ -25,11 +25,19 @@ bool layout_ff_version_ok(const struct layout_version *v)
 	return ok && v->rsize && v->wsize;
 }
 
+/* A version the device offers: for the tightly coupled device, only
+ * NFSv4.x taking RPCSEC_GSS (the Linux client's NFSv3 data-server client
+ * is always AUTH_SYS: a Kerberos mount must never send file data that way). */
+static bool ff_dev_version(const struct layout_device *d, const struct layout_version *v)
+{
+	return layout_ff_version_ok(v) && (!d->tight || (v->version == 4 && v->gss));
+}
+
 static unsigned ff_device_versions(const struct layout_device *d)
 {
 	unsigned n = 0;
 	for (unsigned k = 0; k < d->nversions && k < LAYOUT_DEV_VERS_MAX; k++)
-		n += layout_ff_version_ok(&d->versions[k]);
+		n += ff_dev_version(d, &d->versions[k]);
 	return n;
 }
 
@@ -58,14 +66,14 @@ static int ff_encode_devaddr(const struct layout_device *d, struct xdr_arena *ar
 	 * client uses only the first */
 	for (unsigned k = 0; k < d->nversions && k < LAYOUT_DEV_VERS_MAX; k++) {
 		const struct layout_version *p = &d->versions[k];
-		if (!layout_ff_version_ok(p))
+		if (!ff_dev_version(d, p))
 			continue;
 		v[da.ffda_versions.len++] = (ff_device_versions4){
 		    .ffdv_version = p->version,
 		    .ffdv_minorversion = p->minorversion,
 		    .ffdv_rsize = p->rsize < LAYOUT_FF_IO_MAX ? p->rsize : LAYOUT_FF_IO_MAX,
 		    .ffdv_wsize = p->wsize < LAYOUT_FF_IO_MAX ? p->wsize : LAYOUT_FF_IO_MAX,
-		    .ffdv_tightly_coupled = false,
+		    .ffdv_tightly_coupled = d->tight,
 		};
 	}
 	uint8_t stack[LAYOUT_BODY_MAX];

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The flexible file layout type (RFC 8435), loosely coupled: each data
+ * The flexible file layout type (RFC 8435).  Loosely coupled: each data
  * server is named once per mirror with the object's handle for every
  * version it speaks, the anonymous stateid and the file's synthetic
- * uid/gid as numeric strings (§2.2, §5.1).
+ * uid/gid as numeric strings (§2.2, §5.1).  Tightly coupled (the device's
+ * 'tight', for RPCSEC_GSS clients): only the NFSv4.x versions that take
+ * RPCSEC_GSS, ffdv_tightly_coupled set, and the stateid a capability
+ * (layout/fence.h) the caller put in the layout_dserver.
  */
 #ifndef BRAID_LAYOUT_FLEXFILES_H
 #define BRAID_LAYOUT_FLEXFILES_H

@@ -43,7 +43,8 @@ struct layout_dserver {
 	const uint8_t *fh;
 	uint32_t fhlen;
 	unsigned nversions;
-	uint32_t uid, gid; /* AUTH_SYS credentials when loosely coupled */
+	uint32_t uid, gid; /* AUTH_SYS credentials when loosely coupled; tightly
+			    * coupled, unused by clients (nobody) */
 };
 
 /* A copy of the segment's data, striped over nds data servers. */

@@ -439,7 +439,7 @@ static int32_t reg_parse(const braid_ctl_register_args *a, struct ds_ent *n)
 		const braid_ctl_proto *p = &a->rr_protos.val[k];
 		struct mds_ds_proto *q = &n->i.protos[n->i.nprotos++];
 		*q = (struct mds_ds_proto){p->bp_version, p->bp_minorversion, p->bp_rsize,
-					   p->bp_wsize};
+					   p->bp_wsize, (p->bp_flags & BRAID_CTL_PROTO_GSS) != 0};
 		usable |= proto_usable(q);
 	}
 	if (!usable)
@@ -767,7 +767,7 @@ void mds_dsreg_device(const struct mds_ds_info *i, struct layout_device *d)
 	for (unsigned k = 0; k < i->nprotos && k < MDS_DS_PROTOS_MAX; k++)
 		d->versions[k] =
 		    (struct layout_version){i->protos[k].version, i->protos[k].minorversion,
-					    i->protos[k].rsize, i->protos[k].wsize};
+					    i->protos[k].rsize, i->protos[k].wsize, i->protos[k].gss};
 }
 
 void mds_dsreg_space(struct braid_mds *mds, uint64_t *total, uint64_t *avail)

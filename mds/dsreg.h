@@ -37,6 +37,7 @@ struct mds_ds_addr {
 };
 struct mds_ds_proto {
 	uint32_t version, minorversion, rsize, wsize;
+	bool gss; /* accepts RPCSEC_GSS (BRAID_CTL_PROTO_GSS) */
 };
 /* A data server's own I/O counters, from its last HEARTBEAT (braidctl top). */
 struct mds_ds_iostats {

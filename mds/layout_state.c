@@ -1149,6 +1149,7 @@ static void devices_run(struct mds_layout *lo)
 		if (mds_dsreg_get(mds, seen[i].ds, info) || !info->registered)
 			continue; /* not registered since we started: nothing to compare */
 		mds_dsreg_device(info, dev);
+		dev->tight = layout_devid_tight(seen[i].id);
 		layout_devid_make(dev, cur);
 		if (!memcmp(cur, seen[i].id, NFS4_DEVICEID4_SIZE))
 			continue;

@@ -83,6 +83,7 @@
 
 #include "ctl/fh.h"
 #include "layout/devid.h"
+#include "layout/fence.h"
 #include "layout/type.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
@@ -252,6 +253,7 @@ static int dev_lookup(struct braid_mds *mds, const uint8_t id[NFS4_DEVICEID4_SIZ
 	if (!ds || mds_dsreg_get(mds, ds, info) || !info->registered)
 		return -ENOENT;
 	mds_dsreg_device(info, dev);
+	dev->tight = layout_devid_tight(id);
 	layout_devid_make(dev, cur);
 	return memcmp(cur, id, NFS4_DEVICEID4_SIZE) ? -ENOENT : 0;
 }
@@ -408,7 +410,7 @@ struct seg_ds {
 static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_type_ops *ops,
 			       const struct mds_attr *a, const struct mds_file_map *map,
 			       const struct seg_ds *sd, const unsigned *order, unsigned nm, bool rw,
-			       xdr_opaque *out)
+			       bool tight, xdr_opaque *out)
 {
 	struct braid_mds *mds = mds_of(c);
 	unsigned S = map->pol.stripes;
@@ -420,12 +422,24 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 	struct ds_objid oid;
 	mds_data_objid(a, &oid);
 	ds_fh_make(&mds->key, &oid, fh);
-	/* §2.2: READ layouts get ids the data servers let read, never write */
+	/* §2.2: READ layouts get ids the data servers let read, never write.
+	 * Tightly coupled (an RPCSEC_GSS client): a capability for the
+	 * iomode, made over the RW ids the objects are owned by, in the
+	 * stateid, and no ids (layout/fence.h). */
 	uint32_t uid, gid;
-	if (rw)
+	struct layout_stateid sid = {0};
+	if (tight) {
+		struct layout_fence fe = {0};
+		mds_data_fence_epoch(mds, a, map->epoch, &fe.uid, &fe.gid);
+		sid.seqid = LAYOUT_CAP_SEQID;
+		layout_cap_make(&mds->key.cap, &oid, &fe, rw ? LAYOUT_CAP_RW : LAYOUT_CAP_READ,
+				sid.other);
+		uid = gid = 65534;
+	} else if (rw) {
 		mds_data_fence_epoch(mds, a, map->epoch, &uid, &gid);
-	else
+	} else {
 		mds_data_fence_read(mds, a, map->epoch, &uid, &gid);
+	}
 	for (unsigned p = 0; p < nm; p++) {
 		mir[p].nds = S;
 		mir[p].ds = dsv + p * S;
@@ -436,7 +450,7 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 			/* the client reads from the most efficient: the order given */
 			x->efficiency = nm - p;
 			/* §5.1: loosely coupled, the anonymous stateid */
-			memset(&x->stateid, 0, sizeof(x->stateid));
+			x->stateid = sid;
 			x->fh = fh;
 			x->fhlen = DS_FH_SIZE;
 			x->nversions = d->nvers;
@@ -549,6 +563,9 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	if (mds_state_in_grace(mds))
 		return NFS4ERR_GRACE;
 	bool rw = a->loga_iomode == LAYOUTIOMODE4_RW;
+	/* a Kerberos client sends its data with its own credential: tightly
+	 * coupled devices and capabilities (layout/fence.h) */
+	bool tight = c->req->cred.flavor == NFSD_RPCSEC_GSS;
 	stateid4 sid = a->loga_stateid;
 	if ((st = nfs41_compound_stateid(c, &sid)))
 		return st;
@@ -650,6 +667,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 			return NFS4ERR_LAYOUTUNAVAILABLE; /* a map naming no data server */
 		}
 		mds_dsreg_device(sd[j].info, &ld);
+		ld.tight = tight;
 		layout_devid_make(&ld, sd[j].dev);
 		sd[j].nvers = ops->device_versions(&ld);
 		pthread_mutex_lock(&lo->mu);
@@ -731,7 +749,7 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 			mds_layout_recall_file(mds, at.ino);
 	}
 	xdr_opaque body;
-	if ((st = segment_encode(c, ops, &at, &map, sd, order, nm, rw, &body))) {
+	if ((st = segment_encode(c, ops, &at, &map, sd, order, nm, rw, tight, &body))) {
 		unpin(lo, f);
 		return st;
 	}

@@ -40,8 +40,8 @@ static struct layout_device dev_example(void)
 	strcpy(d.addrs[1].netid, "tcp6");
 	strcpy(d.addrs[1].uaddr, "2001:db8::7.8.1");
 	d.nversions = 2;
-	d.versions[0] = (struct layout_version){3, 0, 1u << 20, 1u << 20};
-	d.versions[1] = (struct layout_version){4, 1, 2u << 20, 512u << 10};
+	d.versions[0] = (struct layout_version){3, 0, 1u << 20, 1u << 20, false};
+	d.versions[1] = (struct layout_version){4, 1, 2u << 20, 512u << 10, true};
 	return d;
 }
 
@@ -220,8 +220,8 @@ static void ff_devaddr(const struct layout_type_ops *ops)
 	/* NFSv4.0 and a version without sizes cannot be named: left out */
 	dv.nversions = 4;
 	dv.versions[2] = dv.versions[1];
-	dv.versions[1] = (struct layout_version){4, 0, 1u << 20, 1u << 20};
-	dv.versions[3] = (struct layout_version){4, 2, 0, 1u << 20};
+	dv.versions[1] = (struct layout_version){4, 0, 1u << 20, 1u << 20, false};
+	dv.versions[3] = (struct layout_version){4, 2, 0, 1u << 20, false};
 	CHECK_EQ(ops->device_versions(&dv), 2);
 	CHECK(layout_ff_version_ok(&dv.versions[0]) && !layout_ff_version_ok(&dv.versions[1]));
 	xdr_opaque body;
@@ -253,6 +253,94 @@ static void ff_devaddr(const struct layout_type_ops *ops)
 	dv.nversions = 1;
 	dv.versions[0].rsize = 0;
 	CHECK_EQ(ops->device_versions(&dv), 0);
+}
+
+/*
+ * The tightly coupled device (RPCSEC_GSS clients): its own ID for the same
+ * data server, only NFSv4.x versions that take RPCSEC_GSS (never NFSv3,
+ * which the Linux client always speaks AUTH_SYS), ffdv_tightly_coupled set.
+ */
+static void ff_tight(const struct layout_type_ops *ops)
+{
+	struct layout_device dv = dev_example(); /* v3 without gss, v4.1 with */
+	uint8_t loose[LAYOUT_DEVID_SIZE], tight[LAYOUT_DEVID_SIZE], again[LAYOUT_DEVID_SIZE];
+	layout_devid_make(&dv, loose);
+	dv.tight = true;
+	layout_devid_make(&dv, tight);
+	CHECK(memcmp(loose, tight, sizeof(loose)));
+	CHECK_EQ(layout_devid_ds(tight), 7);
+	CHECK(layout_devid_tight(tight) && !layout_devid_tight(loose));
+	/* the loose device's ID does not depend on gss; the tight one's does */
+	struct layout_device d2 = dev_example();
+	d2.versions[1].gss = false;
+	layout_devid_make(&d2, again);
+	CHECK(!memcmp(again, loose, sizeof(loose)));
+	d2.tight = true;
+	layout_devid_make(&d2, again);
+	CHECK(memcmp(again, tight, sizeof(tight)));
+	CHECK_EQ(ops->device_versions(&d2), 0); /* nothing a Kerberos client may use */
+
+	CHECK_EQ(ops->device_versions(&dv), 1);
+	xdr_opaque body;
+	CHECK_EQ(ops->encode_devaddr(&dv, &arena, &body), 0);
+	ff_device_addr4 da;
+	struct xdr_dec d;
+	xdr_dec_init(&d, body.val, body.len, &arena);
+	CHECK_EQ(xdr_dec_ff_device_addr4(&d, &da), 0);
+	CHECK_EQ(da.ffda_netaddrs.len, 2);
+	CHECK_EQ(da.ffda_versions.len, 1);
+	CHECK_EQ(da.ffda_versions.val[0].ffdv_version, 4);
+	CHECK_EQ(da.ffda_versions.val[0].ffdv_minorversion, 1);
+	CHECK(da.ffda_versions.val[0].ffdv_tightly_coupled);
+}
+
+/* Capabilities (layout/fence.h): the stateid of tightly coupled layouts. */
+static void caps(void)
+{
+	struct ds_objid o, o2;
+	for (int k = 0; k < 16; k++)
+		o.key[k] = (uint8_t)(k * 7 + 1);
+	o.gen = 42;
+	o2 = o;
+	o2.gen++;
+	uint8_t raw[BRAID_KEY_BYTES];
+	for (int k = 0; k < BRAID_KEY_BYTES; k++)
+		raw[k] = (uint8_t)(k * 13 + 5);
+	struct braid_key key, key2;
+	braid_key_from_bytes(&key, raw);
+	raw[31] ^= 0x80; /* another cluster */
+	braid_key_from_bytes(&key2, raw);
+	/* a key of its own, neither the fence key nor a half of the cluster key */
+	CHECK(memcmp(&key.cap, &key.fence, sizeof(key.cap)) &&
+	      memcmp(&key.cap, &key.fh, sizeof(key.cap)) &&
+	      memcmp(&key.cap, &key.ctl, sizeof(key.cap)));
+	struct layout_fence f, f1;
+	layout_fence_creds(&key.fence, &o, 0, &f);
+	layout_fence_creds(&key.fence, &o, 1, &f1); /* after a fence */
+	uint8_t rw[12], rd[12], zero[12] = {0};
+	layout_cap_make(&key.cap, &o, &f, LAYOUT_CAP_RW, rw);
+	layout_cap_make(&key.cap, &o, &f, LAYOUT_CAP_READ, rd);
+	CHECK(memcmp(rw, rd, 12));
+	/* RW reads and writes; READ only reads */
+	CHECK(layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_RW, rw));
+	CHECK(layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, rw));
+	CHECK(layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, rd));
+	CHECK(!layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_RW, rd));
+	/* a fence (new owner and group) voids both */
+	CHECK(!layout_cap_check(&key.cap, &o, f1.uid, f1.gid, LAYOUT_CAP_READ, rw));
+	CHECK(!layout_cap_check(&key.cap, &o, f1.uid, f1.gid, LAYOUT_CAP_READ, rd));
+	CHECK(!layout_cap_check(&key.cap, &o, f.uid, f1.gid, LAYOUT_CAP_READ, rw));
+	/* another object, generation or cluster; the anonymous stateid */
+	CHECK(!layout_cap_check(&key.cap, &o2, f.uid, f.gid, LAYOUT_CAP_READ, rw));
+	CHECK(!layout_cap_check(&key2.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, rw));
+	CHECK(!layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, zero));
+	/* each bit counts */
+	for (int b = 0; b < 96; b++) {
+		uint8_t x[12];
+		memcpy(x, rw, 12);
+		x[b / 8] ^= (uint8_t)(1u << (b % 8));
+		CHECK(!layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, x));
+	}
 }
 
 /* body of XDR type T from x, into arena memory */
@@ -332,6 +420,8 @@ int main(void)
 	CHECK(!layout_type_find(0));
 	ff_layout(ops);
 	ff_devaddr(ops);
+	ff_tight(ops);
+	caps();
 	ff_reports(ops);
 	xdr_arena_release(&arena);
 	printf("ok\n");

@@ -34,7 +34,7 @@ static void reg_init(struct reg *r, uint8_t uuid_byte, uint8_t verf_byte)
 	r->addr.na_r_netid = xdr_string_of("tcp");
 	r->addr.na_r_addr = xdr_string_of("127.0.0.1.1.1");
 	r->ctl = r->addr;
-	r->proto = (braid_ctl_proto){3, 0, 1 << 20, 1 << 20};
+	r->proto = (braid_ctl_proto){3, 0, 1 << 20, 1 << 20, 0};
 	r->a.rr_addrs.len = 1;
 	r->a.rr_addrs.val = &r->addr;
 	r->a.rr_ctl_addrs.len = 1;
@@ -148,7 +148,7 @@ static void t_auth_and_validation(uint32_t *fake_id)
 	b.a.rr_protos.val = &b.proto;
 	CHECK_EQ(do_register(&b, &id), BRAID_CTL_INVAL);
 	/* versions no layout can name: BADVERS */
-	braid_ctl_proto vers[] = {{2, 0, 8192, 8192}, {4, 0, 1 << 20, 1 << 20}, {3, 0, 0, 1 << 20}};
+	braid_ctl_proto vers[] = {{2, 0, 8192, 8192, 0}, {4, 0, 1 << 20, 1 << 20, 0}, {3, 0, 0, 1 << 20, 0}};
 	for (unsigned i = 0; i < 3; i++) {
 		b = r;
 		b.proto = vers[i];
