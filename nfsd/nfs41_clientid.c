@@ -61,6 +61,7 @@ void nfs41_client_reap(struct nfs41_server *s, struct nfs41_client *dead)
 		if (s->o.client_expired)
 			s->o.client_expired(s->o.priv, dead->id);
 		free(dead->owner);
+		free(dead->princ_name);
 		free(dead);
 		dead = next;
 	}
@@ -199,11 +200,24 @@ unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out
 	return n;
 }
 
+/* The same principal (RFC 8881 §2.4): AUTH_SYS by uid, RPCSEC_GSS by GSS
+ * name whatever the service (krb5 and krb5i are one principal). */
 bool nfs41_client_princ_eq(const struct nfs41_client *clp, const struct nfsd_req *req)
 {
 	if (clp->princ_flavor != req->cred.flavor)
 		return false;
+	if (clp->princ_flavor == NFSD_RPCSEC_GSS)
+		return clp->princ_name && req->cred.principal &&
+		       !strcmp(clp->princ_name, req->cred.principal);
 	return clp->princ_flavor != NFSD_AUTH_SYS || clp->princ_uid == req->cred.uid;
+}
+
+nfsstat4 nfs41_client_mach_check(const struct nfs41_client *clp, const struct nfsd_req *req,
+				 nfs_opnum4 op)
+{
+	if (!clp->mach_cred || op >= 64 || !(clp->enforce[op / 32] >> (op % 32) & 1))
+		return NFS4_OK;
+	return nfs41_client_princ_eq(clp, req) ? NFS4_OK : NFS4ERR_WRONG_CRED;
 }
 
 static struct nfs41_client *client_new_locked(struct nfs41_server *s, const EXCHANGE_ID4args *ea,
@@ -223,6 +237,12 @@ static struct nfs41_client *client_new_locked(struct nfs41_server *s, const EXCH
 	memcpy(clp->verf, ea->eia_clientowner.co_verifier, sizeof(clp->verf));
 	clp->princ_flavor = req->cred.flavor;
 	clp->princ_uid = req->cred.uid;
+	if (req->cred.flavor == NFSD_RPCSEC_GSS && req->cred.principal &&
+	    !(clp->princ_name = strdup(req->cred.principal))) {
+		free(clp->owner);
+		free(clp);
+		return NULL;
+	}
 	/* RFC 8881 §18.35.4: eir_sequenceid is what the first CREATE_SESSION
 	 * sends; the slot starts one below it. */
 	clp->cs_seqid = 0;
@@ -246,6 +266,45 @@ static struct nfs41_client *client_new_locked(struct nfs41_server *s, const EXCH
 	 EXCHGID4_FLAG_SUPP_FENCE_OPS | EXCHGID4_FLAG_BIND_PRINC_STATEID |                         \
 	 EXCHGID4_FLAG_MASK_PNFS | EXCHGID4_FLAG_UPD_CONFIRMED_REC_A)
 
+/*
+ * SP4_MACH_CRED (RFC 8881 §18.35.3): what we enforce and allow of what
+ * the client asks.  Enforced: the operations on the client ID and its
+ * sessions, which the Linux client needs all of (else it gives up state
+ * protection).  Allowed with the machine credential: the operations that
+ * release state, which no other check here stands in the way of (state
+ * is not bound to principals).  WRITE and COMMIT are not allowed: the
+ * Linux client would then send every WRITE as the machine, which maps to
+ * a squashed root.
+ */
+#define SP4_BIT(op) (1ull << (op))
+static const uint64_t sp4_enforce_ok =
+    SP4_BIT(OP_BIND_CONN_TO_SESSION) | SP4_BIT(OP_EXCHANGE_ID) | SP4_BIT(OP_CREATE_SESSION) |
+    SP4_BIT(OP_DESTROY_SESSION) | SP4_BIT(OP_DESTROY_CLIENTID);
+static const uint64_t sp4_allow_ok =
+    SP4_BIT(OP_CLOSE) | SP4_BIT(OP_OPEN_DOWNGRADE) | SP4_BIT(OP_LOCKU) | SP4_BIT(OP_DELEGRETURN) |
+    SP4_BIT(OP_LAYOUTRETURN) | SP4_BIT(OP_SECINFO) | SP4_BIT(OP_SECINFO_NO_NAME) |
+    SP4_BIT(OP_TEST_STATEID) | SP4_BIT(OP_FREE_STATEID);
+
+static uint64_t bitmap_get64(const bitmap4 *b)
+{
+	uint64_t v = 0;
+	for (uint32_t i = 0; i < b->len && i < 2; i++)
+		v |= (uint64_t)b->val[i] << (32 * i);
+	return v;
+}
+
+static int bitmap_put64(struct xdr_arena *arena, uint64_t v, bitmap4 *out)
+{
+	uint32_t *w = xdr_arena_alloc(arena, 2 * sizeof(*w));
+	if (!w)
+		return -1;
+	w[0] = (uint32_t)v;
+	w[1] = (uint32_t)(v >> 32);
+	out->len = w[1] ? 2 : 1;
+	out->val = w;
+	return 0;
+}
+
 /* RFC 8881 §18.35; the cases of §18.35.5 are numbered as there. */
 nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 {
@@ -257,13 +316,24 @@ nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 	/* CONFIRMED_R is the server's; unknown bits are the client's error. */
 	if (ea->eia_flags & ~(uint32_t)EXCHGID4_FLAG_MASK_A)
 		return NFS4ERR_INVAL;
+	uint64_t enforce = 0, allow = 0;
 	switch (ea->eia_state_protect.spa_how) {
 	case SP4_NONE:
 		break;
 	case SP4_SSV:
 		return NFS4ERR_ENCR_ALG_UNSUPP; /* no SSV algorithm offered is ours */
+	case SP4_MACH_CRED:
+		/* bound to an RPCSEC_GSS principal whose calls cannot be
+		 * altered in transit: integrity or privacy (as knfsd) */
+		if (c->req->cred.flavor != NFSD_RPCSEC_GSS || c->req->cred.gss_service < 2)
+			return NFS4ERR_INVAL;
+		enforce = bitmap_get64(&ea->eia_state_protect.u.spa_mach_ops.spo_must_enforce) &
+			  sp4_enforce_ok;
+		allow = bitmap_get64(&ea->eia_state_protect.u.spa_mach_ops.spo_must_allow) &
+			sp4_allow_ok;
+		break;
 	default:
-		return NFS4ERR_INVAL; /* SP4_MACH_CRED: no RPCSEC_GSS to bind it to */
+		return NFS4ERR_INVAL;
 	}
 
 	struct nfs41_client *dead = NULL, *clp = NULL;
@@ -319,6 +389,11 @@ nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 			st = NFS4ERR_SERVERFAULT;
 	}
 	if (clp) {
+		/* the record is this principal's (cases 1-6): its protection is
+		 * what this EXCHANGE_ID asks */
+		clp->mach_cred = ea->eia_state_protect.spa_how == SP4_MACH_CRED;
+		clp->enforce[0] = (uint32_t)enforce;
+		clp->enforce[1] = (uint32_t)(enforce >> 32);
 		if (clp->confirmed)
 			clp->expire_ns = now + nfs41_lease_ns(s);
 		ok->eir_clientid = clp->id;
@@ -330,7 +405,12 @@ nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 	nfs41_client_reap(s, dead);
 	if (st)
 		return st;
-	ok->eir_state_protect.spr_how = SP4_NONE;
+	ok->eir_state_protect.spr_how = ea->eia_state_protect.spa_how;
+	if (ea->eia_state_protect.spa_how == SP4_MACH_CRED &&
+	    (bitmap_put64(c->arena, enforce,
+			  &ok->eir_state_protect.u.spr_mach_ops.spo_must_enforce) ||
+	     bitmap_put64(c->arena, allow, &ok->eir_state_protect.u.spr_mach_ops.spo_must_allow)))
+		return NFS4ERR_SERVERFAULT;
 	ok->eir_server_owner.so_minor_id = s->o.so_minor;
 	ok->eir_server_owner.so_major_id = xdr_opaque_of(s->o.so_major, s->o.so_major_len);
 	ok->eir_server_scope = xdr_opaque_of(s->o.scope, s->o.scope_len);
@@ -354,6 +434,8 @@ nfsstat4 nfs41_op_destroy_clientid(struct nfs41_compound *c, nfs_argop4 *a, nfs_
 		struct nfs41_client *clp = nfs41_client_find_locked(s, id, nfsd_now_ns(), &dead);
 		if (!clp)
 			st = NFS4ERR_STALE_CLIENTID;
+		else if ((st = nfs41_client_mach_check(clp, c->req, OP_DESTROY_CLIENTID)))
+			;
 		else if (clp->nsessions)
 			st = NFS4ERR_CLIENTID_BUSY;
 		else if (pass == 1)

@@ -103,6 +103,11 @@ struct nfs41_client {
 	uint8_t *owner; /* co_ownerid, malloc'd */
 	uint32_t owner_len;
 	uint32_t princ_flavor, princ_uid;
+	char *princ_name; /* RPCSEC_GSS: the GSS name, malloc'd; else NULL */
+	/* SP4_MACH_CRED (RFC 8881 §2.10.8.3, §18.35): the ops in 'enforce'
+	 * must come from the principal that created the client ID */
+	bool mach_cred;
+	uint32_t enforce[2]; /* bitmap4 of nfs_opnum4, words 0 and 1 */
 	bool confirmed, reclaim_complete;
 	uint64_t expire_ns;
 	/* CREATE_SESSION's one slot (RFC 8881 §18.36.4) */
@@ -192,6 +197,10 @@ struct nfs41_client *nfs41_owner_find_locked(struct nfs41_server *s, const xdr_o
 void nfs41_client_sweep_locked(struct nfs41_server *s, uint64_t now, struct nfs41_client **dead);
 /* req comes from the principal that made clp (RPC flavor, AUTH_SYS uid). */
 bool nfs41_client_princ_eq(const struct nfs41_client *clp, const struct nfsd_req *req);
+/* SP4_MACH_CRED: NFS4ERR_WRONG_CRED when op is one clp's creator must send
+ * and req is another principal's (RFC 8881 §2.10.8.3); else NFS4_OK. */
+nfsstat4 nfs41_client_mach_check(const struct nfs41_client *clp, const struct nfsd_req *req,
+				 nfs_opnum4 op);
 
 /* RFC 8881 §18.35, §18.50, §18.51 */
 nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);

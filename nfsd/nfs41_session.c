@@ -271,6 +271,8 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 		goto out;
 	} else if (!clp->confirmed && !nfs41_client_princ_eq(clp, c->req)) {
 		st = NFS4ERR_CLID_INUSE;
+	} else if ((st = nfs41_client_mach_check(clp, c->req, OP_CREATE_SESSION))) {
+		;
 	} else if (ca->csa_sequence != clp->cs_seqid + 1) {
 		st = NFS4ERR_SEQ_MISORDERED;
 	} else if (clp->nsessions >= SESSIONS_PER_CLIENT) {
@@ -325,6 +327,8 @@ nfsstat4 nfs41_op_destroy_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_r
 	    nfs41_session_find_locked(s, a->u.opdestroy_session.dsa_sessionid);
 	if (!ss) {
 		st = NFS4ERR_BADSESSION;
+	} else if (ss->clp && (st = nfs41_client_mach_check(ss->clp, c->req, OP_DESTROY_SESSION))) {
+		;
 	} else {
 		bool own = ss == c->session;
 		/* §18.37.3: destroying the COMPOUND's own session ends it */
@@ -365,6 +369,9 @@ nfsstat4 nfs41_op_bind_conn(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 
 	struct nfs41_session *ss = nfs41_session_find_locked(s, ba->bctsa_sessid);
 	if (!ss) {
 		st = NFS4ERR_BADSESSION;
+	} else if (ss->clp &&
+		   (st = nfs41_client_mach_check(ss->clp, c->req, OP_BIND_CONN_TO_SESSION))) {
+		;
 	} else {
 		conn_bind_locked(s, ss, c->req->conn, dir);
 		ss->clp->expire_ns = nfsd_now_ns() + nfs41_lease_ns(s);

@@ -713,7 +713,9 @@ static void test_exchange_id(struct nfsd_clnt *c1, struct nfsd_clnt *c2, struct 
 	/* case 3: another principal, the record in use */
 	CHECK_EQ(exid(c1, 1000, own, 100, 0, NULL, ar), NFS4ERR_CLID_INUSE);
 
-	/* flags the client may not send; state protection we do not offer */
+	/* flags the client may not send; state protection we do not offer
+	 * (SSV), or not over AUTH_SYS (SP4_MACH_CRED needs RPCSEC_GSS with
+	 * integrity or privacy) */
 	CHECK_EQ(exid(c1, 0, own, 100, EXCHGID4_FLAG_CONFIRMED_R, NULL, ar), NFS4ERR_INVAL);
 	CHECK_EQ(exid(c1, 0, own, 100, 0x00001000, NULL, ar), NFS4ERR_INVAL);
 	nfs_argop4 sp = op_exid(own, 100, 0);
