@@ -399,6 +399,7 @@ struct seg_ds {
 	uint8_t dev[NFS4_DEVICEID4_SIZE];
 	unsigned nvers; /* versions the layout type names it by */
 	bool healthy;	/* up, not avoided, speaks a version we can name */
+	bool nogss;	/* a tightly coupled layout cannot name it: no keytab */
 	bool stale;	/* its copy misses writes: neither read nor written */
 	bool lost;	/* on a data server declared lost */
 };
@@ -667,9 +668,14 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 			return NFS4ERR_LAYOUTUNAVAILABLE; /* a map naming no data server */
 		}
 		mds_dsreg_device(sd[j].info, &ld);
-		ld.tight = tight;
+		sd[j].nogss = false;
+		if (tight) { /* usable but for Kerberos: this client's problem only */
+			sd[j].nogss = ops->device_versions(&ld) > 0;
+			ld.tight = true;
+		}
 		layout_devid_make(&ld, sd[j].dev);
 		sd[j].nvers = ops->device_versions(&ld);
+		sd[j].nogss = sd[j].nogss && !sd[j].nvers;
 		pthread_mutex_lock(&lo->mu);
 		bool avoided = lo_ds_avoided(lo, sd[j].id, now);
 		const struct lo_clmark *cm =
@@ -678,8 +684,8 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		if (space && !space_st)
 			space_st = (nfsstat4)cm->status;
 		pthread_mutex_unlock(&lo->mu);
-		bool others = !sd[j].info->up || avoided || !sd[j].nvers;
-		sd[j].healthy = !others && (!cm || space);
+		bool others = !sd[j].info->up || avoided || (!sd[j].nvers && !sd[j].nogss);
+		sd[j].healthy = !others && !sd[j].nogss && (!cm || space);
 		sd[j].stale = mds_data_map_stale(&map, sd[j].id);
 		sd[j].lost = sd[j].info->lost;
 		own_only = own_only && (!others || sd[j].stale);
@@ -702,18 +708,27 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	 */
 	unsigned order[LAYOUT_MIRRORS_MAX], nm = 0, nbad = 0;
 	uint32_t lost[LAYOUT_MIRRORS_MAX * LAYOUT_STRIPES_MAX];
-	unsigned nlost = 0;
+	unsigned nlost = 0, nnogss = 0;
+	uint32_t nogss_ds = 0;
 	bool gone = true; /* every current mirror has a copy on a server lost for good */
 	for (unsigned m = 0; m < M; m++) {
-		bool cur = true, good = true, on_lost = false;
+		bool cur = true, good = true, on_lost = false, nogss = false;
 		for (unsigned s = 0; s < S; s++) {
 			cur = cur && !sd[m * S + s].stale;
 			good = good && sd[m * S + s].healthy;
 			on_lost = on_lost || sd[m * S + s].lost;
+			if (sd[m * S + s].nogss) {
+				nogss = true;
+				nogss_ds = sd[m * S + s].id;
+			}
 		}
 		if (cur && !on_lost)
 			gone = false;
-		if (cur && good) {
+		if (cur && nogss) {
+			/* a Kerberos client cannot reach this copy: never a
+			 * reason to mark it stale */
+			nnogss++;
+		} else if (cur && good) {
 			order[nm++] = m;
 		} else if (cur) {
 			nbad++;
@@ -726,6 +741,21 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	 * I/O through the MDS (RFC 8881 §12.2.9) where the MDS proxies (and
 	 * writes every mirror); otherwise degraded, or it waits */
 	bool via_mds = own_only && mds->set.data_io == MDS_DATA_PROXY;
+	/* a Kerberos client and a copy it must write, or the only copies it
+	 * could read, on data servers without a keytab: no layout (its I/O
+	 * goes through the MDS where it proxies, else fails), said once */
+	if (nnogss && (rw || !nm)) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			mds_log("data server %u takes no RPCSEC_GSS (no [ds] keytab): Kerberos "
+				"clients get no layouts that name it%s",
+				nogss_ds,
+				mds->set.data_io == MDS_DATA_PROXY
+				    ? " and do their I/O through the MDS"
+				    : ", and with data_io = refuse cannot read or write such files");
+		unpin(lo, f);
+		return NFS4ERR_LAYOUTUNAVAILABLE;
+	}
 	if (!nm && gone) {
 		/* no copy of this segment survives (mds/resilver.h: unrecoverable):
 		 * an error, never zeros, and never a wait for ever */
