@@ -667,6 +667,8 @@ static void client_out(struct nfsd_req *req, struct braid_mds *mds,
 	o->cl_confirmed = i->confirmed;
 	o->cl_flavor = i->flavor;
 	o->cl_uid = i->uid;
+	o->cl_principal = acopy(req, i->principal, BRAID_ADMIN_PRINCIPAL_MAX);
+	o->cl_mach_cred = i->mach_cred;
 	o->cl_lease_left_ms = i->lease_left_ms;
 	o->cl_sessions = i->sessions;
 	if (i->has_peer) {

@@ -236,13 +236,16 @@ void nfs41_session_backchannel_lost(struct nfs41_session *ss, struct nfsd_conn *
 const char *nfs41_op_name(uint32_t op);
 
 /* What an administrator sees of a client ID (braidctl clients). */
-#define NFS41_INFO_OWNER_MAX 128
+#define NFS41_INFO_OWNER_MAX	 128
+#define NFS41_INFO_PRINCIPAL_MAX 256
 struct nfs41_client_info {
 	uint64_t clientid;
 	uint8_t owner[NFS41_INFO_OWNER_MAX]; /* the first bytes of co_ownerid */
 	uint32_t owner_len;		     /* its whole length */
 	bool confirmed;
 	uint32_t flavor, uid;  /* its principal (RFC 8881 §18.35.5) */
+	char principal[NFS41_INFO_PRINCIPAL_MAX]; /* RPCSEC_GSS: its name, cut; else "" */
+	bool mach_cred;				  /* SP4_MACH_CRED state protection */
 	int64_t lease_left_ms; /* negative: expired, not yet reaped */
 	unsigned sessions;
 	bool has_peer; /* peer: of the connection it last bound to a session */

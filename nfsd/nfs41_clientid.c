@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +178,9 @@ unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out
 			i->confirmed = clp->confirmed;
 			i->flavor = clp->princ_flavor;
 			i->uid = clp->princ_uid;
+			if (clp->princ_name)
+				snprintf(i->principal, sizeof(i->principal), "%s", clp->princ_name);
+			i->mach_cred = clp->mach_cred;
 			i->lease_left_ms = ((int64_t)clp->expire_ns - (int64_t)now) / 1000000;
 			i->sessions = clp->nsessions;
 			uint64_t seq = 0;

@@ -951,6 +951,23 @@ static int c_exports(struct braidctl *b, int argc, char **argv)
 
 /* ------------------------------------------------------------- clients */
 
+/* Who created a client ID: "uid N" (AUTH_SYS), the Kerberos name with a
+ * '+' when it protects its state (SP4_MACH_CRED), or the flavor. */
+static void client_principal(char *buf, size_t size, const braid_admin_client *c)
+{
+	if (c->cl_flavor == 1)
+		snprintf(buf, size, "uid %u", c->cl_uid);
+	else if (c->cl_flavor == 6)
+		printable(buf, size > 64 ? 64 : size, (const uint8_t *)c->cl_principal.val,
+			  c->cl_principal.len);
+	else if (c->cl_flavor == 0)
+		snprintf(buf, size, "none");
+	else
+		snprintf(buf, size, "flavor %u", c->cl_flavor);
+	if (c->cl_mach_cred && strlen(buf) + 2 <= size)
+		strcat(buf, "+");
+}
+
 static int c_clients(struct braidctl *b, int argc, char **argv)
 {
 	(void)argv;
@@ -961,10 +978,10 @@ static int c_clients(struct braidctl *b, int argc, char **argv)
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 64u << 20);
 	braid_admin_list_args a = {.la_cookie = 0, .la_max = PAGE};
-	struct table t = {.ncols = 10};
+	struct table t = {.ncols = 11};
 	struct json j = {.f = b->out};
-	t_row(&t, "CLIENT ID", "OWNER", "PEER", "LEASE", "SESSIONS", "OPENS", "LOCKS", "LAYOUTS",
-	      "LAYOUTGETS", "RECALLS");
+	t_row(&t, "CLIENT ID", "OWNER", "PRINCIPAL", "PEER", "LEASE", "SESSIONS", "OPENS", "LOCKS",
+	      "LAYOUTS", "LAYOUTGETS", "RECALLS");
 	if (b->o.json)
 		j_open(&j, NULL, '[');
 	int rc;
@@ -994,6 +1011,9 @@ static int c_clients(struct braidctl *b, int argc, char **argv)
 				j_bool(&j, "confirmed", c->cl_confirmed);
 				j_u64(&j, "flavor", c->cl_flavor);
 				j_u64(&j, "uid", c->cl_uid);
+				j_strn(&j, "principal", (const uint8_t *)c->cl_principal.val,
+				       c->cl_principal.len);
+				j_str(&j, "state_protection", c->cl_mach_cred ? "mach_cred" : "none");
 				j_i64(&j, "lease_remaining_ms", c->cl_lease_left_ms);
 				j_u64(&j, "sessions", c->cl_sessions);
 				j_str(&j, "peer", c->cl_peer.len ? peer : "");
@@ -1019,8 +1039,10 @@ static int c_clients(struct braidctl *b, int argc, char **argv)
 			snprintf(nl, sizeof(nl), "%u", c->cl_locks);
 			snprintf(ng, sizeof(ng), "%" PRIu64, c->cl_layoutgets);
 			snprintf(nr, sizeof(nr), "%" PRIu64, c->cl_recalls);
-			t_row(&t, id, owner, peer, lease, ns, no, nl, c->cl_layouts ? "yes" : "no",
-			      ng, nr);
+			char princ[160];
+			client_principal(princ, sizeof(princ), c);
+			t_row(&t, id, owner, princ, peer, lease, ns, no, nl,
+			      c->cl_layouts ? "yes" : "no", ng, nr);
 		}
 		if (ok->cs_eof || !ok->cs_entries.len)
 			break;

@@ -204,6 +204,11 @@ static unsigned clients_page(uint64_t cookie, uint32_t max, struct seen *v, bool
 			 (const char *)c->cl_peer.val);
 		CHECK(c->cl_confirmed);
 		CHECK(!c->cl_layouts && !c->cl_layoutgets);
+		/* the test client's EXCHANGE_ID goes out as AUTH_NONE: no
+		 * Kerberos name, no state protection */
+		CHECK_EQ(c->cl_flavor, 0);
+		CHECK_EQ(c->cl_principal.len, 0);
+		CHECK(!c->cl_mach_cred);
 	}
 	*eof = r.u.ok.cs_eof;
 	*next = r.u.ok.cs_cookie;
