@@ -16,7 +16,7 @@
  *    the stateid is not checked (the DS cannot know the MDS's stateids).
  *  - RPCSEC_GSS (tightly coupled, a Kerberos client): the stateid of READ
  *    and WRITE must be a capability the MDS minted for the object under
- *    its current owner and group (layout/fence.h); a READ capability never
+ *    its current owner and group (ctl/cap.h); a READ capability never
  *    writes and a fence voids every earlier one.  The I/O then runs as the
  *    object's owner.  COMMIT carries no stateid: any Kerberos caller may
  *    commit (it changes no byte, only makes written ones durable).
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "dataserver/ds_impl.h"
-#include "layout/fence.h"
+#include "ctl/cap.h"
 #include "nfsd/nfs41.h"
 
 /* ds_nfs_status's numbers are the NFSv4 ones too (RFC 8881 §15.1). */
@@ -71,7 +71,7 @@ static nfsstat4 op_putfh(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
  * capability for iomode on it.
  */
 static nfsstat4 io_ids(struct nfs41_compound *c, const struct ds_objid *id, const stateid4 *sid,
-		       enum layout_cap_iomode iomode, uint32_t *uid, uint32_t *gid)
+		       enum ctl_cap_iomode iomode, uint32_t *uid, uint32_t *gid)
 {
 	struct braid_ds *ds = c->priv;
 	if (c->req->cred.flavor != NFSD_RPCSEC_GSS) {
@@ -82,7 +82,7 @@ static nfsstat4 io_ids(struct nfs41_compound *c, const struct ds_objid *id, cons
 	int rc = ds_store_stat(ds->store, id, &os);
 	if (rc)
 		return errno_to_nfs4(rc);
-	if (sid && !layout_cap_check(&ds->key.cap, id, os.uid, os.gid, iomode, sid->other))
+	if (sid && !ctl_cap_check(&ds->key.cap, id, os.uid, os.gid, iomode, sid->other))
 		return NFS4ERR_ACCESS;
 	/* the store checks these again under the object's lock: a fence
 	 * between here and the I/O still stops it */
@@ -105,7 +105,7 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 	struct ds_objid id;
 	cur_obj(c, &id);
 	uint32_t uid, gid;
-	nfsstat4 st = io_ids(c, &id, &a->stateid, LAYOUT_CAP_READ, &uid, &gid);
+	nfsstat4 st = io_ids(c, &id, &a->stateid, CTL_CAP_READ, &uid, &gid);
 	if (st)
 		return st;
 	return errno_to_nfs4(
@@ -120,7 +120,7 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 	struct ds_objid id;
 	cur_obj(c, &id);
 	uint32_t uid, gid;
-	nfsstat4 st = io_ids(c, &id, &a->stateid, LAYOUT_CAP_RW, &uid, &gid);
+	nfsstat4 st = io_ids(c, &id, &a->stateid, CTL_CAP_RW, &uid, &gid);
 	if (st)
 		return st;
 	ssize_t n = ds_io_write(ds, &id, uid, gid, a->offset, a->data, (uint32_t)a->stable);
@@ -139,7 +139,7 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 	struct ds_objid id;
 	cur_obj(c, &id);
 	uint32_t uid, gid;
-	nfsstat4 st = io_ids(c, &id, NULL, LAYOUT_CAP_RW, &uid, &gid);
+	nfsstat4 st = io_ids(c, &id, NULL, CTL_CAP_RW, &uid, &gid);
 	if (st)
 		return st;
 	int rc = ds_io_commit(ds, &id, uid, gid, a->offset, a->count);

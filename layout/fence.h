@@ -19,7 +19,6 @@
 #ifndef BRAID_LAYOUT_FENCE_H
 #define BRAID_LAYOUT_FENCE_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "ctl/objid.h"
@@ -40,28 +39,5 @@ struct layout_fence {
  */
 void layout_fence_creds(const struct siphash_key *k, const struct ds_objid *obj, uint32_t epoch,
 			struct layout_fence *out);
-
-/*
- * Tightly coupled layouts (RFC 8435 §2.3), for clients whose MDS mount uses
- * RPCSEC_GSS: the client sends its own (Kerberos) credential to the data
- * server, as the Linux client does with ffdv_tightly_coupled, so the
- * synthetic ids above cannot name it.  The layout's ffds_stateid instead
- * carries a capability: its 12 "other" bytes are a MAC, under the cluster
- * key's capability key, of the object, the iomode and the object's current
- * fence ids (uid, gid: the RW pair).  A data server recomputes it from the
- * object's owner and group: a READ capability never passes for WRITE, and a
- * fence (new ids) invalidates every capability issued before it.  The
- * capability says nothing of who may use it: the data server also requires
- * an RPCSEC_GSS caller, and on krb5p mounts the stateid never crosses the
- * network in clear (docs/architecture.md, "Kerberos and layouts").
- */
-#define LAYOUT_CAP_SEQID 1u /* the stateid's seqid: fixed, never checked */
-enum layout_cap_iomode { LAYOUT_CAP_READ = 1, LAYOUT_CAP_RW = 2 };
-void layout_cap_make(const struct siphash_key *k, const struct ds_objid *obj,
-		     const struct layout_fence *f, enum layout_cap_iomode iomode, uint8_t other[12]);
-/* Does 'other' grant iomode (READ: a READ or an RW capability) on obj
- * owned by uid:gid?  Constant time. */
-bool layout_cap_check(const struct siphash_key *k, const struct ds_objid *obj, uint32_t uid,
-		      uint32_t gid, enum layout_cap_iomode iomode, const uint8_t other[12]);
 
 #endif

@@ -6,7 +6,7 @@
  * uid/gid as numeric strings (§2.2, §5.1).  Tightly coupled (the device's
  * 'tight', for RPCSEC_GSS clients): only the NFSv4.x versions that take
  * RPCSEC_GSS, ffdv_tightly_coupled set, and the stateid a capability
- * (layout/fence.h) the caller put in the layout_dserver.
+ * (ctl/cap.h) the caller put in the layout_dserver.
  */
 #ifndef BRAID_LAYOUT_FLEXFILES_H
 #define BRAID_LAYOUT_FLEXFILES_H

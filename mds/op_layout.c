@@ -83,7 +83,7 @@
 
 #include "ctl/fh.h"
 #include "layout/devid.h"
-#include "layout/fence.h"
+#include "ctl/cap.h"
 #include "layout/type.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
@@ -426,15 +426,15 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 	/* §2.2: READ layouts get ids the data servers let read, never write.
 	 * Tightly coupled (an RPCSEC_GSS client): a capability for the
 	 * iomode, made over the RW ids the objects are owned by, in the
-	 * stateid, and no ids (layout/fence.h). */
+	 * stateid, and no ids (ctl/cap.h). */
 	uint32_t uid, gid;
 	struct layout_stateid sid = {0};
 	if (tight) {
-		struct layout_fence fe = {0};
-		mds_data_fence_epoch(mds, a, map->epoch, &fe.uid, &fe.gid);
-		sid.seqid = LAYOUT_CAP_SEQID;
-		layout_cap_make(&mds->key.cap, &oid, &fe, rw ? LAYOUT_CAP_RW : LAYOUT_CAP_READ,
-				sid.other);
+		uint32_t ouid, ogid;
+		mds_data_fence_epoch(mds, a, map->epoch, &ouid, &ogid);
+		sid.seqid = CTL_CAP_SEQID;
+		ctl_cap_make(&mds->key.cap, &oid, ouid, ogid, rw ? CTL_CAP_RW : CTL_CAP_READ,
+			     sid.other);
 		uid = gid = 65534;
 	} else if (rw) {
 		mds_data_fence_epoch(mds, a, map->epoch, &uid, &gid);

@@ -15,7 +15,7 @@
  * use's tags tells nothing about the other's.  A third key, for the
  * synthetic owners of file objects (layout/fence.h), is derived from the
  * second as its SipHash-128 of a fixed label, and so is a fourth, for the
- * stateids of tightly coupled layouts (the same header).  The file must not be
+ * stateids of tightly coupled layouts (ctl/cap.h).  The file must not be
  * readable by anyone but the daemons (mode 0600 or 0400): braid_key_load
  * refuses a file that group or others may read.
  */
@@ -45,7 +45,7 @@ struct braid_key {
 	struct siphash_key fh;    /* data-server file handles */
 	struct siphash_key ctl;   /* control protocol calls */
 	struct siphash_key fence; /* fencing credentials (layout/fence.h): derived */
-	struct siphash_key cap;   /* tightly coupled layouts' stateids (layout/fence.h): derived */
+	struct siphash_key cap;   /* tightly coupled layouts' stateids (ctl/cap.h): derived */
 	uint32_t id;              /* names the key in handles and calls (not secret) */
 };
 

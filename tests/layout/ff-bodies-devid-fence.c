@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ctl/cap.h"
 #include "layout/devid.h"
 #include "layout/fence.h"
 #include "layout/flexfiles.h"
@@ -294,7 +295,7 @@ static void ff_tight(const struct layout_type_ops *ops)
 	CHECK(da.ffda_versions.val[0].ffdv_tightly_coupled);
 }
 
-/* Capabilities (layout/fence.h): the stateid of tightly coupled layouts. */
+/* Capabilities (ctl/cap.h): the stateid of tightly coupled layouts. */
 static void caps(void)
 {
 	struct ds_objid o, o2;
@@ -318,28 +319,28 @@ static void caps(void)
 	layout_fence_creds(&key.fence, &o, 0, &f);
 	layout_fence_creds(&key.fence, &o, 1, &f1); /* after a fence */
 	uint8_t rw[12], rd[12], zero[12] = {0};
-	layout_cap_make(&key.cap, &o, &f, LAYOUT_CAP_RW, rw);
-	layout_cap_make(&key.cap, &o, &f, LAYOUT_CAP_READ, rd);
+	ctl_cap_make(&key.cap, &o, f.uid, f.gid, CTL_CAP_RW, rw);
+	ctl_cap_make(&key.cap, &o, f.uid, f.gid, CTL_CAP_READ, rd);
 	CHECK(memcmp(rw, rd, 12));
 	/* RW reads and writes; READ only reads */
-	CHECK(layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_RW, rw));
-	CHECK(layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, rw));
-	CHECK(layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, rd));
-	CHECK(!layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_RW, rd));
+	CHECK(ctl_cap_check(&key.cap, &o, f.uid, f.gid, CTL_CAP_RW, rw));
+	CHECK(ctl_cap_check(&key.cap, &o, f.uid, f.gid, CTL_CAP_READ, rw));
+	CHECK(ctl_cap_check(&key.cap, &o, f.uid, f.gid, CTL_CAP_READ, rd));
+	CHECK(!ctl_cap_check(&key.cap, &o, f.uid, f.gid, CTL_CAP_RW, rd));
 	/* a fence (new owner and group) voids both */
-	CHECK(!layout_cap_check(&key.cap, &o, f1.uid, f1.gid, LAYOUT_CAP_READ, rw));
-	CHECK(!layout_cap_check(&key.cap, &o, f1.uid, f1.gid, LAYOUT_CAP_READ, rd));
-	CHECK(!layout_cap_check(&key.cap, &o, f.uid, f1.gid, LAYOUT_CAP_READ, rw));
+	CHECK(!ctl_cap_check(&key.cap, &o, f1.uid, f1.gid, CTL_CAP_READ, rw));
+	CHECK(!ctl_cap_check(&key.cap, &o, f1.uid, f1.gid, CTL_CAP_READ, rd));
+	CHECK(!ctl_cap_check(&key.cap, &o, f.uid, f1.gid, CTL_CAP_READ, rw));
 	/* another object, generation or cluster; the anonymous stateid */
-	CHECK(!layout_cap_check(&key.cap, &o2, f.uid, f.gid, LAYOUT_CAP_READ, rw));
-	CHECK(!layout_cap_check(&key2.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, rw));
-	CHECK(!layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, zero));
+	CHECK(!ctl_cap_check(&key.cap, &o2, f.uid, f.gid, CTL_CAP_READ, rw));
+	CHECK(!ctl_cap_check(&key2.cap, &o, f.uid, f.gid, CTL_CAP_READ, rw));
+	CHECK(!ctl_cap_check(&key.cap, &o, f.uid, f.gid, CTL_CAP_READ, zero));
 	/* each bit counts */
 	for (int b = 0; b < 96; b++) {
 		uint8_t x[12];
 		memcpy(x, rw, 12);
 		x[b / 8] ^= (uint8_t)(1u << (b % 8));
-		CHECK(!layout_cap_check(&key.cap, &o, f.uid, f.gid, LAYOUT_CAP_READ, x));
+		CHECK(!ctl_cap_check(&key.cap, &o, f.uid, f.gid, CTL_CAP_READ, x));
 	}
 }
 
