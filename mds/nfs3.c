@@ -272,15 +272,26 @@ static nfsstat3 name3(const filename3 *n)
 	return NFS3_OK;
 }
 
-/* A directory handle of a change: its attributes, for wcc, even on failure. */
-static nfsstat3 dir3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh,
-		     struct mds_attr *a, struct mds_cred *cr, wcc_data *wcc)
+/* A file handle of a change: its attributes before (and, until the change
+ * is made, after) in wcc, even on failure. */
+static nfsstat3 file3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh,
+		      struct mds_attr *a, struct mds_cred *cr, wcc_data *wcc)
 {
 	nfsstat3 st = fh3(req, h, fh, a, cr);
 	if (st)
 		return st;
 	pre_of(a, &wcc->before);
 	post_of(req->priv, a, &wcc->after);
+	return NFS3_OK;
+}
+
+/* A directory handle of a change: its attributes, for wcc, even on failure. */
+static nfsstat3 dir3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh,
+		     struct mds_attr *a, struct mds_cred *cr, wcc_data *wcc)
+{
+	nfsstat3 st = file3(req, h, fh, a, cr, wcc);
+	if (st)
+		return st;
 	return a->type == MDS_DIR ? NFS3_OK : NFS3ERR_NOTDIR;
 }
 
@@ -475,11 +486,8 @@ static int p3_write(struct nfsd_req *req, void *argp, void *resp)
 	wcc_data *wcc = &r->u.resok.file_wcc;
 	struct mds_attr at;
 	struct mds_cred cr;
-	if ((r->status = fh3(req, &a->file, NULL, &at, &cr)))
-		return NFSD_SUCCESS;
-	pre_of(&at, &wcc->before);
-	post_of(mds, &at, &wcc->after);
-	if ((r->status = may_io(&cr, &at, true)))
+	if ((r->status = file3(req, &a->file, NULL, &at, &cr, wcc)) ||
+	    (r->status = may_io(&cr, &at, true)))
 		return NFSD_SUCCESS;
 	if (a->data.len != a->count || a->stable > FILE_SYNC) {
 		r->status = NFS3ERR_INVAL;
@@ -1033,10 +1041,8 @@ static int p3_commit(struct nfsd_req *req, void *argp, void *resp)
 	wcc_data *wcc = &r->u.resok.file_wcc;
 	struct mds_attr at;
 	struct mds_cred cr;
-	if ((r->status = fh3(req, &a->file, NULL, &at, &cr)))
+	if ((r->status = file3(req, &a->file, NULL, &at, &cr, wcc)))
 		return NFSD_SUCCESS;
-	pre_of(&at, &wcc->before);
-	post_of(mds, &at, &wcc->after);
 	if (at.type != MDS_REG) {
 		r->status = at.type == MDS_DIR ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
 		return NFSD_SUCCESS;
