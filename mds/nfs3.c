@@ -274,8 +274,8 @@ static nfsstat3 name3(const filename3 *n)
 
 /* A file handle of a change: its attributes before (and, until the change
  * is made, after) in wcc, even on failure. */
-static nfsstat3 file3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh,
-		      struct mds_attr *a, struct mds_cred *cr, wcc_data *wcc)
+static nfsstat3 file3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh, struct mds_attr *a,
+		      struct mds_cred *cr, wcc_data *wcc)
 {
 	nfsstat3 st = fh3(req, h, fh, a, cr);
 	if (st)
@@ -286,8 +286,8 @@ static nfsstat3 file3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh,
 }
 
 /* A directory handle of a change: its attributes, for wcc, even on failure. */
-static nfsstat3 dir3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh,
-		     struct mds_attr *a, struct mds_cred *cr, wcc_data *wcc)
+static nfsstat3 dir3(struct nfsd_req *req, const nfs_fh3 *h, struct mds_fh *fh, struct mds_attr *a,
+		     struct mds_cred *cr, wcc_data *wcc)
 {
 	nfsstat3 st = file3(req, h, fh, a, cr, wcc);
 	if (st)
@@ -394,13 +394,13 @@ static int p3_lookup(struct nfsd_req *req, void *argp, void *resp)
 		at = dir; /* never above the export (knfsd) */
 	else if (is_dotdot(name))
 		rc = mds_inode_getattr(mds->store, dir.parent, &at);
-	else if (!(rc = mds_dir_lookup(mds->store, fh.ino, (const char *)name->val, name->len,
-				       &ino, &at)) &&
+	else if (!(rc = mds_dir_lookup(mds->store, fh.ino, (const char *)name->val, name->len, &ino,
+				       &at)) &&
 		 (e = mds_export_by_root(x, at.ino)))
 		id = e->id; /* another export's root: its rules */
 	mds_exports_put(x);
 	struct mds_cred ccr;
-	nfsstat4 st = rc ? mds_nfs4_status(rc)
+	nfsstat4 st = rc		   ? mds_nfs4_status(rc)
 		      : id != fh.export_id ? mds_call_cred(mds, req, id, &ccr)
 					   : NFS4_OK;
 	if ((r->status = mds_nfs3_status(st)))
@@ -553,7 +553,8 @@ static int p3_create(struct nfsd_req *req, void *argp, void *resp)
 				st = memcmp(at.verf, verf, 8) ? NFS4ERR_EXIST : NFS4_OK;
 			else if (sa.mask & MDS_SET_SIZE) {
 				/* UNCHECKED on a file: only its size is set (knfsd) */
-				struct mds_setattr_args ts = {.mask = MDS_SET_SIZE, .size = sa.size};
+				struct mds_setattr_args ts = {.mask = MDS_SET_SIZE,
+							      .size = sa.size};
 				struct mds_fh ofh = {.ino = at.ino, .gen = at.generation};
 				struct mds_setattr_how th = {0};
 				st = !cr.rw ? NFS4ERR_ROFS
@@ -575,7 +576,7 @@ static int p3_create(struct nfsd_req *req, void *argp, void *resp)
 	r->status = mds_nfs3_status(st);
 	wcc_of(mds, &dir, wcc);
 	if (!r->status) {
-		wcc_data w = *wcc; /* the two overlap */
+		wcc_data w = *wcc;	/* the two overlap */
 		r->u.resok.dir_wcc = w; /* before resok's other fields overwrite it */
 		obj_of(req, &at, fh.export_id, &r->u.resok.obj, &r->u.resok.obj_attributes);
 	}
@@ -672,8 +673,7 @@ static int p3_mknod(struct nfsd_req *req, void *argp, void *resp)
 }
 
 /* REMOVE (§3.3.12) and RMDIR (§3.3.13): "." and ".." are NFS3ERR_ACCES (knfsd). */
-static nfsstat3 unlink3(struct nfsd_req *req, const diropargs3 *obj, unsigned flags,
-			wcc_data *wcc)
+static nfsstat3 unlink3(struct nfsd_req *req, const diropargs3 *obj, unsigned flags, wcc_data *wcc)
 {
 	struct braid_mds *mds = req->priv;
 	struct mds_fh fh;
@@ -760,8 +760,8 @@ static int p3_link(struct nfsd_req *req, void *argp, void *resp)
 	struct mds_link_res lr;
 	nfsstat4 st = is_dots(&a->link.name)
 			  ? NFS4ERR_EXIST
-			  : mds_ns_link(mds, &cr, &ofh, &obj, &dfh, &dir, (const char *)a->link.name.val,
-					a->link.name.len, &lr);
+			  : mds_ns_link(mds, &cr, &ofh, &obj, &dfh, &dir,
+					(const char *)a->link.name.val, a->link.name.len, &lr);
 	r->status = mds_nfs3_status(st);
 	post_ino(mds, ofh.ino, &f->file_attributes);
 	wcc_of(mds, &dir, &f->linkdir_wcc);
@@ -777,8 +777,9 @@ struct rd3 {
 	const struct mds_exports *x;
 	const struct mds_fh *dir;
 	bool plus;
-	uint32_t budget;   /* bytes left for entries */
-	uint32_t dircount; /* READDIRPLUS: bytes of fileids, names and cookies allowed (0: no hint) */
+	uint32_t budget; /* bytes left for entries */
+	uint32_t
+	    dircount; /* READDIRPLUS: bytes of fileids, names and cookies allowed (0: no hint) */
 	uint32_t dirbytes;
 	unsigned n;
 	entry3 *head, **tail;
@@ -790,8 +791,8 @@ static uint32_t pad4(uint32_t n)
 	return (n + 3) & ~3u;
 }
 
-#define FATTR3_SIZE 84
-#define ENT3_FIXED  (4 + 8 + 4 + 8) /* follows, fileid, name length, cookie */
+#define FATTR3_SIZE    84
+#define ENT3_FIXED     (4 + 8 + 4 + 8) /* follows, fileid, name length, cookie */
 #define ENTPLUS3_EXTRA (4 + FATTR3_SIZE + 4 + 4 + MDS_FH_SIZE)
 
 /* One entry: ino's name; a (its attributes) and the handle's export for READDIRPLUS
@@ -960,8 +961,8 @@ static int p3_readdirplus(struct nfsd_req *req, void *argp, void *resp)
 	READDIRPLUS3resok *ok = &r->u.resok;
 	struct rd3 s;
 	bool eof;
-	r->status = readdir3(req, &a->dir, a->cookie, a->cookieverf, a->maxcount, a->dircount,
-			     true, &r->u.resfail.dir_attributes, ok->cookieverf, &s, &eof);
+	r->status = readdir3(req, &a->dir, a->cookie, a->cookieverf, a->maxcount, a->dircount, true,
+			     &r->u.resfail.dir_attributes, ok->cookieverf, &s, &eof);
 	if (!r->status) {
 		ok->reply.entries = s.phead;
 		ok->reply.eof = eof;

@@ -60,8 +60,9 @@ nfsstat4 mds_ns_rename(struct braid_mds *mds, const struct mds_cred *scr,
 		       size_t tlen, struct mds_rename_res *rr);
 /* A hard link to ofh's object in dfh's directory (one export: NFS4ERR_XDEV). */
 nfsstat4 mds_ns_link(struct braid_mds *mds, const struct mds_cred *cr, const struct mds_fh *ofh,
-		     const struct mds_attr *obj, const struct mds_fh *dfh, const struct mds_attr *dir,
-		     const char *name, size_t len, struct mds_link_res *lr);
+		     const struct mds_attr *obj, const struct mds_fh *dfh,
+		     const struct mds_attr *dir, const char *name, size_t len,
+		     struct mds_link_res *lr);
 
 /*
  * READDIR's walk: entries after cookie with their attributes, read in

@@ -161,8 +161,7 @@ void nfsd_drc_end(struct nfsd_drc *d, const struct nfsd_drc_key *key, const void
 {
 	uint64_t h = key_hash(key);
 	uint8_t *copy = NULL;
-	if (res && len <= NFSD_DRC_RES_MAX && len <= d->max_bytes &&
-	    (copy = malloc(len ? len : 1)))
+	if (res && len <= NFSD_DRC_RES_MAX && len <= d->max_bytes && (copy = malloc(len ? len : 1)))
 		memcpy(copy, res, len);
 	pthread_mutex_lock(&d->mu);
 	struct drc_ent *e = find(d, key, h);

@@ -47,18 +47,17 @@ struct nfsd_drc *nfsd_drc_new(size_t max_entries, size_t max_bytes);
 void nfsd_drc_free(struct nfsd_drc *d);
 
 enum nfsd_drc_found {
-	NFSD_DRC_NEW = 0,  /* not seen: now recorded as running */
-	NFSD_DRC_RUNNING,  /* a retransmission of a call still running: drop it */
-	NFSD_DRC_REPLIED,  /* answered: *res (malloc'd copy) and *len hold the results */
-	NFSD_DRC_NOMEM,	   /* could not record it: run it uncached */
+	NFSD_DRC_NEW = 0, /* not seen: now recorded as running */
+	NFSD_DRC_RUNNING, /* a retransmission of a call still running: drop it */
+	NFSD_DRC_REPLIED, /* answered: *res (malloc'd copy) and *len hold the results */
+	NFSD_DRC_NOMEM,	  /* could not record it: run it uncached */
 };
 /* Look key up, recording it as running when new. */
 enum nfsd_drc_found nfsd_drc_begin(struct nfsd_drc *d, const struct nfsd_drc_key *key,
 				   uint8_t **res, size_t *len);
 /* The call of key got these encoded results (NULL: no reply, or one not to
  * keep: the call is forgotten). */
-void nfsd_drc_end(struct nfsd_drc *d, const struct nfsd_drc_key *key, const void *res,
-		  size_t len);
+void nfsd_drc_end(struct nfsd_drc *d, const struct nfsd_drc_key *key, const void *res, size_t len);
 
 struct nfsd_drc_stats {
 	uint64_t hits, in_progress, misses, evicted;

@@ -247,8 +247,8 @@ static inline nfsstat3 n3_read(struct mt *t, const struct h3 *f, uint64_t off, u
  * retransmission is.  AUTH_SYS root.  The reply record (without its mark)
  * goes to out (size bytes); returns its length.
  */
-static inline size_t n3_raw(int port, uint32_t xid, uint32_t proc, const void *args,
-			    uint8_t *out, size_t size)
+static inline size_t n3_raw(int port, uint32_t xid, uint32_t proc, const void *args, uint8_t *out,
+			    size_t size)
 {
 	const struct xdr_proc_desc *d = &xdr_desc_NFS_PROGRAM_NFS_V3.procs[proc];
 	uint8_t abuf[4096], msg[8192];
@@ -258,10 +258,22 @@ static inline size_t n3_raw(int port, uint32_t xid, uint32_t proc, const void *a
 	struct xdr_enc e;
 	xdr_enc_init(&e, iov, 16, abuf, sizeof(abuf), &ar);
 	CHECK(d->enc_arg(&e, args) == 0 && !e.err);
-	static const uint32_t hdr_words[] = {0 /* xid */, 0 /* CALL */, 2, NFS_PROGRAM, NFS_V3,
-					     0 /* proc */, 1 /* AUTH_SYS */, 24, 0 /* stamp */,
-					     1 /* machine name length */, 0x74000000 /* "t" */,
-					     0 /* uid */, 0 /* gid */, 0 /* gids */, 0, 0};
+	static const uint32_t hdr_words[] = {0 /* xid */,
+					     0 /* CALL */,
+					     2,
+					     NFS_PROGRAM,
+					     NFS_V3,
+					     0 /* proc */,
+					     1 /* AUTH_SYS */,
+					     24,
+					     0 /* stamp */,
+					     1 /* machine name length */,
+					     0x74000000 /* "t" */,
+					     0 /* uid */,
+					     0 /* gid */,
+					     0 /* gids */,
+					     0,
+					     0};
 	size_t n = 4;
 	for (unsigned i = 0; i < sizeof(hdr_words) / 4; i++, n += 4)
 		xdr_put32(msg + n, hdr_words[i]);

@@ -170,9 +170,9 @@ static void v4_to_v3(const struct h3 *root)
 	 * through the write gate to the same objects */
 	uint32_t cnt;
 	stable_how committed;
-	CHECK_EQ(n3_write(&M, &f, size, data + size, (uint32_t)more, FILE_SYNC, &cnt, &committed,
-			  NULL),
-		 NFS3_OK);
+	CHECK_EQ(
+	    n3_write(&M, &f, size, data + size, (uint32_t)more, FILE_SYNC, &cnt, &committed, NULL),
+	    NFS3_OK);
 	CHECK_EQ(cnt, more);
 	CHECK_EQ(committed, FILE_SYNC);
 	CHECK_EQ(n3_getattr(&M, &f).size, size + more);
@@ -228,8 +228,8 @@ static void permissions(const struct h3 *root)
 	CHECK_EQ(n3_create_as(&M, 0, root, "roots", GUARDED, 0644, NULL, &f, NULL), NFS3_OK);
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 1 << 16);
-	WRITE3args a = {.file = h3_fh(&f), .count = 1, .stable = FILE_SYNC,
-			.data = xdr_opaque_of("a", 1)};
+	WRITE3args a = {
+	    .file = h3_fh(&f), .count = 1, .stable = FILE_SYNC, .data = xdr_opaque_of("a", 1)};
 	WRITE3res r;
 	CHECK_EQ(n3_call_on(M.c, 1000, 1000, NFSPROC3_WRITE, &a, &r, &ar), 0);
 	CHECK_EQ(r.status, NFS3ERR_ACCES);

@@ -89,8 +89,7 @@ static void check_create(struct mt *t, const struct h3 *root, struct h3 *f)
 	CHECK(same_fh(f, &g));
 	CHECK_EQ(n3_getattr(t, f).mode, 0640); /* UNCHECKED on a file: only a size applies */
 	CHECK_EQ(n3_create_as(t, 0, root, ".", UNCHECKED, 0600, NULL, NULL, NULL), NFS3ERR_EXIST);
-	CHECK_EQ(n3_create_as(t, 0, root, "a/b", UNCHECKED, 0600, NULL, NULL, NULL),
-		 NFS3ERR_INVAL);
+	CHECK_EQ(n3_create_as(t, 0, root, "a/b", UNCHECKED, 0600, NULL, NULL, NULL), NFS3ERR_INVAL);
 	char longname[300];
 	memset(longname, 'n', 299);
 	longname[299] = 0;
@@ -408,9 +407,9 @@ static void check_readdir(struct mt *t, const struct h3 *root)
 			for (int i = NBIG; i < NBIG + 10; i++) {
 				char name[16];
 				snprintf(name, sizeof(name), "e%d", i);
-				CHECK_EQ(n3_create_as(t, 0, &big, name, GUARDED, 0644, NULL, NULL,
-						      NULL),
-					 NFS3_OK);
+				CHECK_EQ(
+				    n3_create_as(t, 0, &big, name, GUARDED, 0644, NULL, NULL, NULL),
+				    NFS3_OK);
 				s.n[i] = 100; /* new: may or may not be seen */
 			}
 		}
@@ -633,8 +632,7 @@ static void check_exports(struct mt *t, const struct h3 *root)
 	CHECK_EQ(n3_create_as(t, 0, &sq, "root-made", GUARDED, 0644, NULL, &h, NULL), NFS3_OK);
 	CHECK_EQ(n3_getattr(t, &h).uid, 65534);
 	CHECK_EQ(n3_getattr(t, &h).gid, 65534);
-	CHECK_EQ(n3_create_as(t, 1000, &sq, "user-made", GUARDED, 0644, NULL, &h, NULL),
-		 NFS3_OK);
+	CHECK_EQ(n3_create_as(t, 1000, &sq, "user-made", GUARDED, 0644, NULL, &h, NULL), NFS3_OK);
 	CHECK_EQ(n3_getattr(t, &h).uid, 1000);
 
 	/* all_squash, anonuid/anongid: everyone is 1234:1235 */
