@@ -25,6 +25,7 @@
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/mount.h"
+#include "mds/nfs3.h"
 #include "mds/resilver.h"
 #include "mds/space.h"
 #include "mds/state.h"
@@ -61,6 +62,9 @@ const struct conf_schema mds_conf_schema[] = {
 	  .desc = "Threads running COMPOUNDs; 0: 32 per core." },
 	{ "mds", NULL, "mount", CONF_BOOL, .def = "yes", S(mount),
 	  .desc = "Serve MOUNT v3, so showmount -e lists the exports." },
+	{ "mds", NULL, "nfs3", CONF_BOOL, .def = "yes", S(nfs3),
+	  .desc = "Serve NFSv3 (RFC 1813) beside NFSv4.1/4.2, its file data through the MDS "
+		  "to the data servers." },
 	{ "mds", NULL, "rpcbind", CONF_BOOL, .def = "yes", S(rpcbind),
 	  .desc = "Register NFS and MOUNT with rpcbind when one runs (rpcinfo -p)." },
 	{ "mds", NULL, "data_io", CONF_ENUM, .values = data_io_modes, .def = "proxy", S(data_io),
@@ -559,8 +563,13 @@ static bool port_ok(const struct export_client *cl, uint32_t flavor, const struc
 
 nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_cred *cred)
 {
-	struct braid_mds *mds = mds_of(c);
-	const struct nfsd_cred *rc = &c->req->cred;
+	return mds_call_cred(mds_of(c), c->req, export_id, cred);
+}
+
+nfsstat4 mds_call_cred(struct braid_mds *mds, const struct nfsd_req *req, uint32_t export_id,
+		       struct mds_cred *cred)
+{
+	const struct nfsd_cred *rc = &req->cred;
 	memset(cred, 0, sizeof(*cred));
 	cred->flavor = nfsd_cred_pseudoflavor(rc);
 	cred->export_id = export_id;
@@ -585,8 +594,8 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
 		goto out;
 	}
 	struct sockaddr_in any = { .sin_family = AF_INET };
-	const struct sockaddr *peer = c->req->conn ? (const struct sockaddr *)nfsd_req_peer(c->req)
-						   : (const struct sockaddr *)&any;
+	const struct sockaddr *peer = req->conn ? (const struct sockaddr *)nfsd_req_peer(req)
+						 : (const struct sockaddr *)&any;
 	const struct export_client *cl = mds_exports_match(x, e->e->path, peer);
 	if (!cl) {
 		st = NFS4ERR_ACCESS;
@@ -596,7 +605,7 @@ nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_c
 		st = NFS4ERR_WRONGSEC;
 		goto out;
 	}
-	if (c->req->conn && !port_ok(cl, rc->flavor, peer)) {
+	if (req->conn && !port_ok(cl, rc->flavor, peer)) {
 		st = NFS4ERR_PERM;
 		goto out;
 	}
@@ -611,10 +620,9 @@ out:
 	return st;
 }
 
-static nfsstat4 check_fh(struct nfs41_compound *c, const uint8_t *p, uint32_t len,
-			 struct mds_fh *fhp, struct mds_attr *attrp, struct mds_cred *credp)
+nfsstat4 mds_call_fh(struct braid_mds *mds, const struct nfsd_req *req, const uint8_t *p,
+		     uint32_t len, struct mds_fh *fhp, struct mds_attr *attrp, struct mds_cred *credp)
 {
-	struct braid_mds *mds = mds_of(c);
 	struct mds_fh fh;
 	struct mds_attr a;
 	struct mds_cred cr;
@@ -625,7 +633,7 @@ static nfsstat4 check_fh(struct nfs41_compound *c, const uint8_t *p, uint32_t le
 		return rc == -ESTALE ? NFS4ERR_STALE : mds_nfs4_status(rc);
 	if (a.generation != fh.gen)
 		return NFS4ERR_STALE;
-	nfsstat4 st = mds_req_cred(c, fh.export_id, &cr);
+	nfsstat4 st = mds_call_cred(mds, req, fh.export_id, &cr);
 	if (st)
 		return st;
 	if (fhp)
@@ -642,7 +650,7 @@ nfsstat4 mds_cfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *a
 {
 	if (!c->have_fh)
 		return NFS4ERR_NOFILEHANDLE;
-	return check_fh(c, c->fh, c->fhlen, fh, attr, cred);
+	return mds_call_fh(mds_of(c), c->req, c->fh, c->fhlen, fh, attr, cred);
 }
 
 nfsstat4 mds_sfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *attr,
@@ -650,7 +658,7 @@ nfsstat4 mds_sfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *a
 {
 	if (!c->have_saved_fh)
 		return NFS4ERR_NOFILEHANDLE;
-	return check_fh(c, c->saved_fh, c->saved_fhlen, fh, attr, cred);
+	return mds_call_fh(mds_of(c), c->req, c->saved_fh, c->saved_fhlen, fh, attr, cred);
 }
 
 void mds_set_cfh(struct nfs41_compound *c, uint64_t ino, uint64_t gen, uint32_t export_id)
@@ -840,7 +848,18 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		snprintf(msg, msglen, "NFSv4.1 service: %s", strerror(-rc));
 		goto fail;
 	}
-	if ((rc = nfsd_server_add_program(mds->srv, nfs41_server_program(mds->v41))))
+	/* NFS is one program number: v3 here and v4 from the session layer,
+	 * each version with its own handler state */
+	unsigned nv = 0;
+	if (set->nfs3 && (rc = mds_nfs3_init(mds, &mds->nfs_vers[nv++]))) {
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
+	mds->nfs_vers[nv++] = nfs41_server_program(mds->v41)->versions[0];
+	mds->nfs_prog = *nfs41_server_program(mds->v41);
+	mds->nfs_prog.versions = mds->nfs_vers;
+	mds->nfs_prog.nversions = nv;
+	if ((rc = nfsd_server_add_program(mds->srv, &mds->nfs_prog)))
 		goto fail_prog;
 	const struct nfsd_program *cp = mds_dsreg_program(mds);
 	if (cp && (rc = nfsd_server_add_program(mds->srv, cp)))
@@ -885,6 +904,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	if (mds->v41)
 		nfs41_server_free(mds->v41);
 	mds_admin_release(mds);
+	mds_nfs3_release(mds);
 	mds_mount_release(mds);
 	mds_resilver_release(mds);
 	mds_dsreg_release(mds);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * braid-mds: the NFSv4.1/4.2 metadata server, as a library the daemon's
+ * braid-mds: the NFSv3 and NFSv4.1/4.2 metadata server, as a library the daemon's
  * thin main() and the tests link.  Settings come from the [mds] section of
  * an nfs.conf-style file read through mds_conf_schema (unknown keys and bad
  * values stop startup with file:line); exports from an /etc/exports-syntax
@@ -31,6 +31,7 @@ struct mds_settings {
 	uint64_t grace_ms;	       /* grace period after a restart */
 	int64_t loops, workers;	       /* 0: automatic */
 	bool mount;		       /* serve MOUNT v3 (showmount -e) */
+	bool nfs3;		       /* serve NFSv3 */
 	bool rpcbind;		       /* register with rpcbind when one runs */
 	int data_io;		       /* enum mds_data_io */
 	uint64_t heartbeat_ms;	       /* interval asked of data servers */

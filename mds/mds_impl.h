@@ -37,6 +37,9 @@
  *                 and fence credentials: layout/, liblayout.a)
  *   callback.c    CB_NULL and CB_COMPOUND over the clients' back channels
  *                 (mds/callback.h)
+ *   nfs3.c        NFSv3, RFC 1813: every procedure, over the same checks
+ *                 and store operations (mds/nfs3.h; shared with the
+ *                 NFSv4 groups: mds/ns.h, mds/io.h, mds_setattr_run)
  *   mount.c       MOUNT v3 and rpcbind registration (mds/mount.h; the
  *                 libtirpc side: mds/rpcbind.c, mds/rpcbind.h)
  *   admin.c       braidctl's protocol (nfsd/xdr/braid_admin.x) and the
@@ -76,6 +79,7 @@ struct mds_cb;	   /* callback.c */
 struct mds_layout; /* layout_state.c */
 struct mds_admin;  /* admin.c */
 struct mds_fh;	   /* fh.h */
+struct nfsd_drc;
 struct nfsd_metrics;
 struct nfsd_metrics_http;
 
@@ -153,8 +157,9 @@ struct braid_mds {
 	struct nfsd_metrics_http *metrics_http;
 
 	struct nfs41_op ops[OP_REMOVEXATTR + 1]; /* assembled from the group tables */
-	struct nfsd_program nfs_prog;		 /* 100003: v4 from nfs41 */
-	struct nfsd_version nfs_vers[1];
+	struct nfsd_program nfs_prog;		 /* 100003: v3 (nfs3.c) and v4 (nfs41) */
+	struct nfsd_version nfs_vers[2];
+	struct nfsd_drc *drc3; /* NFSv3's reply cache; NULL with [mds] nfs3 = no */
 	int ports[CONF_ADDRS_MAX];
 	unsigned nports;
 };
@@ -240,6 +245,15 @@ void mds_set_cfh(struct nfs41_compound *c, uint64_t ino, uint64_t gen, uint32_t 
 /* The credential of this request under export_id (squashed); NFS4ERR_ACCESS
  * when the export does not admit the client, NFS4ERR_WRONGSEC for its flavor. */
 nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_cred *cred);
+
+/*
+ * The same checks for any request (NFSv3 carries its handles in its
+ * arguments): a handle p/len, and the credential under an export.
+ */
+nfsstat4 mds_call_fh(struct braid_mds *mds, const struct nfsd_req *req, const uint8_t *p,
+		     uint32_t len, struct mds_fh *fh, struct mds_attr *attr, struct mds_cred *cred);
+nfsstat4 mds_call_cred(struct braid_mds *mds, const struct nfsd_req *req, uint32_t export_id,
+		       struct mds_cred *cred);
 
 /* POSIX permission check of ACCESS4_* bits for cred against attr; returns
  * the subset allowed.  uid 0 gets everything but EXECUTE on files with no x bit. */

@@ -70,7 +70,7 @@ struct mds_mount {
 
 	/* What rpcbind has from us: written by mds_mount_rpcbind_set at start,
 	 * read by _unset at stop, both on the thread that starts and stops. */
-	struct mnt_reg reg[4];
+	struct mnt_reg reg[6]; /* NFS v4, v3, MOUNT v3 on tcp and tcp6 */
 	unsigned nreg;
 };
 
@@ -628,7 +628,7 @@ static void uaddr_of(const struct braid_mds *mds, unsigned i, char *buf, size_t 
 }
 
 /*
- * NFS v4 and MOUNT v3 on "tcp" at the first IPv4 listen address and on
+ * NFS v4 and v3 and MOUNT v3 on "tcp" at the first IPv4 listen address and on
  * "tcp6" at the first IPv6 one (IPv6 sockets are v6-only).  A mapping left
  * by an earlier run, or by another server, is replaced: rpcbind refuses a
  * SET over an existing one.
@@ -651,9 +651,12 @@ void mds_mount_rpcbind_set(struct braid_mds *mds)
 		const char *netid;
 		int family;
 	} nets[] = { { "tcp", AF_INET }, { "tcp6", AF_INET6 } };
-	const struct mnt_reg progs[] = { { NFS4_PROGRAM, NFS_V4, NULL, "" },
-					 { MOUNT_PROGRAM, MOUNT_V3, NULL, "" } };
-	unsigned nprogs = mds->set.mount ? 2 : 1;
+	struct mnt_reg progs[3] = { { NFS4_PROGRAM, NFS_V4, NULL, "" } };
+	unsigned nprogs = 1;
+	if (mds->set.nfs3)
+		progs[nprogs++] = (struct mnt_reg){ NFS4_PROGRAM, 3, NULL, "" };
+	if (mds->set.mount)
+		progs[nprogs++] = (struct mnt_reg){ MOUNT_PROGRAM, MOUNT_V3, NULL, "" };
 	char done[128] = "";
 	size_t dl = 0;
 	for (unsigned k = 0; k < sizeof(nets) / sizeof(nets[0]); k++) {
@@ -690,8 +693,8 @@ void mds_mount_rpcbind_set(struct braid_mds *mds)
 out:
 	mds_rpcb_free(b);
 	if (m->nreg)
-		mds_log("rpcbind: registered NFS v4%s on %s", nprogs > 1 ? " and MOUNT v3" : "",
-			done);
+		mds_log("rpcbind: registered NFS v4%s%s on %s", mds->set.nfs3 ? ", v3" : "",
+			mds->set.mount ? " and MOUNT v3" : "", done);
 }
 
 void mds_mount_rpcbind_unset(struct braid_mds *mds)

@@ -106,11 +106,16 @@ void mds_attr_supported(bitmap4 *out, struct xdr_arena *arena)
 	*out = bitmap_copy(arena, attr_supp);
 }
 
+uint64_t mds_fsid(const struct braid_mds *mds)
+{
+	static const struct siphash_key k = {{0x6272616964667369ULL, 0x642d6f662d6d6473ULL}};
+	return siphash24(&k, mds->so_major, mds->so_major_len);
+}
+
 /* One fsid for the namespace (RFC 8881 §5.8.1.9), stable across restarts. */
 static fsid4 fsid_of(const struct braid_mds *mds)
 {
-	static const struct siphash_key k = {{0x6272616964667369ULL, 0x642d6f662d6d6473ULL}};
-	fsid4 f = {.major = siphash24(&k, mds->so_major, mds->so_major_len), .minor = 0};
+	fsid4 f = {.major = mds_fsid(mds), .minor = 0};
 	return f;
 }
 
@@ -134,40 +139,51 @@ struct enc {
  * takes, the mirrors of the policy new files here take (a directory's) or
  * this file has.
  */
+void mds_fs_space(struct braid_mds *mds, const struct mds_attr *a, uint64_t *total,
+		  uint64_t *avail)
+{
+	mds_dsreg_space(mds, total, avail);
+	struct layout_policy p;
+	struct mds_file_map m;
+	if (a->type == MDS_DIR) {
+		if (mds_layout_policy_inherited(mds, a->ino, &p))
+			mds_layout_policy_default(mds, &p);
+	} else if (a->type == MDS_REG && !mds_data_map(mds, a->ino, &m)) {
+		p = m.pol;
+	} else {
+		mds_layout_policy_default(mds, &p);
+	}
+	unsigned copies = p.mirrors ? p.mirrors : 1;
+	*total /= copies;
+	*avail /= copies;
+}
+
+void mds_fs_files(const struct braid_mds *mds, uint64_t *total, uint64_t *free_,
+		  uint64_t *avail)
+{
+	struct statvfs sv;
+	*total = *free_ = *avail = 0;
+	if (statvfs(mds->set.store_dir, &sv) == 0) {
+		uint64_t f = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
+		*total = (uint64_t)sv.f_blocks * f / MDS_INODE_BYTES;
+		*free_ = (uint64_t)sv.f_bfree * f / MDS_INODE_BYTES;
+		*avail = (uint64_t)sv.f_bavail * f / MDS_INODE_BYTES;
+	}
+}
+
 static void enc_space(struct enc *x)
 {
 	if (x->have_space)
 		return;
-	mds_dsreg_space(x->mds, &x->space_total, &x->space_avail);
-	struct layout_policy p;
-	struct mds_file_map m;
-	if (x->a->type == MDS_DIR) {
-		if (mds_layout_policy_inherited(x->mds, x->a->ino, &p))
-			mds_layout_policy_default(x->mds, &p);
-	} else if (x->a->type == MDS_REG && !mds_data_map(x->mds, x->a->ino, &m)) {
-		p = m.pol;
-	} else {
-		mds_layout_policy_default(x->mds, &p);
-	}
-	unsigned copies = p.mirrors ? p.mirrors : 1;
-	x->space_total /= copies;
-	x->space_avail /= copies;
+	mds_fs_space(x->mds, x->a, &x->space_total, &x->space_avail);
 	x->have_space = true;
 }
 
-/* Inodes cost store space, nothing else: an estimate from the store's disk. */
 static void enc_files(struct enc *x)
 {
 	if (x->have_files)
 		return;
-	struct statvfs sv;
-	x->files_total = x->files_free = x->files_avail = 0;
-	if (statvfs(x->mds->set.store_dir, &sv) == 0) {
-		uint64_t f = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
-		x->files_total = (uint64_t)sv.f_blocks * f / MDS_INODE_BYTES;
-		x->files_free = (uint64_t)sv.f_bfree * f / MDS_INODE_BYTES;
-		x->files_avail = (uint64_t)sv.f_bavail * f / MDS_INODE_BYTES;
-	}
+	mds_fs_files(x->mds, &x->files_total, &x->files_free, &x->files_avail);
 	x->have_files = true;
 }
 
@@ -621,15 +637,15 @@ static bool in_group(const struct mds_cred *cr, uint32_t gid)
 }
 
 static nfsstat4 setattr_check(const struct mds_cred *cr, const struct mds_attr *at,
-			      const struct attr_in *in, struct mds_setattr_args *x)
+			      const struct mds_setattr_how *how, struct mds_setattr_args *x)
 {
 	bool root = cr->uid == 0, owner = cr->uid == at->uid;
-	bool mode_given = in->mode || in->masked;
+	bool mode_given = how->mode || how->masked;
 	if (mode_given) {
 		if (!root && !owner)
 			return NFS4ERR_PERM;
-		uint32_t m =
-		    in->masked ? (at->mode & ~in->mm_mask) | (in->mm_value & in->mm_mask) : x->mode;
+		uint32_t m = how->masked ? (at->mode & ~how->mm_mask) | (how->mm_value & how->mm_mask)
+					 : x->mode;
 		uint32_t gid = (x->mask & MDS_SET_GID) ? x->gid : at->gid;
 		/* chmod(2): outside the file's group, S_ISGID is dropped */
 		if (!root && at->type != MDS_DIR && !in_group(cr, gid))
@@ -704,30 +720,48 @@ static nfsstat4 op_setattr(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4
 	if (!(in.bits[0] | in.bits[1] | in.bits[2]))
 		return NFS4_OK; /* nothing to set: attrsset is empty */
 
+	struct mds_setattr_how how = {
+	    .mode = in.mode, .masked = in.masked, .mm_value = in.mm_value, .mm_mask = in.mm_mask};
+	if ((st = mds_setattr_run(mds, &cr, &fh, &at, &a, &how, NULL)))
+		return st;
+	res->u.opsetattr.attrsset = bitmap_copy(c->arena, in.bits);
+	return NFS4_OK;
+}
+
+nfsstat4 mds_setattr_run(struct braid_mds *mds, const struct mds_cred *cr, const struct mds_fh *fh,
+			 struct mds_attr *at, const struct mds_setattr_args *a,
+			 const struct mds_setattr_how *how, struct mds_setattr_res *out)
+{
 	/* The checks read 'at'; the guard makes the change apply to that
 	 * version of the inode or not at all, and a race is retried. */
 	for (int tries = 0; tries < 16; tries++) {
-		struct mds_setattr_args x = a;
-		if ((st = setattr_check(&cr, &at, &in, &x)))
+		struct mds_setattr_args x = *a;
+		nfsstat4 st;
+		if (how->ctime_guard && (at->ctime.sec != how->ctime_guard->sec ||
+					 at->ctime.nsec != how->ctime_guard->nsec))
+			return NFS4ERR_NOT_SAME; /* NFSv3's NOT_SYNC (RFC 1813 §3.3.2) */
+		if ((st = setattr_check(cr, at, how, &x)))
 			return st;
-		x.ino = fh.ino;
+		x.ino = fh->ino;
 		x.mask |= MDS_SET_CHANGE_GUARD;
-		x.guard = at.change;
+		x.guard = at->change;
 		struct mds_setattr_res sr;
 		int rc = mds_inode_setattr(mds->store, &x, &sr);
 		if (rc == -EAGAIN) {
-			if ((rc = mds_inode_getattr(mds->store, fh.ino, &at)))
+			if ((rc = mds_inode_getattr(mds->store, fh->ino, at)))
 				return mds_nfs4_status(rc);
-			if (at.generation != fh.gen)
+			if (at->generation != fh->gen)
 				return NFS4ERR_STALE;
 			continue;
 		}
 		if (rc)
 			return mds_nfs4_status(rc);
+		*at = sr.attr;
 		if ((x.mask & MDS_SET_SIZE) && sr.old_size != sr.attr.size &&
 		    (rc = mds_data_truncate(mds, &sr.attr, sr.old_size)))
 			return mds_nfs4_status(rc);
-		res->u.opsetattr.attrsset = bitmap_copy(c->arena, in.bits);
+		if (out)
+			*out = sr;
 		return NFS4_OK;
 	}
 	return NFS4ERR_DELAY;

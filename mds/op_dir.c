@@ -29,6 +29,7 @@
 #include "mds/data.h"
 #include "mds/fh.h"
 #include "mds/mds_impl.h"
+#include "mds/ns.h"
 #include "mds/state.h"
 
 /* The krb5 mechanism, 1.2.840.113554.1.2.2, as the OID's DER contents
@@ -253,8 +254,7 @@ static nfsstat4 dir_type(const struct mds_attr *a)
 	return a->type == MDS_DIR ? NFS4_OK : NFS4ERR_NOTDIR;
 }
 
-/* May cred change entries of dir?  NFS4ERR_ROFS on the pseudo fs and ro exports. */
-static nfsstat4 dir_may_change(const struct mds_cred *cr, const struct mds_attr *dir)
+nfsstat4 mds_dir_may_change(const struct mds_cred *cr, const struct mds_attr *dir)
 {
 	if (cr->pseudo || !cr->rw)
 		return NFS4ERR_ROFS;
@@ -262,8 +262,7 @@ static nfsstat4 dir_may_change(const struct mds_cred *cr, const struct mds_attr 
 	return mds_access(cr, dir, want) == want ? NFS4_OK : NFS4ERR_ACCESS;
 }
 
-/* Search permission; the pseudo fs is open to every client (it shows only export paths). */
-static nfsstat4 dir_may_search(const struct mds_cred *cr, const struct mds_attr *dir)
+nfsstat4 mds_dir_may_search(const struct mds_cred *cr, const struct mds_attr *dir)
 {
 	if (cr->pseudo || mds_access(cr, dir, ACCESS4_LOOKUP))
 		return NFS4_OK;
@@ -294,7 +293,7 @@ static nfsstat4 op_lookup(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 		return NFS4ERR_SYMLINK;
 	if ((st = dir_type(&dir)) || (st = name_check(name)))
 		return st;
-	if ((st = dir_may_search(&cr, &dir)))
+	if ((st = mds_dir_may_search(&cr, &dir)))
 		return wrongsec ? NFS4ERR_WRONGSEC : st; /* the right flavor may pass */
 	int rc =
 	    mds_dir_lookup(mds->store, fh.ino, (const char *)name->val, name->len, &ino, &attr);
@@ -328,7 +327,7 @@ static nfsstat4 op_lookupp(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *
 		return st;
 	if (fh.ino == mds_store_root(mds->store))
 		return NFS4ERR_NOENT;
-	if ((st = dir_may_search(&cr, &dir)))
+	if ((st = mds_dir_may_search(&cr, &dir)))
 		return wrongsec ? NFS4ERR_WRONGSEC : st;
 	int rc = mds_inode_getattr(mds->store, dir.parent, &pattr);
 	if (rc)
@@ -348,7 +347,7 @@ static nfsstat4 op_lookupp(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *
 /*
  * CREATE (RFC 8881 §18.4): every type but regular files, which OPEN makes.
  */
-static bool cred_in_group(const struct mds_cred *cr, uint32_t gid)
+bool mds_cred_in_group(const struct mds_cred *cr, uint32_t gid)
 {
 	if (cr->gid == gid)
 		return true;
@@ -407,54 +406,69 @@ static nfsstat4 op_create(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 	default: /* NF4REG is OPEN's; named attributes are not supported */
 		return NFS4ERR_BADTYPE;
 	}
-	if ((st = name_check(&ca->objname)) || (st = dir_may_change(&cr, &dir)))
+	if ((st = name_check(&ca->objname)))
 		return st;
-	if (ar.type == MDS_LNK) {
-		if (ar.symlink_len == 0)
-			return NFS4ERR_INVAL;
-		if (ar.symlink_len > MDS_SYMLINK_MAX)
-			return NFS4ERR_NAMETOOLONG;
-	}
-
 	struct mds_setattr_args sa = {0};
 	bitmap4 set = {0};
 	if ((st = mds_attr_decode_set(c, &ca->createattrs, &sa, &set)))
 		return st;
-	if (sa.mask & ~(MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID | CREATE_LATER_MASK))
-		return NFS4ERR_INVAL; /* size and the like mean nothing here */
-	ar.uid = cr.uid;
-	ar.gid = (dir.mode & 02000) ? dir.gid : cr.gid; /* setgid directories pass on their group */
-	if (sa.mask & MDS_SET_UID) {
-		if (cr.uid != 0 && sa.uid != cr.uid)
-			return NFS4ERR_PERM;
-		ar.uid = sa.uid;
-	}
-	if (sa.mask & MDS_SET_GID) {
-		if (cr.uid != 0 && !cred_in_group(&cr, sa.gid))
-			return NFS4ERR_PERM;
-		ar.gid = sa.gid;
-	}
-	if (sa.mask & MDS_SET_MODE)
-		ar.mode = sa.mode & 07777;
-	if (ar.type == MDS_DIR && (dir.mode & 02000))
-		ar.mode |= 02000;
-	else if ((ar.mode & 02000) && cr.uid != 0 && !cred_in_group(&cr, ar.gid))
-		ar.mode &= ~02000u; /* as chmod(2) */
-
 	struct mds_create_res cres;
-	int rc = mds_dir_create(mds->store, &ar, &cres);
-	if (rc)
-		return mds_nfs4_status(rc);
-	if (sa.mask & CREATE_LATER_MASK) {
-		struct mds_setattr_args ta = sa;
-		ta.ino = cres.attr.ino;
-		ta.mask &= CREATE_LATER_MASK;
-		if ((rc = mds_inode_setattr(mds->store, &ta, NULL)))
-			return mds_nfs4_status(rc);
-	}
+	if ((st = mds_ns_make(mds, &cr, &dir, &ar, &sa, &cres)))
+		return st;
 	res->cinfo = cinfo4(&cres.cinfo);
 	res->attrset = set;
 	mds_set_cfh(c, cres.attr.ino, cres.attr.generation, fh.export_id);
+	return NFS4_OK;
+}
+
+nfsstat4 mds_ns_make(struct braid_mds *mds, const struct mds_cred *cr, const struct mds_attr *dir,
+		     struct mds_create_args *ar, const struct mds_setattr_args *sa,
+		     struct mds_create_res *res)
+{
+	nfsstat4 st;
+	if ((st = mds_dir_may_change(cr, dir)))
+		return st;
+	if (ar->type == MDS_LNK) {
+		if (ar->symlink_len == 0)
+			return NFS4ERR_INVAL;
+		if (ar->symlink_len > MDS_SYMLINK_MAX)
+			return NFS4ERR_NAMETOOLONG;
+	}
+	if (sa->mask & ~(MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID | CREATE_LATER_MASK))
+		return NFS4ERR_INVAL; /* size and the like mean nothing here */
+	ar->dir = dir->ino;
+	ar->how = MDS_CREATE_GUARDED;
+	ar->uid = cr->uid;
+	ar->gid = (dir->mode & 02000) ? dir->gid : cr->gid; /* setgid directories pass on their group */
+	if (sa->mask & MDS_SET_UID) {
+		if (cr->uid != 0 && sa->uid != cr->uid)
+			return NFS4ERR_PERM;
+		ar->uid = sa->uid;
+	}
+	if (sa->mask & MDS_SET_GID) {
+		if (cr->uid != 0 && !mds_cred_in_group(cr, sa->gid))
+			return NFS4ERR_PERM;
+		ar->gid = sa->gid;
+	}
+	if (sa->mask & MDS_SET_MODE)
+		ar->mode = sa->mode & 07777;
+	if (ar->type == MDS_DIR && (dir->mode & 02000))
+		ar->mode |= 02000;
+	else if ((ar->mode & 02000) && cr->uid != 0 && !mds_cred_in_group(cr, ar->gid))
+		ar->mode &= ~02000u; /* as chmod(2) */
+
+	int rc = mds_dir_create(mds->store, ar, res);
+	if (rc)
+		return mds_nfs4_status(rc);
+	if (sa->mask & CREATE_LATER_MASK) {
+		struct mds_setattr_args ta = *sa;
+		struct mds_setattr_res tr;
+		ta.ino = res->attr.ino;
+		ta.mask &= CREATE_LATER_MASK;
+		if ((rc = mds_inode_setattr(mds->store, &ta, &tr)))
+			return mds_nfs4_status(rc);
+		res->attr = tr.attr;
+	}
 	return NFS4_OK;
 }
 
@@ -464,20 +478,30 @@ static nfsstat4 op_remove(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 	struct braid_mds *mds = mds_of(c);
 	const component4 *name = &a->u.opremove.target;
 	struct mds_fh fh;
-	struct mds_attr dir, victim;
+	struct mds_attr dir;
 	struct mds_cred cr;
-	uint64_t ino;
 	nfsstat4 st = mds_cfh(c, &fh, &dir, &cr);
 	if (st || (st = dir_type(&dir)) || (st = name_check(name)) ||
-	    (st = dir_may_change(&cr, &dir)))
+	    (st = mds_dir_may_change(&cr, &dir)))
 		return st;
 	if (mds_state_in_grace(mds))
 		return NFS4ERR_GRACE; /* as knfsd: a reclaim may still need the name */
-	int rc =
-	    mds_dir_lookup(mds->store, fh.ino, (const char *)name->val, name->len, &ino, &victim);
+	struct mds_remove_res rr;
+	if ((st = mds_ns_remove(mds, &cr, &dir, (const char *)name->val, name->len, 0, &rr)))
+		return st;
+	r->u.opremove.u.resok4.cinfo = cinfo4(&rr.cinfo);
+	return NFS4_OK;
+}
+
+nfsstat4 mds_ns_remove(struct braid_mds *mds, const struct mds_cred *cr, const struct mds_attr *dir,
+		       const char *name, size_t len, unsigned flags, struct mds_remove_res *rr)
+{
+	uint64_t ino;
+	struct mds_attr victim;
+	int rc = mds_dir_lookup(mds->store, dir->ino, name, len, &ino, &victim);
 	if (rc)
 		return mds_nfs4_status(rc);
-	if (sticky_denies(&cr, &dir, &victim))
+	if (sticky_denies(cr, dir, &victim))
 		return NFS4ERR_ACCESS;
 	struct mds_exports *x = mds_exports_get(mds);
 	bool export_root = mds_export_by_root(x, ino) != NULL;
@@ -486,16 +510,15 @@ static nfsstat4 op_remove(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 		return NFS4ERR_FILE_OPEN; /* mounted on: knfsd's answer for EBUSY */
 
 	struct mds_remove_args ra = {
-	    .dir = fh.ino,
-	    .name = (const char *)name->val,
-	    .name_len = name->len,
+	    .dir = dir->ino,
+	    .name = name,
+	    .name_len = len,
+	    .flags = flags,
 	};
-	struct mds_remove_res rr;
-	if ((rc = mds_dir_remove(mds->store, &ra, &rr)))
+	if ((rc = mds_dir_remove(mds->store, &ra, rr)))
 		return mds_nfs4_status(rc);
-	if (rr.victim.orphaned)
-		mds_data_release(mds, rr.victim.ino);
-	r->u.opremove.u.resok4.cinfo = cinfo4(&rr.cinfo);
+	if (rr->victim.orphaned)
+		mds_data_release(mds, rr->victim.ino);
 	return NFS4_OK;
 }
 
@@ -505,9 +528,8 @@ static nfsstat4 op_rename(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 	struct braid_mds *mds = mds_of(c);
 	const RENAME4args *ra = &a->u.oprename;
 	struct mds_fh sfh, tfh;
-	struct mds_attr sdir, tdir, src, dst;
+	struct mds_attr sdir, tdir;
 	struct mds_cred scr, tcr;
-	uint64_t sino, tino;
 	nfsstat4 st = mds_sfh(c, &sfh, &sdir, &scr);
 	if (st || (st = mds_cfh(c, &tfh, &tdir, &tcr)) || (st = dir_type(&sdir)) ||
 	    (st = dir_type(&tdir)) || (st = name_check(&ra->oldname)) ||
@@ -515,24 +537,41 @@ static nfsstat4 op_rename(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 		return st;
 	if (sfh.export_id != tfh.export_id)
 		return NFS4ERR_XDEV;
-	if ((st = dir_may_change(&scr, &sdir)) || (st = dir_may_change(&tcr, &tdir)))
+	if ((st = mds_dir_may_change(&scr, &sdir)) || (st = mds_dir_may_change(&tcr, &tdir)))
 		return st;
 	if (mds_state_in_grace(mds))
 		return NFS4ERR_GRACE;
-	int rc = mds_dir_lookup(mds->store, sfh.ino, (const char *)ra->oldname.val, ra->oldname.len,
-				&sino, &src);
+	struct mds_rename_res rr;
+	st = mds_ns_rename(mds, &scr, &sdir, (const char *)ra->oldname.val, ra->oldname.len, &tcr,
+			   &tdir, (const char *)ra->newname.val, ra->newname.len, &rr);
+	if (st == NFS4ERR_ISDIR || st == NFS4ERR_NOTDIR)
+		return NFS4ERR_EXIST; /* file over directory or back: §18.26.3 */
+	if (st)
+		return st;
+	r->u.oprename.u.resok4.source_cinfo = cinfo4(&rr.src_cinfo);
+	r->u.oprename.u.resok4.target_cinfo = cinfo4(&rr.dst_cinfo);
+	return NFS4_OK;
+}
+
+nfsstat4 mds_ns_rename(struct braid_mds *mds, const struct mds_cred *scr,
+		       const struct mds_attr *sdir, const char *sname, size_t slen,
+		       const struct mds_cred *tcr, const struct mds_attr *tdir, const char *tname,
+		       size_t tlen, struct mds_rename_res *rr)
+{
+	uint64_t sino, tino;
+	struct mds_attr src, dst;
+	int rc = mds_dir_lookup(mds->store, sdir->ino, sname, slen, &sino, &src);
 	if (rc)
 		return mds_nfs4_status(rc);
-	rc = mds_dir_lookup(mds->store, tfh.ino, (const char *)ra->newname.val, ra->newname.len,
-			    &tino, &dst);
+	rc = mds_dir_lookup(mds->store, tdir->ino, tname, tlen, &tino, &dst);
 	bool target = rc == 0;
 	if (rc && rc != -ENOENT)
 		return mds_nfs4_status(rc);
-	if (sticky_denies(&scr, &sdir, &src) ||
-	    (target && tino != sino && sticky_denies(&tcr, &tdir, &dst)))
+	if (sticky_denies(scr, sdir, &src) ||
+	    (target && tino != sino && sticky_denies(tcr, tdir, &dst)))
 		return NFS4ERR_ACCESS;
 	/* a directory moving to another parent has its ".." rewritten (rename(2)) */
-	if (src.type == MDS_DIR && sfh.ino != tfh.ino && !mds_access(&scr, &src, ACCESS4_MODIFY))
+	if (src.type == MDS_DIR && sdir->ino != tdir->ino && !mds_access(scr, &src, ACCESS4_MODIFY))
 		return NFS4ERR_ACCESS;
 	struct mds_exports *x = mds_exports_get(mds);
 	bool mounted = mds_export_by_root(x, sino) || (target && mds_export_by_root(x, tino));
@@ -541,23 +580,17 @@ static nfsstat4 op_rename(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 		return NFS4ERR_XDEV; /* an export root is another file system's */
 
 	struct mds_rename_args ar = {
-	    .src_dir = sfh.ino,
-	    .src_name = (const char *)ra->oldname.val,
-	    .src_len = ra->oldname.len,
-	    .dst_dir = tfh.ino,
-	    .dst_name = (const char *)ra->newname.val,
-	    .dst_len = ra->newname.len,
+	    .src_dir = sdir->ino,
+	    .src_name = sname,
+	    .src_len = slen,
+	    .dst_dir = tdir->ino,
+	    .dst_name = tname,
+	    .dst_len = tlen,
 	};
-	struct mds_rename_res rr;
-	rc = mds_dir_rename(mds->store, &ar, &rr);
-	if (rc == -EISDIR || rc == -ENOTDIR)
-		return NFS4ERR_EXIST; /* file over directory or back: §18.26.3 */
-	if (rc)
+	if ((rc = mds_dir_rename(mds->store, &ar, rr)))
 		return mds_nfs4_status(rc);
-	if (rr.replaced && rr.victim.orphaned)
-		mds_data_release(mds, rr.victim.ino);
-	r->u.oprename.u.resok4.source_cinfo = cinfo4(&rr.src_cinfo);
-	r->u.oprename.u.resok4.target_cinfo = cinfo4(&rr.dst_cinfo);
+	if (rr->replaced && rr->victim.orphaned)
+		mds_data_release(mds, rr->victim.ino);
 	return NFS4_OK;
 }
 
@@ -573,24 +606,33 @@ static nfsstat4 op_link(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	if (st || (st = mds_cfh(c, &dfh, &dir, &cr)) || (st = dir_type(&dir)) ||
 	    (st = name_check(name)))
 		return st;
-	if (sfh.export_id != dfh.export_id)
-		return NFS4ERR_XDEV;
-	if ((st = dir_may_change(&cr, &dir)))
-		return st;
-	if (obj.type == MDS_DIR)
-		return NFS4ERR_ISDIR;
-	struct mds_link_args la = {
-	    .ino = sfh.ino,
-	    .dir = dfh.ino,
-	    .name = (const char *)name->val,
-	    .name_len = name->len,
-	};
 	struct mds_link_res lr;
-	int rc = mds_dir_link(mds->store, &la, &lr);
-	if (rc)
-		return mds_nfs4_status(rc);
+	if ((st = mds_ns_link(mds, &cr, &sfh, &obj, &dfh, &dir, (const char *)name->val, name->len,
+			      &lr)))
+		return st;
 	r->u.oplink.u.resok4.cinfo = cinfo4(&lr.cinfo);
 	return NFS4_OK;
+}
+
+nfsstat4 mds_ns_link(struct braid_mds *mds, const struct mds_cred *cr, const struct mds_fh *ofh,
+		     const struct mds_attr *obj, const struct mds_fh *dfh, const struct mds_attr *dir,
+		     const char *name, size_t len, struct mds_link_res *lr)
+{
+	nfsstat4 st;
+	if (ofh->export_id != dfh->export_id)
+		return NFS4ERR_XDEV;
+	if ((st = mds_dir_may_change(cr, dir)))
+		return st;
+	if (obj->type == MDS_DIR)
+		return NFS4ERR_ISDIR;
+	struct mds_link_args la = {
+	    .ino = ofh->ino,
+	    .dir = dfh->ino,
+	    .name = name,
+	    .name_len = len,
+	};
+	int rc = mds_dir_link(mds->store, &la, lr);
+	return rc ? mds_nfs4_status(rc) : NFS4_OK;
 }
 
 /* RFC 8881 §18.24 */
@@ -639,15 +681,8 @@ static uint32_t readlink_bound(const nfs_argop4 *a)
 #define RD_MAX_BIG  8
 #define RD_OVERHEAD (NFS4_VERIFIER_SIZE + 4 + 4) /* verifier, list end, eof */
 
-struct rd_ent {
-	uint64_t cookie;
-	struct mds_attr attr;
-	uint32_t name_len;
-	char name[MDS_NAME_MAX];
-};
-
 struct rd_batch {
-	struct rd_ent *v;
+	struct mds_rd_ent *v;
 	unsigned n, max;
 };
 
@@ -659,7 +694,7 @@ static int rd_collect(void *arg, const struct mds_dirent *e)
 		return MDS_READDIR_FULL;
 	if (!e->attr || e->name_len == 0 || e->name_len > MDS_NAME_MAX)
 		return -EIO;
-	struct rd_ent *d = &b->v[b->n++];
+	struct mds_rd_ent *d = &b->v[b->n++];
 	d->cookie = e->cookie;
 	d->attr = *e->attr;
 	d->name_len = (uint32_t)e->name_len;
@@ -696,8 +731,9 @@ struct rd_state {
 
 /* Adds one entry to the reply, or skips it (the pseudo fs), or sets *full
  * when it does not fit; an error only when not even the first one can be. */
-static nfsstat4 rd_add(struct rd_state *s, const struct rd_ent *d, bool *full)
+static nfsstat4 rd_add(void *arg, const struct mds_rd_ent *d, bool *full)
 {
+	struct rd_state *s = arg;
 	struct nfs41_compound *c = s->c;
 	struct braid_mds *mds = mds_of(c);
 	*full = false;
@@ -754,6 +790,47 @@ nomem:
 	return NFS4_OK;
 }
 
+/* each entry takes at least 28 bytes: don't read many more than can fit */
+static unsigned rd_batch_size(void *arg)
+{
+	const struct rd_state *s = arg;
+	return s->budget / 28 + 1;
+}
+
+nfsstat4 mds_readdir_walk(struct braid_mds *mds, uint64_t dir, uint64_t cookie,
+			  const struct mds_rd_walk *w, bool *eof)
+{
+	struct rd_batch b = {.v = malloc(RD_BATCH * sizeof(*b.v))};
+	if (!b.v)
+		return NFS4ERR_SERVERFAULT;
+	nfsstat4 st = NFS4_OK;
+	bool full = false;
+	*eof = false;
+	while (!full && !*eof) {
+		unsigned want = w->batch(w->arg);
+		b.n = 0;
+		b.max = want && want < RD_BATCH ? want : RD_BATCH;
+		int rc = mds_dir_readdir(mds->store, dir, cookie, MDS_READDIR_ATTRS, rd_collect, &b,
+					 eof);
+		if (rc < 0) {
+			st = mds_nfs4_status(rc);
+			break;
+		}
+		for (unsigned i = 0; i < b.n && !full; i++) {
+			if ((st = w->add(w->arg, &b.v[i], &full)))
+				break;
+			if (!full)
+				cookie = b.v[i].cookie;
+		}
+		if (st)
+			break;
+		if (full)
+			*eof = false;
+	}
+	free(b.v);
+	return st;
+}
+
 static nfsstat4 op_readdir(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 {
 	struct braid_mds *mds = mds_of(c);
@@ -784,9 +861,6 @@ static nfsstat4 op_readdir(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *
 	if ((st = mds_attr_encode_fh(c, &dir, c->fh, c->fhlen, &args->attr_request, &probe)))
 		return st;
 
-	struct rd_batch b = {.v = malloc(RD_BATCH * sizeof(*b.v))};
-	if (!b.v)
-		return NFS4ERR_SERVERFAULT;
 	struct mds_exports *x = mds_exports_get(mds);
 	struct rd_state s = {
 	    .c = c,
@@ -797,31 +871,10 @@ static nfsstat4 op_readdir(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *
 	    .budget = maxcount - RD_OVERHEAD,
 	    .tail = &s.head,
 	};
-	uint64_t cookie = args->cookie;
-	bool eof = false, full = false;
-	while (!full && !eof) {
-		/* each entry takes at least 28 bytes: don't read many more than can fit */
-		b.n = 0;
-		b.max = s.budget / 28 + 1 < RD_BATCH ? s.budget / 28 + 1 : RD_BATCH;
-		int rc = mds_dir_readdir(mds->store, fh.ino, cookie, MDS_READDIR_ATTRS, rd_collect,
-					 &b, &eof);
-		if (rc < 0) {
-			st = mds_nfs4_status(rc);
-			break;
-		}
-		for (unsigned i = 0; i < b.n && !full; i++) {
-			if ((st = rd_add(&s, &b.v[i], &full)))
-				break;
-			if (!full)
-				cookie = b.v[i].cookie;
-		}
-		if (st)
-			break;
-		if (full)
-			eof = false;
-	}
+	struct mds_rd_walk w = {.add = rd_add, .batch = rd_batch_size, .arg = &s};
+	bool eof;
+	st = mds_readdir_walk(mds, fh.ino, args->cookie, &w, &eof);
 	mds_exports_put(x);
-	free(b.v);
 	if (st)
 		return st;
 	if (s.n == 0 && !eof)
@@ -924,7 +977,7 @@ static nfsstat4 op_secinfo(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *
 		return st;
 	/* never NFS4ERR_WRONGSEC (§2.6.3.1.1.5): searching is checked only
 	 * where the client's flavor is one the directory's export takes */
-	if (!wrongsec && (st = dir_may_search(&cr, &dir)))
+	if (!wrongsec && (st = mds_dir_may_search(&cr, &dir)))
 		return st;
 	int rc =
 	    mds_dir_lookup(mds->store, fh.ino, (const char *)name->val, name->len, &ino, &attr);

@@ -55,6 +55,7 @@
 #include "ctl/fh.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/io.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/space.h"
@@ -758,6 +759,21 @@ static uint32_t read_want(uint64_t off, uint32_t count, uint64_t size)
 	return (uint32_t)(n < size - off ? n : size - off);
 }
 
+int mds_io_read(struct braid_mds *mds, const struct mds_attr *at, uint64_t off, uint32_t count,
+		struct xdr_arena *ar, xdr_opaque *data, bool *eof)
+{
+	uint32_t want = read_want(off, count, at->size), ndata;
+	*data = xdr_opaque_of(NULL, 0);
+	if (want) {
+		int rc = data_read(mds, at, off, want, ar, data, &ndata);
+		if (rc)
+			return rc;
+	}
+	/* RFC 8881 §18.22.3, RFC 1813 §3.3.6: eof when the read reaches the end */
+	*eof = off + want >= at->size;
+	return 0;
+}
+
 static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
 	READ4args *a = &arg->u.opread;
@@ -768,15 +784,11 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 		return st;
 	if (refused(c))
 		return NFS4ERR_PNFS_NO_LAYOUT;
-	uint32_t want = read_want(a->offset, a->count, at.size), ndata;
-	ok->data = xdr_opaque_of(NULL, 0);
-	if (want) {
-		int rc = data_read(mds_of(c), &at, a->offset, want, c->arena, &ok->data, &ndata);
-		if (rc)
-			return io_status(rc);
-	}
-	/* §18.22.3: eof when the read reaches or passes the end */
-	ok->eof = a->offset + want >= at.size;
+	bool eof;
+	int rc = mds_io_read(mds_of(c), &at, a->offset, a->count, c->arena, &ok->data, &eof);
+	if (rc)
+		return io_status(rc);
+	ok->eof = eof;
 	return NFS4_OK;
 }
 
@@ -788,11 +800,35 @@ static uint32_t read_bound(const nfs_argop4 *arg)
 
 /* --------------------------------------------------------------- WRITE */
 
+int mds_io_write(struct braid_mds *mds, const struct mds_attr *at, uint64_t off, const uint8_t *p,
+		 uint32_t len, uint32_t stable, struct mds_io_wres *res)
+{
+	if (off > MDS_FILE_MAX || len > MDS_FILE_MAX - off)
+		return -EFBIG;
+	if (!len) {
+		res->count = 0;
+		res->committed = FILE_SYNC4;
+		mds_verf(mds, res->verf);
+		return 0;
+	}
+	struct wres w;
+	mds_data_write_gate(mds, at->ino, MDS_GATE_WRITE);
+	int rc = data_write(mds, at, off, p, len, stable, &w);
+	mds_data_write_gate(mds, at->ino, MDS_GATE_OPEN);
+	if (!rc)
+		rc = file_touch(mds, at->ino, off + w.count);
+	if (rc)
+		return rc;
+	res->count = w.count;
+	res->committed = w.committed;
+	memcpy(res->verf, w.verf, 8);
+	return 0;
+}
+
 static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
 	WRITE4args *a = &arg->u.opwrite;
 	WRITE4resok *ok = &res->u.opwrite.u.resok4;
-	struct braid_mds *mds = mds_of(c);
 	struct mds_attr at;
 	nfsstat4 st = io_begin(c, &a->stateid, true, &at);
 	if (st)
@@ -803,20 +839,8 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 		return NFS4ERR_INVAL;
 	/* §18.32.3: the server may write less than asked (maxwrite) */
 	uint32_t len = a->data.len < MDS_IO_MAX ? a->data.len : MDS_IO_MAX;
-	if (a->offset > MDS_FILE_MAX || len > MDS_FILE_MAX - a->offset)
-		return NFS4ERR_FBIG;
-	if (!len) {
-		ok->count = 0;
-		ok->committed = FILE_SYNC4;
-		mds_verf(mds, ok->writeverf);
-		return NFS4_OK;
-	}
-	struct wres w;
-	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
-	int rc = data_write(mds, &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);
-	mds_data_write_gate(mds, at.ino, MDS_GATE_OPEN);
-	if (!rc)
-		rc = file_touch(mds, at.ino, a->offset + w.count);
+	struct mds_io_wres w;
+	int rc = mds_io_write(mds_of(c), &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);
 	if (rc)
 		return io_status(rc);
 	ok->count = w.count;
@@ -827,6 +851,17 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 
 /* -------------------------------------------------------------- COMMIT */
 
+int mds_io_commit(struct braid_mds *mds, const struct mds_attr *at, uint64_t off, uint32_t count,
+		  uint8_t verf[8])
+{
+	/* offset + count must not pass the largest offset (§18.3.3) */
+	if (count && off > UINT64_MAX - count)
+		return -EINVAL;
+	int rc = data_commit(mds, at, off, count, verf);
+	mds_space_note(mds, at->ino);
+	return rc;
+}
+
 static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
 	COMMIT4args *a = &arg->u.opcommit;
@@ -836,12 +871,8 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 		return st;
 	if (refused(c))
 		return NFS4ERR_PNFS_NO_LAYOUT;
-	/* §18.3.3: offset + count must not pass the largest offset */
-	if (a->count && a->offset > UINT64_MAX - a->count)
-		return NFS4ERR_INVAL;
-	int rc =
-	    data_commit(mds_of(c), &at, a->offset, a->count, res->u.opcommit.u.resok4.writeverf);
-	mds_space_note(mds_of(c), at.ino);
+	int rc = mds_io_commit(mds_of(c), &at, a->offset, a->count,
+			       res->u.opcommit.u.resok4.writeverf);
 	return rc ? io_status(rc) : NFS4_OK;
 }
 

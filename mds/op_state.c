@@ -38,6 +38,7 @@
 #include "mds/data.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
+#include "mds/ns.h"
 #include "mds/space.h"
 #include "mds/state.h"
 #include "mds/state_impl.h"
@@ -815,60 +816,75 @@ static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa,
 		if (tries)
 			return NFS4ERR_DELAY; /* created and removed under us twice */
 
-		if (!cred->rw || cred->pseudo)
-			return NFS4ERR_ROFS;
-		uint32_t need = ACCESS4_MODIFY | ACCESS4_LOOKUP;
-		if (mds_access(cred, dir, need) != need)
-			return NFS4ERR_ACCESS;
-		struct mds_create_args ca = {
-		    .dir = dir->ino,
-		    .name = (const char *)name->val,
-		    .name_len = name->len,
-		    .type = MDS_REG,
-		    .how = how->mode == UNCHECKED4 ? MDS_CREATE_UNCHECKED
-			   : how->mode == GUARDED4 ? MDS_CREATE_GUARDED
-						   : MDS_CREATE_EXCLUSIVE,
-		    .mode = (sa.mask & MDS_SET_MODE) ? sa.mode : DEFAULT_MODE,
-		};
-		if (verf)
-			memcpy(ca.verf, verf, 8);
-		if ((r = create_ids(cred, dir, &sa, &ca.uid, &ca.gid)))
-			return r;
-		/* its directory's policy, in the create's transaction */
-		struct mds_layout_seg policy;
-		if ((rc = mds_layout_policy_for_create(mds, dir->ino, &policy)) < 0)
-			return mds_nfs4_status(rc);
-		if (rc) {
-			ca.layout = &policy;
-			ca.layout_seg = MDS_LAYOUT_REC;
-		}
-		struct mds_create_res cr;
-		rc = mds_dir_create(mds->store, &ca, &cr);
-		if (rc == -EEXIST)
+		enum mds_create_how h = how->mode == UNCHECKED4 ? MDS_CREATE_UNCHECKED
+					: how->mode == GUARDED4	 ? MDS_CREATE_GUARDED
+								 : MDS_CREATE_EXCLUSIVE;
+		r = mds_ns_create_file(mds, cred, dir, (const char *)name->val, name->len, h, &sa,
+				       verf, &t->attr, &t->cinfo);
+		if (r == NFS4ERR_EXIST)
 			continue; /* raced with another create: judge what is there now */
-		if (rc)
-			return mds_nfs4_status(rc);
-		if (cr.existed)
-			continue; /* the same: an existing file, looked at above */
-		t->attr = cr.attr;
-		t->cinfo = cr.cinfo;
+		if (r)
+			return r;
 		t->cinfo_atomic = true;
 		t->created = true;
 		t->attrset = set;
-		/* what the create itself did not set (times, a size) */
-		struct mds_setattr_args rest = sa;
-		rest.ino = cr.attr.ino;
-		rest.mask &= ~(MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID);
-		if ((rest.mask & MDS_SET_SIZE) && rest.size == 0)
-			rest.mask &= ~MDS_SET_SIZE;
-		if (rest.mask) {
-			struct mds_setattr_res sr;
-			if ((rc = mds_inode_setattr(mds->store, &rest, &sr)))
-				return mds_nfs4_status(rc);
-			t->attr = sr.attr;
-		}
 		return NFS4_OK;
 	}
+}
+
+nfsstat4 mds_ns_create_file(struct braid_mds *mds, const struct mds_cred *cred,
+			    const struct mds_attr *dir, const char *name, size_t len,
+			    enum mds_create_how how, const struct mds_setattr_args *sa,
+			    const uint8_t *verf, struct mds_attr *attr, struct mds_cinfo *cinfo)
+{
+	nfsstat4 r;
+	if (!cred->rw || cred->pseudo)
+		return NFS4ERR_ROFS;
+	uint32_t need = ACCESS4_MODIFY | ACCESS4_LOOKUP;
+	if (mds_access(cred, dir, need) != need)
+		return NFS4ERR_ACCESS;
+	struct mds_create_args ca = {
+	    .dir = dir->ino,
+	    .name = name,
+	    .name_len = len,
+	    .type = MDS_REG,
+	    .how = how,
+	    .mode = (sa->mask & MDS_SET_MODE) ? sa->mode : DEFAULT_MODE,
+	};
+	if (verf)
+		memcpy(ca.verf, verf, 8);
+	if ((r = create_ids(cred, dir, sa, &ca.uid, &ca.gid)))
+		return r;
+	/* its directory's policy, in the create's transaction */
+	struct mds_layout_seg policy;
+	int rc;
+	if ((rc = mds_layout_policy_for_create(mds, dir->ino, &policy)) < 0)
+		return mds_nfs4_status(rc);
+	if (rc) {
+		ca.layout = &policy;
+		ca.layout_seg = MDS_LAYOUT_REC;
+	}
+	struct mds_create_res cr;
+	rc = mds_dir_create(mds->store, &ca, &cr);
+	if (rc == -EEXIST || (!rc && cr.existed))
+		return NFS4ERR_EXIST;
+	if (rc)
+		return mds_nfs4_status(rc);
+	*attr = cr.attr;
+	*cinfo = cr.cinfo;
+	/* what the create itself did not set (times, a size) */
+	struct mds_setattr_args rest = *sa;
+	rest.ino = cr.attr.ino;
+	rest.mask &= ~(MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID);
+	if ((rest.mask & MDS_SET_SIZE) && rest.size == 0)
+		rest.mask &= ~MDS_SET_SIZE;
+	if (rest.mask) {
+		struct mds_setattr_res sr;
+		if ((rc = mds_inode_setattr(mds->store, &rest, &sr)))
+			return mds_nfs4_status(rc);
+		*attr = sr.attr;
+	}
+	return NFS4_OK;
 }
 
 /* The deleg field of OPEN4resok: never a delegation (§18.16.3). */

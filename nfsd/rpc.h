@@ -82,6 +82,8 @@ struct nfsd_metrics;
 struct nfsd_loop;
 struct nfsd_conn;
 struct nfsd_req;
+struct nfsd_drc;
+struct nfsd_drc_key;
 
 /*
  * A procedure handler.  It returns an accept_stat (NFSD_SUCCESS after filling
@@ -104,6 +106,9 @@ enum nfsd_proc_flags {
 	 * connection holds at most that many of these calls between their
 	 * dispatch and the end of their reply's send (nfsd_req_unbulk) */
 	NFSD_PROC_BULK = 1 << 1,
+	/* not idempotent: with the version's drc, a retransmission is answered
+	 * from the duplicate request cache (nfsd/drc.h), not run again */
+	NFSD_PROC_DRC = 1 << 2,
 };
 
 struct nfsd_proc {
@@ -132,6 +137,8 @@ struct nfsd_version {
 	void *priv; /* when set, handed to handlers instead of the program's (one
 		     * program number served by independent modules, e.g. NFS v3
 		     * and v4) */
+	struct nfsd_drc *drc; /* optional: the reply cache of its NFSD_PROC_DRC
+			       * procedures (nfsd/drc.h), the embedder's */
 };
 
 struct nfsd_program {
@@ -249,6 +256,8 @@ struct nfsd_req {
 	uint32_t deny_auth;         /* its auth_stat, for AUTH_ERROR (trace) */
 	uint64_t t0_ns;             /* the record's arrival (metrics, trace); 0: not taken */
 	const char *prog_name;      /* the program's name, once p is set */
+	struct nfsd_drc *drc;       /* recorded as running in this cache (drc_key) */
+	struct nfsd_drc_key *drc_key; /* arena memory */
 	struct iovec iov[32];
 	uint8_t scratch[512];
 	uint8_t arena_buf[4096];

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 
+#include "nfsd/drc.h"
 #include "nfsd/engine.h"
 #include "nfsd/metrics.h"
 #include "nfsd/trace.h"
@@ -121,6 +122,21 @@ static void reply_mismatch(struct nfsd_req *r, uint32_t lo, uint32_t hi)
 	reply_finish(r);
 }
 
+/* A call recorded in the reply cache is over: keep its results (before
+ * the flavor wraps them), or forget it (no reply, or a failed one). */
+static void drc_finish(struct nfsd_req *r, int status)
+{
+	if (!r->drc)
+		return;
+	uint8_t *buf = NULL;
+	size_t len = nfsd_req_res_len(r);
+	if (status == NFSD_SUCCESS && len <= NFSD_DRC_RES_MAX && (buf = malloc(len ? len : 1)))
+		nfsd_req_res_copy(r, buf);
+	nfsd_drc_end(r->drc, r->drc_key, buf, len);
+	free(buf);
+	r->drc = NULL;
+}
+
 /* Encode the handler's results (or its error) and close the reply. */
 static void reply_complete(struct nfsd_req *r, int status)
 {
@@ -130,6 +146,7 @@ static void reply_complete(struct nfsd_req *r, int status)
 	} else if (status == NFSD_SUCCESS && r->enc.err) {
 		status = NFSD_SYSTEM_ERR;
 	}
+	drc_finish(r, status);
 	if (status == NFSD_SUCCESS && r->flavor && r->flavor->wrap && r->flavor->wrap(r) < 0)
 		status = NFSD_SYSTEM_ERR;
 	if (status != NFSD_SUCCESS) {
@@ -262,6 +279,8 @@ void nfsd_req_done(struct nfsd_req *r, int status)
 	if (status != NFSD_DROP) {
 		reply_complete(r, status);
 		svc_trace_reply(r);
+	} else {
+		drc_finish(r, status);
 	}
 	svc_observe(r, status);
 	nfsd_loop_post_req(r->loop, r);
@@ -288,6 +307,33 @@ const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *r)
 const struct sockaddr_storage *nfsd_conn_peer(const struct nfsd_conn *c)
 {
 	return &c->peer;
+}
+
+/*
+ * A DRC procedure's call, decoded (args: its n bytes): a retransmission of
+ * one answered gets those results (re-wrapped by the flavor), one still
+ * running is to be dropped, a new one is recorded as running in r.
+ */
+static enum nfsd_drc_found drc_check(struct nfsd_req *r, struct nfsd_drc *drc,
+				      const uint8_t *args, size_t n)
+{
+	struct nfsd_drc_key *key = xdr_arena_alloc(&r->arena, sizeof(*key));
+	if (!key)
+		return NFSD_DRC_NOMEM;
+	nfsd_drc_key_of(r, args, n, key);
+	uint8_t *res = NULL;
+	size_t len = 0;
+	enum nfsd_drc_found f = nfsd_drc_begin(drc, key, &res, &len);
+	if (f == NFSD_DRC_NEW) {
+		r->drc = drc;
+		r->drc_key = key;
+	} else if (f == NFSD_DRC_REPLIED) {
+		xdr_enc_bytes(&r->enc, res, len);
+		free(res);
+		r->res = NULL;
+		reply_complete(r, NFSD_SUCCESS);
+	}
+	return f;
 }
 
 void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
@@ -400,6 +446,8 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 		svc_observe(r, NFSD_GARBAGE_ARGS);
 		goto queue;
 	}
+	const uint8_t *args = r->dec.p;
+	size_t args_len = xdr_dec_left(&r->dec);
 	if (r->p->args_size) {
 		r->args = xdr_arena_alloc(&r->arena, r->p->args_size);
 		if (!r->args || !r->p->dec_args || r->p->dec_args(&r->dec, r->args) < 0) {
@@ -417,6 +465,18 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 			goto queue;
 		}
 	}
+	if (v->drc && (r->p->flags & NFSD_PROC_DRC)) {
+		switch (drc_check(r, v->drc, args, args_len)) {
+		case NFSD_DRC_RUNNING:
+			nfsd_req_free(l, r);
+			return;
+		case NFSD_DRC_REPLIED:
+			svc_observe(r, NFSD_SUCCESS);
+			goto queue;
+		default:
+			break;
+		}
+	}
 	if (r->cred.flavor == NFSD_AUTH_SYS && l->srv->opts.manage_gids &&
 	    !(r->p->flags & NFSD_PROC_INLINE))
 		nfsd_auth_resolve_groups(r);
@@ -432,6 +492,7 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 		c->reqs_out--;
 		r->status = st;
 		if (st == NFSD_DROP) {
+			drc_finish(r, st);
 			nfsd_req_free(l, r);
 			return;
 		}
