@@ -91,19 +91,19 @@ static inline struct h3 n3_mount(struct mt *t, const char *path)
 	return h;
 }
 
-static inline diropargs3 n3_where(const struct h3 *dir, const char *name)
+static inline diropargs3 n3_where(const struct h3 *dir, const char *nm)
 {
-	diropargs3 w = {.dir = h3_fh(dir), .name = xdr_opaque_of(name, strlen(name))};
+	diropargs3 w = {.dir = h3_fh(dir), .name = xdr_opaque_of(nm, strlen(nm))};
 	return w;
 }
 
 /* LOOKUP as uid/gid: the status, the handle in *out on success. */
 static inline nfsstat3 n3_lookup_as(struct mt *t, uint32_t uid, const struct h3 *dir,
-				    const char *name, struct h3 *out)
+				    const char *nm, struct h3 *out)
 {
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 1 << 16);
-	LOOKUP3args a = {.what = n3_where(dir, name)};
+	LOOKUP3args a = {.what = n3_where(dir, nm)};
 	LOOKUP3res r;
 	CHECK_EQ(n3_call_on(t->c, uid, uid, NFSPROC3_LOOKUP, &a, &r, &ar), 0);
 	if (r.status == NFS3_OK && out)
@@ -112,10 +112,10 @@ static inline nfsstat3 n3_lookup_as(struct mt *t, uint32_t uid, const struct h3 
 	return r.status;
 }
 
-static inline nfsstat3 n3_lookup(struct mt *t, const struct h3 *dir, const char *name,
+static inline nfsstat3 n3_lookup(struct mt *t, const struct h3 *dir, const char *nm,
 				 struct h3 *out)
 {
-	return n3_lookup_as(t, 0, dir, name, out);
+	return n3_lookup_as(t, 0, dir, nm, out);
 }
 
 /* GETATTR as root: must succeed. */
@@ -143,14 +143,14 @@ static inline sattr3 n3_mode(uint32_t mode)
 
 /* CREATE (UNCHECKED or GUARDED with mode, or EXCLUSIVE with verf) as uid. */
 static inline nfsstat3 n3_create_as(struct mt *t, uint32_t uid, const struct h3 *dir,
-				    const char *name, createmode3 how, uint32_t mode,
+				    const char *nm, createmode3 how, uint32_t mode,
 				    const uint8_t *verf, struct h3 *out, CREATE3res *res_out)
 {
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 1 << 16);
 	CREATE3args a;
 	memset(&a, 0, sizeof(a));
-	a.where = n3_where(dir, name);
+	a.where = n3_where(dir, nm);
 	a.how.mode = how;
 	if (how == EXCLUSIVE)
 		memcpy(a.how.u.verf, verf, 8);
@@ -171,11 +171,11 @@ static inline nfsstat3 n3_create_as(struct mt *t, uint32_t uid, const struct h3 
 }
 
 static inline nfsstat3 n3_mkdir_as(struct mt *t, uint32_t uid, const struct h3 *dir,
-				   const char *name, uint32_t mode, struct h3 *out)
+				   const char *nm, uint32_t mode, struct h3 *out)
 {
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 1 << 16);
-	MKDIR3args a = {.where = n3_where(dir, name), .attributes = n3_mode(mode)};
+	MKDIR3args a = {.where = n3_where(dir, nm), .attributes = n3_mode(mode)};
 	MKDIR3res r;
 	CHECK_EQ(n3_call_on(t->c, uid, uid, NFSPROC3_MKDIR, &a, &r, &ar), 0);
 	if (r.status == NFS3_OK && out)
@@ -185,11 +185,11 @@ static inline nfsstat3 n3_mkdir_as(struct mt *t, uint32_t uid, const struct h3 *
 }
 
 static inline nfsstat3 n3_remove_as(struct mt *t, uint32_t uid, const struct h3 *dir,
-				    const char *name)
+				    const char *nm)
 {
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 1 << 16);
-	REMOVE3args a = {.object = n3_where(dir, name)};
+	REMOVE3args a = {.object = n3_where(dir, nm)};
 	REMOVE3res r;
 	CHECK_EQ(n3_call_on(t->c, uid, uid, NFSPROC3_REMOVE, &a, &r, &ar), 0);
 	xdr_arena_release(&ar);

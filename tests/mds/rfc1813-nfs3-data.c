@@ -46,7 +46,7 @@ static void read3_all(const struct h3 *f, const uint8_t *want, size_t size)
 	uint64_t off = 0;
 	bool eof = false;
 	while (!eof) {
-		uint32_t n;
+		uint32_t n = 0;
 		CHECK_EQ(n3_read(&M, f, off, MiB, b, &n, &eof), NFS3_OK);
 		CHECK(off + n <= size);
 		CHECK(!memcmp(b, want + off, n));
@@ -168,8 +168,8 @@ static void v4_to_v3(const struct h3 *root)
 
 	/* an append over NFSv3 while the NFSv4.1 client holds its RW layout:
 	 * through the write gate to the same objects */
-	uint32_t cnt;
-	stable_how committed;
+	uint32_t cnt = 0;
+	stable_how committed = UNSTABLE;
 	CHECK_EQ(
 	    n3_write(&M, &f, size, data + size, (uint32_t)more, FILE_SYNC, &cnt, &committed, NULL),
 	    NFS3_OK);

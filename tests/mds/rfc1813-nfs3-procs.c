@@ -340,16 +340,16 @@ static int name_index(const xdr_string *s)
 	return -1;
 }
 
-static void seen_one(struct seen *s, const xdr_string *name, uint64_t cookie)
+static void seen_one(struct seen *s, const xdr_string *nm, uint64_t cookie)
 {
 	s->total++;
-	if ((name->len == 1 && name->val[0] == '.') ||
-	    (name->len == 2 && !memcmp(name->val, "..", 2))) {
-		CHECK_EQ(cookie, name->len); /* "." 1, ".." 2 */
+	if ((nm->len == 1 && nm->val[0] == '.') ||
+	    (nm->len == 2 && !memcmp(nm->val, "..", 2))) {
+		CHECK_EQ(cookie, nm->len); /* "." 1, ".." 2 */
 		s->dots++;
 		return;
 	}
-	int i = name_index(name);
+	int i = name_index(nm);
 	CHECK(i >= 0);
 	CHECK(s->n[i] < 255);
 	s->n[i]++;
@@ -360,9 +360,9 @@ static void check_readdir(struct mt *t, const struct h3 *root)
 	struct h3 big;
 	CHECK_EQ(n3_mkdir_as(t, 0, root, "big", 0755, &big), NFS3_OK);
 	for (int i = 0; i < NBIG; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "e%d", i);
-		CHECK_EQ(n3_create_as(t, 0, &big, name, GUARDED, 0644, NULL, NULL, NULL), NFS3_OK);
+		char nm[16];
+		snprintf(nm, sizeof(nm), "e%d", i);
+		CHECK_EQ(n3_create_as(t, 0, &big, nm, GUARDED, 0644, NULL, NULL, NULL), NFS3_OK);
 	}
 	uint8_t verf[8];
 	memset(verf, 0, 8);
@@ -398,17 +398,17 @@ static void check_readdir(struct mt *t, const struct h3 *root)
 			for (int i = NBIG - 1; i >= 0 && gone < 10; i--) {
 				if (s.n[i])
 					continue;
-				char name[16];
-				snprintf(name, sizeof(name), "e%d", i);
-				CHECK_EQ(n3_remove_as(t, 0, &big, name), NFS3_OK);
+				char nm[16];
+				snprintf(nm, sizeof(nm), "e%d", i);
+				CHECK_EQ(n3_remove_as(t, 0, &big, nm), NFS3_OK);
 				s.n[i] = 100; /* gone: may or may not be seen */
 				gone++;
 			}
 			for (int i = NBIG; i < NBIG + 10; i++) {
-				char name[16];
-				snprintf(name, sizeof(name), "e%d", i);
+				char nm[16];
+				snprintf(nm, sizeof(nm), "e%d", i);
 				CHECK_EQ(
-				    n3_create_as(t, 0, &big, name, GUARDED, 0644, NULL, NULL, NULL),
+				    n3_create_as(t, 0, &big, nm, GUARDED, 0644, NULL, NULL, NULL),
 				    NFS3_OK);
 				s.n[i] = 100; /* new: may or may not be seen */
 			}
@@ -469,11 +469,11 @@ static void check_readdir(struct mt *t, const struct h3 *root)
 			CHECK(e->name_handle.handle_follows);
 			CHECK_EQ(e->name_attributes.u.attributes.fileid, e->fileid);
 			if (checked < 20 && e->name.len > 2) {
-				char name[32];
-				memcpy(name, e->name.val, e->name.len);
-				name[e->name.len] = 0;
+				char nm[32];
+				memcpy(nm, e->name.val, e->name.len);
+				nm[e->name.len] = 0;
 				struct h3 want, got = h3_of(&e->name_handle.u.handle);
-				CHECK_EQ(n3_lookup(t, &big, name, &want), NFS3_OK);
+				CHECK_EQ(n3_lookup(t, &big, nm, &want), NFS3_OK);
 				CHECK(same_fh(&want, &got));
 				checked++;
 			}
