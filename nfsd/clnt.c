@@ -6,8 +6,11 @@
  *
  * A call is encoded once into its own buffer (kept for resending); it is
  * tracked in the connection's xid table until its reply, its timeout, or the
- * connection's end.  Everything here runs on the loop thread except the
- * entry points that post to it.
+ * connection's end.  A flavor that builds calls itself (opts.auth,
+ * RPCSEC_GSS) marshals a call again before each resend, checks every
+ * accepted reply before its callback sees it, and may hold a call it was
+ * refused for (cl->authwait) until it can be made again.  Everything here
+ * runs on the loop thread except the entry points that post to it.
  */
 #include "config.h"
 
@@ -30,6 +33,8 @@ struct nfsd_clnt {
 	/* loop thread only */
 	struct nfsd_conn *conn;
 	struct nfsd_call *unsent, *unsent_tail; /* waiting for a connection */
+	/* held by their flavor (NFSD_CLNT_AUTH_WAIT, retry()) until ready() */
+	struct nfsd_call *authwait;
 	uint64_t reconnect_at_ns;
 	unsigned backoff_ms;
 	bool closed;
@@ -49,6 +54,11 @@ static unsigned xid_bucket(uint32_t xid)
 
 static void call_free(struct nfsd_loop *l, struct nfsd_call *call)
 {
+	if (call->auth) {
+		call->auth->end(call->auth_st);
+		call->auth = NULL;
+		call->auth_st = NULL;
+	}
 	if (call->conn) {
 		nfsd_conn_put(call->conn);
 		call->conn = NULL;
@@ -130,17 +140,80 @@ static void clnt_queue_unsent(struct nfsd_clnt *cl, struct nfsd_call *call)
 	cl->unsent_tail = call;
 }
 
+/*
+ * A call whose flavor marshals it again before it goes on the wire (a
+ * resend, or one its flavor held): true when it may be sent now; else it
+ * is held again (cl->authwait) or has completed with the flavor's error.
+ */
+static bool call_resign(struct nfsd_loop *l, struct nfsd_call *call)
+{
+	if (!call->resign)
+		return true;
+	int rc = call->auth->marshal(call->auth, &call->auth_st, NULL, NULL, 0, 0, false,
+				     &call->msg, &call->len, &call->cap);
+	if (rc == NFSD_CLNT_AUTH_WAIT && call->clnt) {
+		call->hnext = call->clnt->authwait;
+		call->clnt->authwait = call;
+		return false;
+	}
+	if (rc) {
+		call_complete(l, call, rc < 0 ? rc : -EAGAIN, NULL);
+		return false;
+	}
+	call->resign = false;
+	return true;
+}
+
 static void clnt_send_unsent(struct nfsd_clnt *cl)
 {
 	struct nfsd_conn *c = cl->conn;
 	while (cl->unsent && c && !c->dead && !c->connecting) {
 		struct nfsd_call *call = cl->unsent;
 		struct nfsd_call *next = call->hnext;
+		if (call->resign) {
+			cl->unsent = next;
+			if (!next)
+				cl->unsent_tail = NULL;
+			if (!call_resign(c->loop, call))
+				continue;
+			call->hnext = next; /* back at the head, signed */
+			cl->unsent = call;
+			if (!next)
+				cl->unsent_tail = call;
+		}
 		if (!call_send(c, call))
 			break;
 		cl->unsent = next;
 		if (!next)
 			cl->unsent_tail = NULL;
+	}
+}
+
+/* Calls held by their flavor that may go now join the unsent ones. */
+static void clnt_authwait_poll(struct nfsd_clnt *cl, uint64_t now)
+{
+	struct nfsd_call **pp = &cl->authwait;
+	while (*pp) {
+		struct nfsd_call *call = *pp;
+		if (call->deadline_ns && call->deadline_ns <= now) {
+			*pp = call->hnext;
+			call_complete(cl->loop, call, -ETIMEDOUT, NULL);
+		} else if (call->auth->ready(call->auth_st)) {
+			*pp = call->hnext;
+			clnt_queue_unsent(cl, call);
+		} else {
+			pp = &call->hnext;
+		}
+	}
+	clnt_send_unsent(cl);
+}
+
+static void clnt_authwait_fail(struct nfsd_clnt *cl, int err)
+{
+	while (cl->authwait) {
+		struct nfsd_call *call = cl->authwait;
+		cl->authwait = call->hnext;
+		call_complete(cl->loop, call, err, NULL);
 	}
 }
 
@@ -153,9 +226,12 @@ void nfsd_call_submit_local(struct nfsd_loop *l, struct nfsd_call *call)
 			return;
 		}
 		struct nfsd_conn *c = cl->conn;
-		if (c && !c->dead && !c->connecting && !cl->unsent && call_send(c, call))
+		if (c && !c->dead && !c->connecting && !cl->unsent && !call->resign &&
+		    call_send(c, call))
 			return;
 		clnt_queue_unsent(cl, call);
+		if (call->resign)
+			clnt_send_unsent(cl);
 		return;
 	}
 	struct nfsd_conn *c = call->conn;
@@ -173,6 +249,7 @@ void nfsd_conn_handle_reply(struct nfsd_conn *c, uint32_t xid, uint8_t *rec, siz
 	uint32_t x, stat, a, b;
 	xdr_opaque verf;
 	int err = 0;
+	const struct nfsd_clnt_auth *auth = call->auth;
 	xdr_dec_init(&d, rec, len, NULL);
 	xdr_dec_uint32(&d, &x);
 	xdr_dec_uint32(&d, &x);
@@ -182,13 +259,25 @@ void nfsd_conn_handle_reply(struct nfsd_conn *c, uint32_t xid, uint8_t *rec, siz
 		if (xdr_dec_uint32(&d, &a) || xdr_dec_opaque(&d, &verf, 400) ||
 		    xdr_dec_uint32(&d, &b))
 			err = -EPROTO;
+		else if (auth && auth->reply(call->auth_st, a, &verf, b, &d))
+			err = -EPROTO; /* not from the server, or altered on the way */
 		else if (b != NFSD_SUCCESS)
 			err = NFSD_CALL_ERR_ACCEPT | (int)(b & 0xff);
 	} else if (stat == NFSD_MSG_DENIED) {
-		if (xdr_dec_uint32(&d, &a) || xdr_dec_uint32(&d, &b))
+		if (xdr_dec_uint32(&d, &a) || xdr_dec_uint32(&d, &b)) {
 			err = -EPROTO;
-		else
-			err = NFSD_CALL_ERR_DENIED | (a == NFSD_RPC_MISMATCH ? 0xff : (int)(b & 0xff));
+		} else if (a == NFSD_AUTH_ERROR && auth && auth->retry && call->clnt &&
+			   !call->clnt->closed && auth->retry(call->auth_st, b)) {
+			/* e.g. RPCSEC_GSS_CREDPROBLEM: a new context, then again */
+			call->resign = true;
+			call->hnext = call->clnt->authwait;
+			call->clnt->authwait = call;
+			clnt_authwait_poll(call->clnt, nfsd_now_ns());
+			return;
+		} else {
+			err = NFSD_CALL_ERR_DENIED |
+			      (a == NFSD_RPC_MISMATCH ? 0xff : (int)(b & 0xff));
+		}
 	} else {
 		err = -EPROTO;
 	}
@@ -202,9 +291,11 @@ void nfsd_conn_fail_calls(struct nfsd_conn *c, int err)
 			struct nfsd_call *call = c->calls[b];
 			c->calls[b] = call->hnext;
 			calls_dropped(c, call);
-			if (call->clnt && call->clnt->opts.reconnect && !call->clnt->closed)
-				clnt_queue_unsent(call->clnt, call); /* resend, same xid */
-			else
+			if (call->clnt && call->clnt->opts.reconnect && !call->clnt->closed) {
+				/* resend, same xid (its flavor may sign it afresh) */
+				call->resign = call->auth != NULL;
+				clnt_queue_unsent(call->clnt, call);
+			} else
 				call_complete(c->loop, call, err, NULL);
 		}
 	}
@@ -282,6 +373,8 @@ void nfsd_loop_tick_calls(struct nfsd_loop *l)
 				pp = &call->hnext;
 			}
 		}
+		if (cl->authwait)
+			clnt_authwait_poll(cl, now);
 		if (!cl->conn && !cl->closed && cl->opts.reconnect && now >= cl->reconnect_at_ns)
 			clnt_connect(cl);
 		else if (cl->conn)
@@ -329,6 +422,7 @@ void nfsd_clnt_conn_dead(struct nfsd_conn *c)
 			call_complete(c->loop, call, -ECONNRESET, NULL);
 		}
 		cl->unsent_tail = NULL;
+		clnt_authwait_fail(cl, -ECONNRESET);
 		return;
 	}
 	cl->backoff_ms = cl->backoff_ms ? cl->backoff_ms * 2 : 50;
@@ -473,6 +567,7 @@ static void clnt_close(struct nfsd_loop *l, void *arg)
 		call_complete(l, call, -ECANCELED, NULL);
 	}
 	cl->unsent_tail = NULL;
+	clnt_authwait_fail(cl, -ECANCELED);
 	if (cl->conn) {
 		struct nfsd_conn *c = cl->conn;
 		nfsd_conn_fail_calls(c, -ECANCELED);
@@ -534,17 +629,63 @@ static struct nfsd_call *call_new(struct nfsd_loop *l)
 	return calloc(1, sizeof(*call));
 }
 
+/* Is this thread one of eng's loops (where a call may not block)? */
+static bool eng_on_loop(const struct nfsd_server *eng)
+{
+	for (unsigned i = 0; i < eng->nloops; i++)
+		if (nfsd_loop_is_current(&eng->loops[i]))
+			return true;
+	return false;
+}
+
+/* A call of a flavor that builds it (opts.auth): the header and the plain
+ * arguments go to its marshal(). */
+static int call_encode_auth(struct nfsd_call *call, const struct nfsd_call_opts *o,
+			    bool may_wait)
+{
+	struct iovec iov[64];
+	uint8_t scratch[1024], hdr[24];
+	struct xdr_arena arena;
+	struct xdr_enc e;
+	xdr_put32(hdr, call->xid);
+	xdr_put32(hdr + 4, NFSD_RPC_CALL);
+	xdr_put32(hdr + 8, 2);
+	xdr_put32(hdr + 12, o->prog);
+	xdr_put32(hdr + 16, o->vers);
+	xdr_put32(hdr + 20, o->proc);
+	xdr_arena_init(&arena, NULL, 0, 64u << 20);
+	xdr_enc_init(&e, iov, 64, scratch, sizeof(scratch), &arena);
+	if (o->enc_args)
+		o->enc_args(&e, o->args);
+	int rc = e.err;
+	if (!rc) {
+		call->auth = o->auth;
+		rc = o->auth->marshal(o->auth, &call->auth_st, hdr, e.iov, e.niov, e.len, may_wait,
+				      &call->msg, &call->len, &call->cap);
+		if (rc == NFSD_CLNT_AUTH_WAIT) {
+			call->resign = true;
+			rc = 0;
+		}
+	}
+	xdr_arena_release(&arena);
+	return rc;
+}
+
 static int call_encode(struct nfsd_server *eng, struct nfsd_call *call,
-		       const struct nfsd_call_opts *o, unsigned timeout_ms)
+		       const struct nfsd_call_opts *o, unsigned timeout_ms, bool may_wait)
 {
 	struct iovec iov[64];
 	uint8_t scratch[1024];
 	struct xdr_arena arena;
 	struct xdr_enc e;
-	xdr_arena_init(&arena, NULL, 0, 64u << 20);
-	xdr_enc_init(&e, iov, 64, scratch, sizeof(scratch), &arena);
 
 	call->xid = atomic_fetch_add_explicit(&eng->xid_seed, 1, memory_order_relaxed);
+	if (timeout_ms)
+		call->deadline_ns = nfsd_now_ns() + timeout_ms * 1000000ull;
+	if (o->auth)
+		return call_encode_auth(call, o, may_wait);
+	xdr_arena_init(&arena, NULL, 0, 64u << 20);
+	xdr_enc_init(&e, iov, 64, scratch, sizeof(scratch), &arena);
 	uint8_t *mark = xdr_enc_reserve(&e, 4);
 	xdr_enc_uint32(&e, call->xid);
 	xdr_enc_uint32(&e, NFSD_RPC_CALL);
@@ -611,8 +752,6 @@ static int call_encode(struct nfsd_server *eng, struct nfsd_call *call,
 		}
 	}
 	xdr_arena_release(&arena);
-	if (timeout_ms)
-		call->deadline_ns = nfsd_now_ns() + timeout_ms * 1000000ull;
 	return rc;
 }
 
@@ -622,8 +761,11 @@ int nfsd_clnt_call_async(struct nfsd_clnt *cl, const struct nfsd_call_opts *o, n
 	struct nfsd_call *call = call_new(cl->loop);
 	if (!call)
 		return -ENOMEM;
-	int rc = call_encode(cl->eng, call, o, o->timeout_ms ? o->timeout_ms : cl->opts.timeout_ms);
+	int rc = call_encode(cl->eng, call, o, o->timeout_ms ? o->timeout_ms : cl->opts.timeout_ms,
+			     !eng_on_loop(cl->eng));
 	if (rc < 0) {
+		if (call->auth)
+			call->auth->end(call->auth_st);
 		free(call->msg);
 		free(call);
 		return rc;
@@ -631,7 +773,8 @@ int nfsd_clnt_call_async(struct nfsd_clnt *cl, const struct nfsd_call_opts *o, n
 	call->clnt = cl;
 	call->cb = cb;
 	call->ctx = ctx;
-	if (o->sink && o->sink->buf && o->sink->len && o->sink->locate) {
+	if (o->sink && o->sink->buf && o->sink->len && o->sink->locate &&
+	    !(o->auth && o->auth->wraps_results)) {
 		call->sink = *o->sink;
 		if (call->sink.got)
 			*call->sink.got = 0;
@@ -649,8 +792,12 @@ int nfsd_conn_call_async(struct nfsd_conn *conn, const struct nfsd_call_opts *o,
 	struct nfsd_call *call = call_new(conn->loop);
 	if (!call)
 		return -ENOMEM;
-	int rc = call_encode(conn->loop->srv, call, o, o->timeout_ms);
+	int rc = call_encode(conn->loop->srv, call, o, o->timeout_ms, false);
+	if (!rc && call->resign)
+		rc = -EAGAIN; /* its flavor is not ready: nothing holds such calls here */
 	if (rc < 0) {
+		if (call->auth)
+			call->auth->end(call->auth_st);
 		free(call->msg);
 		free(call);
 		return rc;

@@ -91,6 +91,9 @@ struct nfsd_call {
 	size_t cap;
 	uint8_t *msg; /* the encoded call: malloc'd, kept for resending */
 	struct nfsd_sink sink; /* buf NULL: none */
+	const struct nfsd_clnt_auth *auth; /* opts.auth, or NULL */
+	void *auth_st;			   /* auth's state for this call */
+	bool resign; /* auth marshals msg again before it is sent */
 };
 
 /* A function to run on a loop's thread (posted from any thread). */

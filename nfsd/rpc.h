@@ -347,6 +347,53 @@ struct nfsd_call_opts {
 	uint32_t verf_len;
 	void *sign_ctx;
 	const struct nfsd_sink *sink; /* optional: see struct nfsd_sink */
+	/* optional: a flavor that builds the call and checks the reply
+	 * (RPCSEC_GSS, nfsd/clnt_gss.h); flavor, cred and sign are then unused */
+	const struct nfsd_clnt_auth *auth;
+};
+
+/*
+ * A client-side flavor that protects calls and checks replies (RPCSEC_GSS:
+ * nfsd/clnt_gss.h).  The engine encodes the call header and the plain
+ * arguments; the flavor builds the message, and keeps per-call state (*st,
+ * NULL at first) until end().  Each hook runs on the thread the engine is
+ * on: marshal() on the caller's thread for a new call and on the loop
+ * thread for a resend; the others on the loop thread.
+ *
+ *   marshal: write the call into *msg (malloc'd, *cap bytes, which the
+ *     flavor may free and replace; *len the message's length): record mark,
+ *     hdr (xid to procedure, 24 bytes), credential, verifier and the
+ *     arguments (args[0..niov), len bytes) in the flavor's form.  hdr and
+ *     args are NULL when the call is made again (the header is the one in
+ *     *msg): after a reconnect (RPCSEC_GSS signs a resend afresh, RFC 2203
+ *     §5.3.3.1), a refusal retry() took, or NFSD_CLNT_AUTH_WAIT; the
+ *     flavor keeps what it needs for that.  may_wait: the thread may block
+ *     (it is not a loop thread).  Returns 0, -errno (the call fails), or,
+ *     when !may_wait, NFSD_CLNT_AUTH_WAIT: not now; the engine holds the
+ *     call and marshals it again (args NULL) once ready() is true.
+ *   reply: an accepted reply; check its verifier and, with accept_stat
+ *     SUCCESS, put *res at the plain results (which the flavor may unwrap
+ *     in place: the record is writable until the callback returns).
+ *     0, or -EPROTO to fail the call (a verifier or checksum that does not
+ *     verify: never hand such results to the caller).
+ *   retry: a MSG_DENIED AUTH_ERROR reply with auth_stat: true to make the
+ *     call again, once ready() (e.g. the context was re-created).  NULL:
+ *     the refusal goes to the caller.  Only for calls of an nfsd_clnt.
+ *   ready: the call held after NFSD_CLNT_AUTH_WAIT or retry() may go;
+ *     polled from the loop's timer.
+ *   end: the call left the engine; release *st.
+ */
+#define NFSD_CLNT_AUTH_WAIT 1
+struct nfsd_clnt_auth {
+	int (*marshal)(const struct nfsd_clnt_auth *a, void **st, const uint8_t *hdr,
+		       const struct iovec *args, unsigned niov, size_t len, bool may_wait,
+		       uint8_t **msg, size_t *mlen, size_t *cap);
+	int (*reply)(void *st, uint32_t verf_flavor, const xdr_opaque *verf, uint32_t accept_stat,
+		     struct xdr_dec *res);
+	bool (*retry)(void *st, uint32_t auth_stat);
+	bool (*ready)(void *st);
+	void (*end)(void *st);
+	bool wraps_results; /* results are not plain: sinks are not used */
 };
 
 /* A reconnecting client bound to one loop of an engine. */
@@ -371,8 +418,10 @@ void nfsd_clnt_free(struct nfsd_clnt *c);
 /*
  * Asynchronous call: cb runs on the client's loop thread with err == 0 and
  * the decoder positioned at the results, or a negative errno (-ETIMEDOUT,
- * -ECONNRESET, -EPROTO with the accept/auth status in 'res' NULL).
- * Thread safe.  Calls made from the loop thread (in a callback) are batched.
+ * -ECONNRESET, -EPROTO with the accept/auth status in 'res' NULL; with
+ * opts.auth also -EPROTO for a reply whose verifier or checksum does not
+ * verify).  Thread safe.  Calls made from the loop thread (in a callback)
+ * are batched.
  */
 int nfsd_clnt_call_async(struct nfsd_clnt *c, const struct nfsd_call_opts *o, nfsd_call_cb cb,
 			 void *ctx);
