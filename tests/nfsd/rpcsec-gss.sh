@@ -1,8 +1,9 @@
 #!/bin/sh
-# RPCSEC_GSS with Kerberos V5 (tests/nfsd/rpcsec-gss.c) against a real MIT
-# KDC: a temporary realm BRAID.TEST whose KDC listens on 127.0.0.1 and a
-# free port, configured only through KRB5_CONFIG and KRB5_KDC_PROFILE in a
-# temporary directory (nothing system-wide is read or changed).  Principals:
+# RPCSEC_GSS with Kerberos V5 (tests/nfsd/rpcsec-gss.c, then our client in
+# tests/nfsd/rpcsec-gss-clnt.c) against a real MIT KDC: a temporary realm
+# BRAID.TEST whose KDC listens on 127.0.0.1 and a free port, configured
+# only through KRB5_CONFIG and KRB5_KDC_PROFILE in a temporary directory
+# (nothing system-wide is read or changed).  Principals:
 # nfs/localhost (the server's keytab), daemon (maps to the local user
 # daemon, which every Debian system has, so no user is added) and nouser
 # (no local user: nobody).  Needs krb5-kdc and krb5-admin-server
@@ -97,6 +98,12 @@ done
 KRB5_KTNAME=FILE:$tmp/server.keytab KRB5_CLIENT_KTNAME=FILE:$tmp/client.keytab \
 	KRB5CCNAME=DIR:$tmp/ccache "$bin" "$tmp/server.keytab"
 rc=$?
+# our client (nfsd/clnt_gss.c) against our server, same realm
+[ $rc -eq 0 ] && {
+	KRB5_KTNAME=FILE:$tmp/server.keytab KRB5_CLIENT_KTNAME=FILE:$tmp/client.keytab \
+		KRB5CCNAME=DIR:$tmp/ccache "$bin-clnt" "$tmp/server.keytab"
+	rc=$?
+}
 if [ $rc -ne 0 ]; then
 	echo "rpcsec-gss failed ($rc); KDC log:"
 	tail -n 30 "$tmp/kdc.log"
