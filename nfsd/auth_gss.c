@@ -533,25 +533,19 @@ static int svc_gss_accept(struct nfsd_req *r, const xdr_opaque *cred, const xdr_
 
 /* ------------------------------------------------------- unwrap, wrap */
 
-static void gss_buffer_free(void *arg)
+#define RES_IOV_MAX 24 /* results' iovecs wrapped as they are; more are gathered */
+
+static void buf_free(void *arg)
 {
-	OM_uint32 min;
-	gss_release_buffer(&min, arg);
 	free(arg);
 }
 
-/* A GSS buffer released with the request; NULL: no memory. */
-static gss_buffer_t req_gss_buffer(struct nfsd_req *r)
-{
-	gss_buffer_t b = calloc(1, sizeof(*b));
-	if (b && nfsd_req_on_free(r, gss_buffer_free, b) < 0) {
-		free(b);
-		b = NULL;
-	}
-	return b;
-}
-
-/* §5.3.2.2, §5.3.2.3: the arguments are {seq_num, args}, checked or sealed. */
+/*
+ * §5.3.2.2, §5.3.2.3: the arguments are {seq_num, args}, checked where they
+ * lie (gss_verify_mic_iov) or unsealed in place in the receive buffer
+ * (gss_unwrap_iov: the record is this request's until it is freed), so a
+ * WRITE's data is never copied here.
+ */
 static int svc_gss_unwrap(struct nfsd_req *r)
 {
 	struct gss_req *q = r->flavor_ctx;
@@ -566,14 +560,18 @@ static int svc_gss_unwrap(struct nfsd_req *r)
 	OM_uint32 maj, min;
 	const uint8_t *body;
 	size_t len;
+	gss_iov_buffer_desc iov[2];
 	if (q->service == rpc_gss_svc_integrity) {
 		rpc_gss_integ_data in;
 		if (xdr_dec_rpc_gss_integ_data(&r->dec, &in) < 0)
 			goto bad;
-		gss_buffer_desc data = {in.databody_integ.len, (void *)in.databody_integ.val};
-		gss_buffer_desc mic = {in.checksum.len, (void *)in.checksum.val};
+		iov[0].type = GSS_IOV_BUFFER_TYPE_DATA;
+		iov[0].buffer =
+		    (gss_buffer_desc){in.databody_integ.len, (void *)in.databody_integ.val};
+		iov[1].type = GSS_IOV_BUFFER_TYPE_MIC_TOKEN;
+		iov[1].buffer = (gss_buffer_desc){in.checksum.len, (void *)in.checksum.val};
 		pthread_mutex_lock(&c->mu);
-		maj = gss_verify_mic(&min, c->gctx, &data, &mic, NULL);
+		maj = gss_verify_mic_iov(&min, c->gctx, NULL, iov, 2);
 		pthread_mutex_unlock(&c->mu);
 		if (GSS_ERROR(maj))
 			goto bad;
@@ -583,18 +581,19 @@ static int svc_gss_unwrap(struct nfsd_req *r)
 		rpc_gss_priv_data in;
 		if (xdr_dec_rpc_gss_priv_data(&r->dec, &in) < 0)
 			goto bad;
-		gss_buffer_t out = req_gss_buffer(r);
-		if (!out)
-			return -1;
-		gss_buffer_desc data = {in.databody_priv.len, (void *)in.databody_priv.val};
 		int conf = 0;
+		iov[0].type = GSS_IOV_BUFFER_TYPE_STREAM;
+		iov[0].buffer =
+		    (gss_buffer_desc){in.databody_priv.len, (void *)in.databody_priv.val};
+		iov[1].type = GSS_IOV_BUFFER_TYPE_DATA;
+		iov[1].buffer = (gss_buffer_desc)GSS_C_EMPTY_BUFFER;
 		pthread_mutex_lock(&c->mu);
-		maj = gss_unwrap(&min, c->gctx, &data, out, &conf, NULL);
+		maj = gss_unwrap_iov(&min, c->gctx, &conf, NULL, iov, 2);
 		pthread_mutex_unlock(&c->mu);
 		if (GSS_ERROR(maj) || !conf)
 			goto bad;
-		body = out->value;
-		len = out->length;
+		body = iov[1].buffer.value;
+		len = iov[1].buffer.length;
 	}
 	if (len < 4 || xdr_get32(body) != q->seq)
 		goto bad;
@@ -603,6 +602,136 @@ static int svc_gss_unwrap(struct nfsd_req *r)
 bad:
 	stat_inc(g, &g->st.bad_args);
 	return -1;
+}
+
+/*
+ * The results as iovecs (nfsd_req_res_take), gathered into one buffer
+ * (released with the request) when there are too many of them: -errno or
+ * their count, *len their bytes.
+ */
+static int res_take(struct nfsd_req *r, struct iovec *iov, size_t *len)
+{
+	size_t n = nfsd_req_res_len(r);
+	*len = n;
+	if (r->enc.niov < RES_IOV_MAX)
+		return nfsd_req_res_take(r, iov, RES_IOV_MAX);
+	struct iovec all[sizeof(r->iov) / sizeof(r->iov[0])];
+	int k = nfsd_req_res_take(r, all, sizeof(all) / sizeof(all[0]));
+	uint8_t *buf = k < 0 ? NULL : malloc(n ? n : 1);
+	if (!buf || nfsd_req_on_free(r, buf_free, buf) < 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	uint8_t *p = buf;
+	for (int i = 0; i < k; i++) {
+		memcpy(p, all[i].iov_base, all[i].iov_len);
+		p += all[i].iov_len;
+	}
+	iov[0] = (struct iovec){buf, n};
+	return 1;
+}
+
+/*
+ * §5.3.2.2: krb5i results are {seq_num, results} and their MIC.  The MIC
+ * is computed over the results where they lie (gss_get_mic_iov), and the
+ * reply references them again: a READ's data is neither copied nor moved.
+ */
+static int wrap_integ(struct nfsd_req *r, struct gss_ctx *c, uint32_t seq)
+{
+	struct iovec res[RES_IOV_MAX];
+	size_t len;
+	int n = res_take(r, res, &len);
+	if (n < 0)
+		return n;
+	gss_iov_buffer_desc gi[RES_IOV_MAX + 2];
+	uint8_t *head = xdr_enc_reserve(&r->enc, 8);
+	if (!head)
+		return -ENOBUFS;
+	xdr_put32(head, (uint32_t)(4 + len));
+	xdr_put32(head + 4, seq);
+	gi[0].type = GSS_IOV_BUFFER_TYPE_DATA;
+	gi[0].buffer = (gss_buffer_desc){4, head + 4};
+	for (int i = 0; i < n; i++) {
+		gi[1 + i].type = GSS_IOV_BUFFER_TYPE_DATA;
+		gi[1 + i].buffer = (gss_buffer_desc){res[i].iov_len, res[i].iov_base};
+		xdr_enc_ref(&r->enc, res[i].iov_base, res[i].iov_len);
+	}
+	xdr_enc_pad(&r->enc, (uint32_t)(4 + len));
+	gss_iov_buffer_desc *mic = &gi[1 + n];
+	mic->type = GSS_IOV_BUFFER_TYPE_MIC_TOKEN;
+	mic->buffer = (gss_buffer_desc)GSS_C_EMPTY_BUFFER;
+	OM_uint32 maj, min;
+	pthread_mutex_lock(&c->mu);
+	maj = gss_get_mic_iov_length(&min, c->gctx, GSS_C_QOP_DEFAULT, gi, n + 2);
+	uint8_t *tail = GSS_ERROR(maj)
+			    ? NULL
+			    : xdr_enc_reserve(&r->enc, 4 + mic->buffer.length +
+							   ((4 - (mic->buffer.length & 3)) & 3));
+	if (tail) {
+		xdr_put32(tail, (uint32_t)mic->buffer.length);
+		mic->buffer.value = tail + 4;
+		maj = gss_get_mic_iov(&min, c->gctx, GSS_C_QOP_DEFAULT, gi, n + 2);
+		memset(tail + 4 + mic->buffer.length, 0, (4 - (mic->buffer.length & 3)) & 3);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (!tail || GSS_ERROR(maj))
+		return -EIO;
+	return r->enc.err;
+}
+
+/*
+ * §5.3.2.3: krb5p results are {seq_num, results} sealed.  They are gathered
+ * once, into the token's place in a buffer released with the request (the
+ * memory a READ references may be a file's pages: never sealed in place),
+ * and sealed there by gss_wrap_iov.
+ */
+static int wrap_priv(struct nfsd_req *r, struct gss_ctx *c, uint32_t seq)
+{
+	struct iovec res[RES_IOV_MAX];
+	size_t len;
+	int n = res_take(r, res, &len);
+	if (n < 0)
+		return n;
+	gss_iov_buffer_desc gi[4];
+	memset(gi, 0, sizeof(gi));
+	gi[0].type = GSS_IOV_BUFFER_TYPE_HEADER;
+	gi[1].type = GSS_IOV_BUFFER_TYPE_DATA;
+	gi[1].buffer.length = 4 + len;
+	gi[2].type = GSS_IOV_BUFFER_TYPE_PADDING;
+	gi[3].type = GSS_IOV_BUFFER_TYPE_TRAILER;
+	OM_uint32 maj, min;
+	int conf = 0;
+	pthread_mutex_lock(&c->mu);
+	maj = gss_wrap_iov_length(&min, c->gctx, 1, GSS_C_QOP_DEFAULT, &conf, gi, 4);
+	pthread_mutex_unlock(&c->mu);
+	if (GSS_ERROR(maj))
+		return -EIO;
+	size_t tok = gi[0].buffer.length + 4 + len + gi[2].buffer.length + gi[3].buffer.length;
+	uint8_t *buf = malloc(tok ? tok : 1);
+	if (!buf || nfsd_req_on_free(r, buf_free, buf) < 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	uint8_t *p = buf;
+	gi[0].buffer.value = p;
+	p += gi[0].buffer.length;
+	gi[1].buffer.value = p;
+	xdr_put32(p, seq);
+	p += 4;
+	for (int i = 0; i < n; i++) {
+		memcpy(p, res[i].iov_base, res[i].iov_len);
+		p += res[i].iov_len;
+	}
+	gi[2].buffer.value = p;
+	p += gi[2].buffer.length;
+	gi[3].buffer.value = p;
+	pthread_mutex_lock(&c->mu);
+	maj = gss_wrap_iov(&min, c->gctx, 1, GSS_C_QOP_DEFAULT, &conf, gi, 4);
+	pthread_mutex_unlock(&c->mu);
+	if (GSS_ERROR(maj) || !conf)
+		return -EIO;
+	rpc_gss_priv_data out = {xdr_opaque_of(buf, tok)};
+	return xdr_enc_rpc_gss_priv_data(&r->enc, &out);
 }
 
 static int svc_gss_wrap(struct nfsd_req *r)
@@ -617,37 +746,9 @@ static int svc_gss_wrap(struct nfsd_req *r)
 	}
 	if (q->service == rpc_gss_svc_none)
 		return 0;
-	struct gss_ctx *c = q->ctx;
-	size_t n = nfsd_req_res_len(r);
-	gss_buffer_t body = req_gss_buffer(r);
-	if (!body || !(body->value = malloc(4 + n)))
-		return -ENOMEM;
-	body->length = 4 + n;
-	xdr_put32(body->value, q->seq);
-	nfsd_req_res_copy(r, (uint8_t *)body->value + 4);
-	nfsd_req_res_rewind(r);
-	OM_uint32 maj, min;
-	if (q->service == rpc_gss_svc_integrity) {
-		gss_buffer_desc mic = GSS_C_EMPTY_BUFFER;
-		pthread_mutex_lock(&c->mu);
-		maj = gss_get_mic(&min, c->gctx, GSS_C_QOP_DEFAULT, body, &mic);
-		pthread_mutex_unlock(&c->mu);
-		rpc_gss_integ_data out = {.databody_integ =
-					      xdr_opaque_of(body->value, body->length)};
-		if (GSS_ERROR(maj) || arena_take(r, &mic, &out.checksum) < 0)
-			return -EIO;
-		return xdr_enc_rpc_gss_integ_data(&r->enc, &out);
-	}
-	gss_buffer_t sealed = req_gss_buffer(r);
-	if (!sealed)
-		return -ENOMEM;
-	pthread_mutex_lock(&c->mu);
-	maj = gss_wrap(&min, c->gctx, 1, GSS_C_QOP_DEFAULT, body, NULL, sealed);
-	pthread_mutex_unlock(&c->mu);
-	if (GSS_ERROR(maj))
-		return -EIO;
-	rpc_gss_priv_data out = {xdr_opaque_of(sealed->value, sealed->length)};
-	return xdr_enc_rpc_gss_priv_data(&r->enc, &out);
+	if (q->service == rpc_gss_svc_integrity)
+		return wrap_integ(r, q->ctx, q->seq);
+	return wrap_priv(r, q->ctx, q->seq);
 }
 
 /* ---------------------------------------------------------- lifecycle */

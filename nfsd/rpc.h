@@ -281,12 +281,17 @@ void nfsd_req_unbulk(struct nfsd_req *req);
 
 /*
  * For a flavor's wrap(): the results encoded so far (after the accept_stat)
- * are nfsd_req_res_len() bytes; nfsd_req_res_copy() gathers them into dst,
- * and nfsd_req_res_rewind() drops them so that their protected form can be
- * encoded in their place.
+ * are nfsd_req_res_len() bytes; nfsd_req_res_copy() gathers them into dst.
+ * nfsd_req_res_take() hands them over as at most max iovecs (their count,
+ * or -ENOBUFS) and drops them from the reply, their bytes left where they
+ * are (in the request's scratch and arena, and the memory the results
+ * referenced, e.g. a READ's data), so that their protected form is encoded
+ * in their place and may reference them.  nfsd_req_res_rewind() just drops
+ * them.
  */
 size_t nfsd_req_res_len(const struct nfsd_req *req);
 void nfsd_req_res_copy(const struct nfsd_req *req, void *dst);
+int nfsd_req_res_take(struct nfsd_req *req, struct iovec *iov, unsigned max);
 void nfsd_req_res_rewind(struct nfsd_req *req);
 
 /* Finish a request a handler kept with NFSD_ASYNC (any thread). */

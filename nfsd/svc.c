@@ -81,6 +81,28 @@ void nfsd_req_res_copy(const struct nfsd_req *r, void *dst)
 	}
 }
 
+int nfsd_req_res_take(struct nfsd_req *r, struct iovec *iov, unsigned max)
+{
+	size_t skip = r->res_len;
+	unsigned n = 0;
+	for (unsigned i = 0; i < r->enc.niov; i++) {
+		uint8_t *p = r->enc.iov[i].iov_base;
+		size_t len = r->enc.iov[i].iov_len;
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		if (n == max)
+			return -ENOBUFS;
+		iov[n++] = (struct iovec){p + skip, len - skip};
+		skip = 0;
+	}
+	reply_rewind(r);
+	/* what is encoded next goes to fresh scratch: theirs stays intact */
+	r->enc.buf_size = r->enc.buf_used;
+	return (int)n;
+}
+
 void nfsd_req_res_rewind(struct nfsd_req *r)
 {
 	reply_rewind(r);
