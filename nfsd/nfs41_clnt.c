@@ -32,9 +32,11 @@ struct nfs41c_session {
 	pthread_cond_t cond;
 	unsigned nslots, ndead;
 	struct c41_slot *slots;
-	/* AUTH_SYS for the session's COMPOUNDs (nfs41c_session_set_cred) */
+	/* AUTH_SYS for the session's COMPOUNDs (nfs41c_session_set_cred), or
+	 * another flavor (nfs41c_session_set_auth) */
 	bool auth_sys;
 	uint32_t uid, gid;
+	const struct nfsd_clnt_auth *auth;
 };
 
 /* One call in flight. */
@@ -166,7 +168,9 @@ static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsig
 	    .args = args,
 	    .sink = sink,
 	};
-	if (sess && sess->auth_sys) {
+	if (sess && sess->auth) {
+		o.auth = sess->auth;
+	} else if (sess && sess->auth_sys) {
 		o.flavor = NFSD_AUTH_SYS;
 		o.uid = sess->uid;
 		o.gid = sess->gid;
@@ -478,5 +482,13 @@ void nfs41c_session_set_cred(struct nfs41c_session *sess, uint32_t uid, uint32_t
 	sess->auth_sys = true;
 	sess->uid = uid;
 	sess->gid = gid;
+	sess->auth = NULL;
+	pthread_mutex_unlock(&sess->lock);
+}
+
+void nfs41c_session_set_auth(struct nfs41c_session *sess, const struct nfsd_clnt_auth *auth)
+{
+	pthread_mutex_lock(&sess->lock);
+	sess->auth = auth;
 	pthread_mutex_unlock(&sess->lock);
 }

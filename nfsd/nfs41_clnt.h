@@ -60,6 +60,9 @@ void nfs41c_session_info(const struct nfs41c_session *sess, struct nfs41c_sessio
 /* Send the session's later COMPOUNDs as AUTH_SYS uid/gid (default
  * AUTH_NONE); set it before any is in progress. */
 void nfs41c_session_set_cred(struct nfs41c_session *sess, uint32_t uid, uint32_t gid);
+/* ... or under a client flavor (nfsd_call_opts.auth: RPCSEC_GSS,
+ * nfsd/clnt_gss.h), which wins over AUTH_SYS; NULL: back to the above. */
+void nfs41c_session_set_auth(struct nfs41c_session *sess, const struct nfsd_clnt_auth *auth);
 /* Slots retired after transport failures. */
 unsigned nfs41c_session_dead_slots(struct nfs41c_session *sess);
 
