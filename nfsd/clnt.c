@@ -52,13 +52,20 @@ static unsigned xid_bucket(uint32_t xid)
 	return (xid ^ (xid >> 6)) % NFSD_CALL_BUCKETS;
 }
 
-static void call_free(struct nfsd_loop *l, struct nfsd_call *call)
+/* The call is over for its flavor (which may be freed once the caller has
+ * its answer, even while the call's bytes wait to be freed). */
+static void call_auth_end(struct nfsd_call *call)
 {
 	if (call->auth) {
 		call->auth->end(call->auth_st);
 		call->auth = NULL;
 		call->auth_st = NULL;
 	}
+}
+
+static void call_free(struct nfsd_loop *l, struct nfsd_call *call)
+{
+	call_auth_end(call);
 	if (call->conn) {
 		nfsd_conn_put(call->conn);
 		call->conn = NULL;
@@ -346,6 +353,7 @@ void nfsd_loop_tick_calls(struct nfsd_loop *l)
 					nfsd_call_cb cb = call->cb;
 					void *ctx = call->ctx;
 					call->cb = NULL;
+					call_auth_end(call);
 					call->hnext = c->orphans;
 					c->orphans = call;
 					if (cb)

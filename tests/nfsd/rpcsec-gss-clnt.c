@@ -40,7 +40,7 @@
 #define PROG 0x2000009bu
 #define BIG  (1u << 20)
 
-enum { P_NULL = 0, P_ECHO = 1, P_KILLONCE = 2 };
+enum { P_NULL = 0, P_ECHO = 1, P_KILLONCE = 2, P_NEVER = 3 };
 
 /* ------------------------------------------------------------- server */
 
@@ -94,17 +94,25 @@ static int p_killonce(struct nfsd_req *r, void *a, void *res)
 	return p_echo(r, a, res);
 }
 
+/* Never answers. */
+static int p_never(struct nfsd_req *r, void *a, void *res)
+{
+	(void)r, (void)a, (void)res;
+	return NFSD_DROP;
+}
+
 #define ECHO_ROW(n, f)                                                                             \
 	{                                                                                          \
 		.name = n, .fn = f, .dec_args = dec_args, .args_size = sizeof(xdr_opaque),         \
 		.enc_res = enc_res, .res_size = sizeof(struct echo_res)                            \
 	}
-static const struct nfsd_proc procs[3] = {
+static const struct nfsd_proc procs[4] = {
     [P_NULL] = {.name = "NULL", .fn = p_null, .flags = NFSD_PROC_INLINE},
     [P_ECHO] = ECHO_ROW("ECHO", p_echo),
     [P_KILLONCE] = ECHO_ROW("KILLONCE", p_killonce),
+    [P_NEVER] = ECHO_ROW("NEVER", p_never),
 };
-static const struct nfsd_version vers[1] = {{.vers = 1, .procs = procs, .nprocs = 3}};
+static const struct nfsd_version vers[1] = {{.vers = 1, .procs = procs, .nprocs = 4}};
 static const struct nfsd_program prog = {
     .prog = PROG, .name = "gss-clnt-test", .versions = vers, .nversions = 1};
 
@@ -510,6 +518,22 @@ int main(int argc, char **argv)
 		nfsd_clnt_free(cr);
 		printf("ok: a call resent after a reconnection is signed with a new sequence "
 		       "number\n");
+	}
+
+	/* a call that times out lets go of the context with its answer: the
+	 * GSS client may be freed before the call's connection frees its
+	 * bytes (a large call's, held until then) */
+	{
+		struct nfsd_clnt *ct = clnt_open(port, false);
+		struct nfsd_gss_clnt *gt = gss_open(c, me, true, 0);
+		xdr_opaque in = xdr_opaque_of(big, 5000);
+		struct nfsd_call_opts o =
+		    call_opts(P_NEVER, &in, nfsd_gss_clnt_auth(gt, NFSD_GSS_SVC_INTEGRITY));
+		o.timeout_ms = 300;
+		CHECK_EQ(nfsd_clnt_call(ct, &o, NULL, NULL, NULL), -ETIMEDOUT);
+		nfsd_gss_clnt_free(gt);
+		nfsd_clnt_free(ct);
+		printf("ok: a timed-out call lets its context go with its answer\n");
 	}
 
 	/* DESTROY when the client goes */
