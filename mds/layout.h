@@ -61,6 +61,9 @@ uint64_t mds_layout_outstanding(struct braid_mds *mds);
 uint64_t mds_layout_dup_delayed(struct braid_mds *mds);
 /* Does the client hold layouts (DESTROY_CLIENTID: CLIENTID_BUSY)? */
 bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
+/* A client other than clientid holds an RW layout of ino: it may write
+ * without an open, so no read delegation goes out (mds/deleg.c). */
+bool mds_layout_rw_held_by_other(struct braid_mds *mds, uint64_t ino, uint64_t clientid);
 /*
  * mds_data_release: true while clients hold layouts of ino; they are
  * recalled (fenced when not returned within a lease) and the release runs

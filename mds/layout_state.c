@@ -689,6 +689,20 @@ bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid)
 	return has;
 }
 
+bool mds_layout_rw_held_by_other(struct braid_mds *mds, uint64_t ino, uint64_t clientid)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return false;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_find(lo, ino);
+	bool held = false;
+	for (struct lo_state *s = f ? f->states : NULL; s && !held; s = s->fnext)
+		held = s->cl->id != clientid && s->held[LAYOUTIOMODE4_RW - 1].n;
+	pthread_mutex_unlock(&lo->mu);
+	return held;
+}
+
 /* §8.2.2 for TEST_STATEID: 0 or the current seqid is fine, an older one is old. */
 static nfsstat4 sid_lookup_test(struct mds_layout *lo, uint64_t clientid, const stateid4 *sid,
 				struct lo_state **out)

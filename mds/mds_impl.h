@@ -227,6 +227,9 @@ struct mds_cred {
 	bool rw;     /* the export is rw for this client (else NFS4ERR_ROFS on changes) */
 	bool pseudo; /* the pseudo filesystem: read-only, walk toward exports only */
 	uint32_t export_id;
+	/* the NFSv4 client ID asking (0: NFSv3): its own changes recall
+	 * none of its delegations (mds/deleg.c) */
+	uint64_t clientid;
 };
 
 /*
