@@ -80,7 +80,7 @@ struct st_deleg {
 	unsigned n;		/* delegations outstanding */
 	struct mds_deleg_counters ctr;
 	struct {
-		uint64_t ino, until_ns, clientid; /* clientid: whose change it is */
+		uint64_t ino, until_ns, clientid; /* whose change (UINT64_MAX: several) */
 	} block[DL_BLOCK_SLOTS];
 	uint64_t next_scan_ns; /* the thread's own */
 };
@@ -98,6 +98,10 @@ static void kick(struct st_deleg *dl)
 static void block_note(struct st_deleg *dl, uint64_t ino, uint64_t clientid, uint64_t now)
 {
 	unsigned i = (unsigned)(nfsd_mix64(ino) & (DL_BLOCK_SLOTS - 1));
+	/* two clients' changes in the window: nobody is spared */
+	if (dl->block[i].ino == ino && now < dl->block[i].until_ns &&
+	    dl->block[i].clientid != clientid)
+		clientid = UINT64_MAX;
 	dl->block[i].ino = ino;
 	dl->block[i].until_ns = now + DL_BLOCK_MS * 1000000ull;
 	dl->block[i].clientid = clientid;
@@ -294,7 +298,7 @@ static int refusal(struct mds_state *st, struct st_client *cl, struct st_file *f
 		if (o->cl != cl && (o->access & OPEN4_SHARE_ACCESS_WRITE))
 			return WND4_CONTENTION;
 	if (blocked(dl, f->ino, cl->id, now) ||
-	    mds_layout_rw_held_by_other(st->mds, f->ino, cl->id))
+	    mds_layout_rw_held(st->mds, f->ino, cl->id))
 		return WND4_CONTENTION;
 	if (dl->n >= dl->max)
 		return WND4_RESOURCE;

@@ -61,9 +61,6 @@ uint64_t mds_layout_outstanding(struct braid_mds *mds);
 uint64_t mds_layout_dup_delayed(struct braid_mds *mds);
 /* Does the client hold layouts (DESTROY_CLIENTID: CLIENTID_BUSY)? */
 bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
-/* A client other than clientid holds an RW layout of ino: it may write
- * without an open, so no read delegation goes out (mds/deleg.c). */
-bool mds_layout_rw_held_by_other(struct braid_mds *mds, uint64_t ino, uint64_t clientid);
 /*
  * mds_data_release: true while clients hold layouts of ino; they are
  * recalled (fenced when not returned within a lease) and the release runs
@@ -91,9 +88,11 @@ nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const sta
  * layout of ino is out.  _begin pins the file, makes RW LAYOUTGETs answer
  * LAYOUTTRYLATER and recalls its layouts; _rw_held says whether any RW
  * layout of it is still out (wait until not); _end lets them go again.
+ * _rw_held also tells mds/deleg.c whether a client other than 'but' (0:
+ * none) may write it without an open: no read delegation goes out then.
  */
 void mds_layout_resilver_begin(struct braid_mds *mds, uint64_t ino);
-bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino);
+bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino, uint64_t but);
 void mds_layout_resilver_end(struct braid_mds *mds, uint64_t ino);
 
 /*

@@ -22,20 +22,7 @@ static int cb_compound(struct nfsd_req *r, void *a, void *resv)
 	struct dt_cb *cb = r->priv;
 	CB_COMPOUND4args *args = a;
 	CB_COMPOUND4res *res = resv;
-	memset(res, 0, sizeof(*res));
-	CHECK(args->argarray.len >= 1 && args->argarray.len <= 4);
-	CHECK_EQ(args->argarray.val[0].argop, OP_CB_SEQUENCE);
-	nfs_cb_resop4 *ro = xdr_arena_alloc(&r->arena, args->argarray.len * sizeof(*ro));
-	CHECK(ro);
-	memset(ro, 0, args->argarray.len * sizeof(*ro));
-	const CB_SEQUENCE4args *sa = &args->argarray.val[0].u.opcbsequence;
-	ro[0].resop = OP_CB_SEQUENCE;
-	CB_SEQUENCE4resok *ok = &ro[0].u.opcbsequence.u.csr_resok4;
-	memcpy(ok->csr_sessionid, sa->csa_sessionid, sizeof(sessionid4));
-	ok->csr_sequenceid = sa->csa_sequenceid;
-	res->status = NFS4_OK;
-	res->resarray.val = ro;
-	res->resarray.len = 1;
+	nfs_cb_resop4 *ro = mt_cb_reply(r, args, res);
 	for (uint32_t i = 1; i < args->argarray.len; i++) {
 		const nfs_cb_argop4 *op = &args->argarray.val[i];
 		ro[i].resop = op->argop;
@@ -157,8 +144,7 @@ void dt_create(struct nfs41c_session *s, const char *name, struct ts_fh *fh)
 	*fh = r.fh;
 }
 
-/* ops run after SEQUENCE; the status of the last one. */
-static nfsstat4 run(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned n)
+nfsstat4 dt_run(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned n)
 {
 	COMPOUND4res res;
 	struct xdr_arena ar;
@@ -172,7 +158,7 @@ nfsstat4 dt_delegreturn(struct nfs41c_session *s, const struct ts_fh *f, const s
 {
 	nfs_argop4 ops[2] = {ts_put(f), ts_op(OP_DELEGRETURN)};
 	ops[1].u.opdelegreturn.deleg_stateid = *sid;
-	return run(s, ops, 2);
+	return dt_run(s, ops, 2);
 }
 
 nfsstat4 dt_chmod(struct nfs41c_session *s, const struct ts_fh *f, int mode)
@@ -181,14 +167,14 @@ nfsstat4 dt_chmod(struct nfs41c_session *s, const struct ts_fh *f, int mode)
 	nfs_argop4 ops[2] = {ts_put(f), ts_op(OP_SETATTR)};
 	ops[1].u.opsetattr.stateid = ts_sid_special(0, 0);
 	ops[1].u.opsetattr.obj_attributes = ts_fattr(&ab, mode, -1);
-	return run(s, ops, 2);
+	return dt_run(s, ops, 2);
 }
 
 nfsstat4 dt_remove(struct nfs41c_session *s, const char *name)
 {
 	nfs_argop4 ops[2] = {ts_put(NULL), ts_op(OP_REMOVE)};
 	ops[1].u.opremove.target = xdr_opaque_of(name, strlen(name));
-	return run(s, ops, 2);
+	return dt_run(s, ops, 2);
 }
 
 nfsstat4 dt_rename(struct nfs41c_session *s, const char *from, const char *to)
@@ -196,14 +182,14 @@ nfsstat4 dt_rename(struct nfs41c_session *s, const char *from, const char *to)
 	nfs_argop4 ops[4] = {ts_put(NULL), ts_op(OP_SAVEFH), ts_put(NULL), ts_op(OP_RENAME)};
 	ops[3].u.oprename.oldname = xdr_opaque_of(from, strlen(from));
 	ops[3].u.oprename.newname = xdr_opaque_of(to, strlen(to));
-	return run(s, ops, 4);
+	return dt_run(s, ops, 4);
 }
 
 nfsstat4 dt_link(struct nfs41c_session *s, const struct ts_fh *f, const char *name)
 {
 	nfs_argop4 ops[4] = {ts_put(f), ts_op(OP_SAVEFH), ts_put(NULL), ts_op(OP_LINK)};
 	ops[3].u.oplink.newname = xdr_opaque_of(name, strlen(name));
-	return run(s, ops, 4);
+	return dt_run(s, ops, 4);
 }
 
 uint32_t dt_seq_flags(struct nfs41c_session *s)

@@ -52,6 +52,9 @@ nfsstat4 dt_open_read(struct nfs41c_session *s, const char *owner, const char *n
 /* Creates name in the root (opened for both, then closed): its handle. */
 void dt_create(struct nfs41c_session *s, const char *name, struct ts_fh *fh);
 
+/* SEQUENCE + ops: the status of the last op (or of the COMPOUND). */
+nfsstat4 dt_run(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned n);
+
 nfsstat4 dt_delegreturn(struct nfs41c_session *s, const struct ts_fh *f, const stateid4 *sid);
 /* SETATTR of mode alone (the anonymous stateid). */
 nfsstat4 dt_chmod(struct nfs41c_session *s, const struct ts_fh *f, int mode);

@@ -256,12 +256,7 @@ static nfsstat4 b_chmod(const char *name)
 	struct ts_attrs ab;
 	ops[2].u.opsetattr.stateid = ts_sid_special(0, 0);
 	ops[2].u.opsetattr.obj_attributes = ts_fattr(&ab, 0640, -1);
-	COMPOUND4res res;
-	struct xdr_arena ar;
-	ts_run(B, ops, 3, &res, &ar);
-	nfsstat4 st = ts_st(&res, 2);
-	xdr_arena_release(&ar);
-	return st;
+	return dt_run(B, ops, 3);
 }
 
 static nfsstat4 b_remove(const char *name)
@@ -297,12 +292,7 @@ static nfsstat4 b_link(const char *name)
 	char to[64];
 	snprintf(to, sizeof(to), "%s-link", name);
 	ops[4].u.oplink.newname = xdr_opaque_of(to, strlen(to));
-	COMPOUND4res res;
-	struct xdr_arena ar;
-	ts_run(B, ops, 5, &res, &ar);
-	nfsstat4 st = ts_st(&res, 4);
-	xdr_arena_release(&ar);
-	return st;
+	return dt_run(B, ops, 5);
 }
 
 static nfsstat4 b_setxattr(const char *name)
