@@ -17,7 +17,8 @@
  *    called again;
  *  - another client's SETATTR, REMOVE, RENAME (of the file and over it),
  *    LINK and an extended attribute change recall it the same way, and
- *    mds_deleg_break (the NFSv3 hook) too; the holder's own SETATTR does not;
+ *    NFSv3's SETATTR and REMOVE (NFS3ERR_JUKEBOX) and mds_deleg_break (the
+ *    hook NFSv3 WRITE calls) too; the holder's own SETATTR does not;
  *  - hostile stateids: another client's delegation, one on another file,
  *    an open's: NFS4ERR_BAD_STATEID for DELEGRETURN and the claims;
  *  - a holder that never returns it has it revoked a lease after the
@@ -41,6 +42,7 @@
 #include "tests/mds/state-test.h"
 
 #include "tests/mds/deleg-test.h"
+#include "tests/mds/nfs3-test.h"
 
 #include "mds/state.h"
 
@@ -51,6 +53,7 @@
 
 static struct mt T;
 static struct nfs41c_session *A, *B, *C; /* A, B: back channels 0, 1; C: none */
+static struct h3 R3;			 /* the root, for NFSv3 */
 
 static struct mds_deleg_counters counters(void)
 {
@@ -310,13 +313,40 @@ static nfsstat4 b_setxattr(const char *name)
 	return st;
 }
 
+/* NFSv3 as braid-mds's NFSv3 service sees it: NFS3ERR_JUKEBOX while recalling */
+static nfsstat4 v3_status(nfsstat3 st)
+{
+	return st == NFS3ERR_JUKEBOX ? NFS4ERR_DELAY : (nfsstat4)st;
+}
+
+static nfsstat4 v3_setattr(const char *name)
+{
+	struct h3 f;
+	CHECK_EQ(n3_lookup(&T, &R3, name, &f), NFS3_OK);
+	SETATTR3args a;
+	memset(&a, 0, sizeof(a));
+	a.object = h3_fh(&f);
+	a.new_attributes = n3_mode(0640);
+	SETATTR3res r;
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1 << 16);
+	n3(&T, NFSPROC3_SETATTR, &a, &r, &ar);
+	xdr_arena_release(&ar);
+	return v3_status(r.status);
+}
+
+static nfsstat4 v3_remove(const char *name)
+{
+	return v3_status(n3_remove_as(&T, 0, &R3, name));
+}
+
+/* The hook NFSv3 WRITE calls (a write needs data servers, which this test has none of). */
 static nfsstat4 v3_write(const char *name)
 {
 	uint64_t ino;
 	CHECK_EQ(mds_dir_lookup(braid_mds_store(T.mds), mds_store_root(braid_mds_store(T.mds)),
 				name, strlen(name), &ino, NULL),
 		 0);
-	/* as the NFSv3 service calls it: no NFSv4 client (0), JUKEBOX on -EAGAIN */
 	int rc = mds_deleg_break(T.mds, ino, 0, MDS_DELEG_WRITE);
 	CHECK(rc == 0 || rc == -EAGAIN);
 	return rc ? NFS4ERR_DELAY : NFS4_OK;
@@ -330,7 +360,9 @@ static void t_recall_ops(void)
 	recall_by("op-over", "RENAME over", b_rename_over);
 	recall_by("op-link", "LINK", b_link);
 	recall_by("op-xattr", "SETXATTR", b_setxattr);
-	recall_by("op-v3", "NFSv3 write", v3_write);
+	recall_by("op-v3-write", "NFSv3 write", v3_write);
+	recall_by("op-v3-setattr", "NFSv3 SETATTR", v3_setattr);
+	recall_by("op-v3-remove", "NFSv3 REMOVE", v3_remove);
 	/* the holder's own changes recall nothing */
 	struct ts_openres r;
 	struct ts_fh fh;
@@ -577,6 +609,7 @@ int main(void)
 	A = dt_session(&T, "deleg-a", 0, &ca, false);
 	B = dt_session(&T, "deleg-b", 1, &cb, false);
 	C = ts_session(&T, "deleg-c", 0, 0);
+	R3 = n3_mount(&T, "/");
 	t_grant();
 	t_recall_open();
 	t_recall_ops();
