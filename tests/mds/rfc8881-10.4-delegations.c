@@ -515,6 +515,20 @@ static void t_off(void)
 	mt_finish(&t);
 }
 
+/* OPEN with CLAIM_PREVIOUS of f: the open and the delegation it had (§10.2.1). */
+static nfsstat4 reclaim(struct nfs41c_session *s, const struct ts_fh *f, const char *owner,
+			uint32_t access, open_delegation_type4 had, struct ts_openres *out)
+{
+	struct ts_open o = {.owner = owner,
+			    .access = access,
+			    .deny = DN,
+			    .claim = CLAIM_PREVIOUS,
+			    .prev_deleg = had,
+			    .mode = -1,
+			    .size = -1};
+	return ts_open(s, f, &o, out);
+}
+
 static void t_reclaim(void)
 {
 	struct mt t;
@@ -544,36 +558,18 @@ static void t_reclaim(void)
 	a = dt_session(&t, "rc-a", 0, &ca, true);
 	b = dt_session(&t, "rc-b", 1, &cb, true);
 	c = mt_session_noreclaim(&t, "rc-c", 0, 0);
-	struct ts_open o = {.owner = "pa",
-			    .access = RD,
-			    .deny = DN,
-			    .claim = CLAIM_PREVIOUS,
-			    .prev_deleg = OPEN_DELEGATE_READ,
-			    .mode = -1,
-			    .size = -1};
-	CHECK_EQ(ts_open(a, &p, &o, &r), NFS4_OK);
+	CHECK_EQ(reclaim(a, &p, "pa", RD, OPEN_DELEGATE_READ, &r), NFS4_OK);
 	CHECK_EQ(r.dtype, OPEN_DELEGATE_READ);
 	CHECK(!r.drecall);
 	CHECK_EQ(test_sid(a, &r.dsid), NFS4_OK);
 	/* no write delegation was ever granted */
-	o.owner = "pa2";
-	o.prev_deleg = OPEN_DELEGATE_WRITE;
-	CHECK_EQ(ts_open(a, &p, &o, NULL), NFS4ERR_RECLAIM_BAD);
+	CHECK_EQ(reclaim(a, &p, "pa2", RD, OPEN_DELEGATE_WRITE, NULL), NFS4ERR_RECLAIM_BAD);
 	/* without a back channel: granted back, pre-recalled; returned */
-	o.owner = "pc";
-	o.prev_deleg = OPEN_DELEGATE_READ;
-	CHECK_EQ(ts_open(c, &p, &o, &x), NFS4_OK);
+	CHECK_EQ(reclaim(c, &p, "pc", RD, OPEN_DELEGATE_READ, &x), NFS4_OK);
 	CHECK_EQ(x.dtype, OPEN_DELEGATE_READ);
 	CHECK(x.drecall);
 	CHECK_EQ(dt_delegreturn(c, &p, &x.dsid), NFS4_OK);
-	o = (struct ts_open){.owner = "qb",
-			     .access = RW,
-			     .deny = DN,
-			     .claim = CLAIM_PREVIOUS,
-			     .prev_deleg = OPEN_DELEGATE_NONE,
-			     .mode = -1,
-			     .size = -1};
-	CHECK_EQ(ts_open(b, &q, &o, &w), NFS4_OK);
+	CHECK_EQ(reclaim(b, &q, "qb", RW, OPEN_DELEGATE_NONE, &w), NFS4_OK);
 	CHECK_EQ(w.dtype, OPEN_DELEGATE_NONE);
 	CHECK_EQ(open_rw(b, "pb", "p", NULL), NFS4ERR_GRACE);
 	mt_reclaim_complete(a);
