@@ -184,6 +184,9 @@ struct ffc_file *ffc_open(struct ffc *c, const char *path, int flags, uint32_t m
 	oa->share_access = acc == FFC_RDONLY   ? OPEN4_SHARE_ACCESS_READ
 			   : acc == FFC_WRONLY ? OPEN4_SHARE_ACCESS_WRITE
 					       : OPEN4_SHARE_ACCESS_BOTH;
+	/* this client neither keeps nor returns delegations: it asks for
+	 * none (RFC 8881 §18.16.3), so no recall of ours waits on it */
+	oa->share_access |= OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
 	oa->share_deny = OPEN4_SHARE_DENY_NONE;
 	oa->owner.clientid = c->info.clientid;
 	oa->owner.owner = xdr_opaque_of(f->owner, strlen(f->owner));

@@ -677,10 +677,11 @@ static void client_out(struct nfsd_req *req, struct braid_mds *mds,
 		uaddr_of(&i->peer, sa_port(&i->peer), ua, sizeof(ua), &netid);
 		o->cl_peer = acopy(req, ua, BRAID_ADMIN_UADDR_MAX);
 	}
-	unsigned opens = 0, locks = 0;
-	mds_state_client_counts(mds, i->clientid, &opens, &locks);
+	unsigned opens = 0, locks = 0, delegs = 0;
+	mds_state_client_counts(mds, i->clientid, &opens, &locks, &delegs);
 	o->cl_opens = opens;
 	o->cl_locks = locks;
+	o->cl_delegations = delegs;
 	o->cl_layouts = mds_layout_client_has_state(mds, i->clientid);
 	struct mds_layout_counters c;
 	if (!mds_layout_counters_client(mds, i->clientid, &c)) {
@@ -1317,6 +1318,7 @@ static const struct fam client_fams[] = {
      "Bytes the client wrote to data servers, as it reported."},
     {"braid_mds_client_layoutgets_delayed_total", "counter",
      "LAYOUTGETs for a range just granted to the client, answered NFS4ERR_DELAY."},
+    {"braid_mds_client_delegations", "gauge", "Read delegations the client holds."},
 };
 #define CLIENT_FAMS (sizeof(client_fams) / sizeof(client_fams[0]))
 
@@ -1402,8 +1404,8 @@ static void collect_clients(struct braid_mds *mds, struct nfsd_metrics_out *o)
 				  sizeof(peer));
 		snprintf(labels[i], LABELS_MAX, "client=\"0x%016llx\",peer=\"%s\"",
 			 (unsigned long long)v[i].clientid, peer);
-		unsigned opens = 0, locks = 0;
-		mds_state_client_counts(mds, v[i].clientid, &opens, &locks);
+		unsigned opens = 0, locks = 0, delegs = 0;
+		mds_state_client_counts(mds, v[i].clientid, &opens, &locks, &delegs);
 		struct mds_layout_counters c;
 		if (mds_layout_counters_client(mds, v[i].clientid, &c))
 			memset(&c, 0, sizeof(c));
@@ -1423,6 +1425,7 @@ static void collect_clients(struct braid_mds *mds, struct nfsd_metrics_out *o)
 		x[10] = (int64_t)c.read_bytes;
 		x[11] = (int64_t)c.write_bytes;
 		x[12] = (int64_t)c.dup_delayed;
+		x[13] = delegs;
 	}
 	nfsd_metrics_family(o, "braid_mds_clients", "gauge", "NFSv4.1 client IDs alive.");
 	nfsd_metrics_sample(o, "braid_mds_clients", NULL, n);
@@ -1442,6 +1445,28 @@ static void collect_clients(struct braid_mds *mds, struct nfsd_metrics_out *o)
 	free(vals);
 	free(labels);
 	free(v);
+}
+
+/* Delegations (mds/deleg.c), as the layout counters. */
+static void collect_delegations(struct braid_mds *mds, struct nfsd_metrics_out *o)
+{
+	struct mds_deleg_counters d;
+	mds_deleg_counters(mds, &d);
+	nfsd_metrics_family(o, "braid_mds_delegations_outstanding", "gauge",
+			    "Read delegations granted and neither returned nor revoked.");
+	nfsd_metrics_sample_u64(o, "braid_mds_delegations_outstanding", NULL, d.outstanding);
+	nfsd_metrics_family(o, "braid_mds_delegations_total", "counter",
+			    "Delegation events: granted by OPEN, recalled (CB_RECALL, on a "
+			    "conflict), returned (DELEGRETURN), revoked (not returned in time).");
+	nfsd_metrics_sample_u64(o, "braid_mds_delegations_total", "event=\"granted\"", d.granted);
+	nfsd_metrics_sample_u64(o, "braid_mds_delegations_total", "event=\"recalled\"",
+				d.recalled);
+	nfsd_metrics_sample_u64(o, "braid_mds_delegations_total", "event=\"returned\"",
+				d.returned);
+	nfsd_metrics_sample_u64(o, "braid_mds_delegations_total", "event=\"revoked\"", d.revoked);
+	nfsd_metrics_family(o, "braid_mds_recall_any_total", "counter",
+			    "CB_RECALL_ANY calls sent: delegations and layouts past recall_any_above.");
+	nfsd_metrics_sample_u64(o, "braid_mds_recall_any_total", NULL, d.recall_any);
 }
 
 static void collect(void *arg, struct nfsd_metrics_out *o)
@@ -1465,6 +1490,7 @@ static void collect(void *arg, struct nfsd_metrics_out *o)
 	nfsd_metrics_sample_u64(o, "braid_mds_free_bytes", NULL, avail);
 	collect_ds(mds, o);
 	collect_clients(mds, o);
+	collect_delegations(mds, o);
 }
 
 void mds_metrics_recall_done(struct braid_mds *mds, uint64_t ns, bool revoked)

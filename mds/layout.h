@@ -88,9 +88,11 @@ nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const sta
  * layout of ino is out.  _begin pins the file, makes RW LAYOUTGETs answer
  * LAYOUTTRYLATER and recalls its layouts; _rw_held says whether any RW
  * layout of it is still out (wait until not); _end lets them go again.
+ * _rw_held also tells mds/deleg.c whether a client other than 'but' (0:
+ * none) may write it without an open: no read delegation goes out then.
  */
 void mds_layout_resilver_begin(struct braid_mds *mds, uint64_t ino);
-bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino);
+bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino, uint64_t but);
 void mds_layout_resilver_end(struct braid_mds *mds, uint64_t ino);
 
 /*

@@ -424,7 +424,7 @@ void mds_layout_resilver_begin(struct braid_mds *mds, uint64_t ino)
 	pthread_mutex_unlock(&lo->mu);
 }
 
-bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino)
+bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino, uint64_t but)
 {
 	struct mds_layout *lo = mds->layout;
 	if (!lo)
@@ -433,7 +433,7 @@ bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino)
 	struct lo_file *f = lo_file_find(lo, ino);
 	bool held = false;
 	for (struct lo_state *st = f ? f->states : NULL; st && !held; st = st->fnext)
-		held = st->held[LAYOUTIOMODE4_RW - 1].n > 0;
+		held = st->cl->id != but && st->held[LAYOUTIOMODE4_RW - 1].n > 0;
 	pthread_mutex_unlock(&lo->mu);
 	return held;
 }

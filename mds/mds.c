@@ -34,6 +34,7 @@
 
 static const char *const data_io_modes[] = { "proxy", "refuse", NULL };
 static const char *const layout_modes[] = { "whole", "segments", "striped", NULL };
+static const char *const deleg_modes[] = { "on", "read", "off", NULL };
 
 #define S(m) CONF_AT(struct mds_settings, m)
 const struct conf_schema mds_conf_schema[] = {
@@ -109,6 +110,22 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "layout_stripe_unit", CONF_SIZE, .min = 4096, .max = 1 << 30,
 	  .def = "1M", S(layout_stripe_unit),
 	  .desc = "layout = striped: bytes per stripe unit, a power of two." },
+	{ "mds", NULL, "delegations", CONF_ENUM, .values = deleg_modes, .def = "on",
+	  S(delegations),
+	  .desc = "Delegations OPEN may grant (RFC 8881 §10.4): on (every kind braid-mds "
+		  "grants: read delegations; write delegations are never granted), read, or "
+		  "off.  A read delegation lets a client open and cache a file without asking "
+		  "again until another client's write, SETATTR, REMOVE, RENAME or LINK recalls "
+		  "it." },
+	{ "mds", NULL, "delegations_max", CONF_INT, .min = 0, .max = 1 << 24, .def = "16384",
+	  S(delegations_max),
+	  .desc = "Delegations outstanding at most; past it OPEN grants none "
+		  "(OPEN_DELEGATE_NONE_EXT, WND4_RESOURCE)." },
+	{ "mds", NULL, "recall_any_above", CONF_INT, .min = 0, .max = 1 << 30, .def = "12288",
+	  S(recall_any_above),
+	  .desc = "When more delegations and layouts than this are outstanding, CB_RECALL_ANY "
+		  "(at most once a lease per client) asks the clients holding them to return "
+		  "those they do not use; 0: never." },
 	{ "mds", NULL, "metrics_listen", CONF_ADDRS, S(metrics_listen),
 	  .desc = "Addresses to serve Prometheus metrics on, over HTTP (GET /metrics); "
 		  "none: no metrics server." },
@@ -563,7 +580,9 @@ static bool port_ok(const struct export_client *cl, uint32_t flavor, const struc
 
 nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_cred *cred)
 {
-	return mds_call_cred(mds_of(c), c->req, export_id, cred);
+	nfsstat4 st = mds_call_cred(mds_of(c), c->req, export_id, cred);
+	cred->clientid = c->clientid;
+	return st;
 }
 
 nfsstat4 mds_call_cred(struct braid_mds *mds, const struct nfsd_req *req, uint32_t export_id,
@@ -650,7 +669,10 @@ nfsstat4 mds_cfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *a
 {
 	if (!c->have_fh)
 		return NFS4ERR_NOFILEHANDLE;
-	return mds_call_fh(mds_of(c), c->req, c->fh, c->fhlen, fh, attr, cred);
+	nfsstat4 st = mds_call_fh(mds_of(c), c->req, c->fh, c->fhlen, fh, attr, cred);
+	if (!st && cred)
+		cred->clientid = c->clientid;
+	return st;
 }
 
 nfsstat4 mds_sfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *attr,
@@ -658,7 +680,10 @@ nfsstat4 mds_sfh(struct nfs41_compound *c, struct mds_fh *fh, struct mds_attr *a
 {
 	if (!c->have_saved_fh)
 		return NFS4ERR_NOFILEHANDLE;
-	return mds_call_fh(mds_of(c), c->req, c->saved_fh, c->saved_fhlen, fh, attr, cred);
+	nfsstat4 st = mds_call_fh(mds_of(c), c->req, c->saved_fh, c->saved_fhlen, fh, attr, cred);
+	if (!st && cred)
+		cred->clientid = c->clientid;
+	return st;
 }
 
 void mds_set_cfh(struct nfs41_compound *c, uint64_t ino, uint64_t gen, uint32_t export_id)
@@ -842,6 +867,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		.priv = mds,
 		.client_expired = mds_state_client_expired,
 		.client_has_state = mds_state_client_has_state,
+		.status_flags = mds_state_seq_flags,
 		.metrics = mds->metrics,
 	};
 	if (!(mds->v41 = nfs41_server_new(&no, &rc))) {
@@ -898,6 +924,7 @@ void braid_mds_stop(struct braid_mds *mds)
 		mds_mount_rpcbind_unset(mds);
 	mds_resilver_stop(mds); /* its thread calls data servers and the layout layer */
 	mds_layout_stop(mds); /* its thread calls clients back and data servers */
+	mds_state_stop(mds);  /* the delegation thread calls clients back */
 	mds_space_stop(mds);  /* its thread calls data servers; notes stop counting */
 	if (mds->srv)
 		nfsd_server_free(mds->srv);

@@ -21,6 +21,13 @@ enum mds_data_io {
 	MDS_DATA_REFUSE = 1, /* refuse (tests proving clients use layouts) */
 };
 
+/* Which delegations OPEN may grant ([mds] delegations; mds/deleg.c). */
+enum mds_delegations {
+	MDS_DELEGATIONS_ON = 0,	  /* every kind this server grants: read, today */
+	MDS_DELEGATIONS_READ = 1, /* read delegations only */
+	MDS_DELEGATIONS_OFF = 2,
+};
+
 struct mds_settings {
 	char store_dir[PATH_MAX];      /* the LMDB metadata store */
 	struct conf_addrs listen;      /* NFSv4.1/4.2, MOUNT v3 and the control protocol */
@@ -48,6 +55,9 @@ struct mds_settings {
 	int64_t layout_stripes;	       /* striped: data servers per mirror */
 	uint64_t layout_stripe_unit;   /* striped: bytes per stripe unit */
 	struct conf_addrs metrics_listen; /* GET /metrics (Prometheus); n == 0: off */
+	int delegations;		  /* enum mds_delegations */
+	int64_t delegations_max;	  /* outstanding at most; none granted past it */
+	int64_t recall_any_above;	  /* delegations + layouts: CB_RECALL_ANY past it; 0: never */
 };
 
 extern const struct conf_schema mds_conf_schema[];

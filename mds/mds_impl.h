@@ -16,8 +16,9 @@
  *                 (its op table only)
  *   op_state.c    OPEN OPEN_DOWNGRADE CLOSE LOCK LOCKT LOCKU TEST_STATEID
  *                 FREE_STATEID RECLAIM_COMPLETE DELEGRETURN; grace; client
- *                 records; with state_lock.c (byte-range locks)
- *                 (mds/state.h; between the two: mds/state_impl.h)
+ *                 records; with state_lock.c (byte-range locks) and
+ *                 deleg.c (delegations: grants, recalls, CB_RECALL_ANY)
+ *                 (mds/state.h; between the three: mds/state_impl.h)
  *   op_io.c       READ WRITE COMMIT (proxied to braid-ds) ALLOCATE
  *                 DEALLOCATE SEEK READ_PLUS (its op table only)
  *   dsreg.c       data servers: REGISTER/HEARTBEAT service, the registry,
@@ -227,6 +228,9 @@ struct mds_cred {
 	bool rw;     /* the export is rw for this client (else NFS4ERR_ROFS on changes) */
 	bool pseudo; /* the pseudo filesystem: read-only, walk toward exports only */
 	uint32_t export_id;
+	/* the NFSv4 client ID asking (0: NFSv3): its own changes recall
+	 * none of its delegations (mds/deleg.c) */
+	uint64_t clientid;
 };
 
 /*

@@ -49,6 +49,7 @@
 #include "mds/mds_impl.h"
 #include "mds/nfs3.h"
 #include "mds/ns.h"
+#include "mds/state.h"
 #include "nfsd/drc.h"
 
 #define RD3_MAX	     (256u << 10) /* largest READDIR(PLUS) reply, as NFSv4's */
@@ -493,6 +494,9 @@ static int p3_write(struct nfsd_req *req, void *argp, void *resp)
 		r->status = NFS3ERR_INVAL;
 		return NFSD_SUCCESS;
 	}
+	/* RFC 8881 §10.4.4: NFSv4 clients' read delegations are recalled first */
+	if ((r->status = mds_nfs3_status(mds_deleg_break_op(mds, at.ino, 0, MDS_DELEG_WRITE))))
+		return NFSD_SUCCESS;
 	uint32_t len = a->count < MDS_IO_MAX ? a->count : MDS_IO_MAX;
 	struct mds_io_wres w;
 	int rc = mds_io_write(mds, &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);

@@ -732,6 +732,11 @@ nfsstat4 mds_setattr_run(struct braid_mds *mds, const struct mds_cred *cr, const
 			 struct mds_attr *at, const struct mds_setattr_args *a,
 			 const struct mds_setattr_how *how, struct mds_setattr_res *out)
 {
+	/* §10.4.4: other clients' read delegations cache these (NFSv3: all) */
+	nfsstat4 dst;
+	if (at->type == MDS_REG &&
+	    (dst = mds_deleg_break_op(mds, fh->ino, cr->clientid, MDS_DELEG_SETATTR)))
+		return dst;
 	/* The checks read 'at'; the guard makes the change apply to that
 	 * version of the inode or not at all, and a race is retried. */
 	for (int tries = 0; tries < 16; tries++) {
@@ -1044,6 +1049,9 @@ static nfsstat4 op_setxattr(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 		return st;
 	if (sa->sxa_value.len > MDS_XATTR_VALUE_MAX)
 		return NFS4ERR_XATTR2BIG;
+	/* RFC 8276 §6.2: the change attribute moves, which delegations cache */
+	if (a.type == MDS_REG && (st = mds_deleg_break_op(mds, fh.ino, c->clientid, MDS_DELEG_XATTR)))
+		return st;
 	struct mds_xattr_args xa = {
 	    .ino = fh.ino,
 	    .name = (const char *)sa->sxa_key.val,
@@ -1067,6 +1075,8 @@ static nfsstat4 op_removexattr(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 	struct mds_attr a;
 	nfsstat4 st = xattr_writable(c, &fh, &a);
 	if (st || (st = xattr_name(k)))
+		return st;
+	if (a.type == MDS_REG && (st = mds_deleg_break_op(mds, fh.ino, c->clientid, MDS_DELEG_XATTR)))
 		return st;
 	struct mds_xattr_args xa = {
 	    .ino = fh.ino, .name = (const char *)k->val, .name_len = k->len};

@@ -508,6 +508,11 @@ nfsstat4 mds_ns_remove(struct braid_mds *mds, const struct mds_cred *cr, const s
 	mds_exports_put(x);
 	if (export_root)
 		return NFS4ERR_FILE_OPEN; /* mounted on: knfsd's answer for EBUSY */
+	/* §10.4.4: other clients' delegations of the file are recalled first */
+	nfsstat4 st;
+	if (victim.type == MDS_REG &&
+	    (st = mds_deleg_break_op(mds, ino, cr->clientid, MDS_DELEG_REMOVE)))
+		return st;
 
 	struct mds_remove_args ra = {
 	    .dir = dir->ino,
@@ -578,6 +583,15 @@ nfsstat4 mds_ns_rename(struct braid_mds *mds, const struct mds_cred *scr,
 	mds_exports_put(x);
 	if (mounted && !(target && tino == sino))
 		return NFS4ERR_XDEV; /* an export root is another file system's */
+	/* §10.4.4: the file renamed and the one it replaces; both recalls start */
+	nfsstat4 st = NFS4_OK;
+	if (src.type == MDS_REG)
+		st = mds_deleg_break_op(mds, sino, scr->clientid, MDS_DELEG_RENAME);
+	if (target && tino != sino && dst.type == MDS_REG &&
+	    mds_deleg_break_op(mds, tino, scr->clientid, MDS_DELEG_RENAME))
+		st = NFS4ERR_DELAY;
+	if (st)
+		return st;
 
 	struct mds_rename_args ar = {
 	    .src_dir = sdir->ino,
@@ -625,6 +639,10 @@ nfsstat4 mds_ns_link(struct braid_mds *mds, const struct mds_cred *cr, const str
 		return st;
 	if (obj->type == MDS_DIR)
 		return NFS4ERR_ISDIR;
+	/* its link count, which delegations cache, changes (as knfsd) */
+	if (obj->type == MDS_REG &&
+	    (st = mds_deleg_break_op(mds, ofh->ino, cr->clientid, MDS_DELEG_LINK)))
+		return st;
 	struct mds_link_args la = {
 	    .ino = ofh->ino,
 	    .dir = dfh->ino,

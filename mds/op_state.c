@@ -4,13 +4,14 @@
  * lock-owners, stateids, opens with their share reservations; OPEN,
  * OPEN_DOWNGRADE, CLOSE, TEST_STATEID, FREE_STATEID, DELEGRETURN and
  * RECLAIM_COMPLETE; the grace period after a restart and the client records
- * that make it possible.  Byte-range locks are in state_lock.c; the shared
- * structures and the locking rules in state_impl.h.
+ * that make it possible.  Byte-range locks are in state_lock.c, delegations
+ * (which OPEN grants, what conflicts with them, recalls) in deleg.c; the
+ * shared structures and the locking rules in state_impl.h.
  *
- * No delegations are granted, so every delegation stateid a client presents
- * is one that cannot exist (NFS4ERR_BAD_STATEID, §8.2.4), and the
- * OPEN4_SHARE_ACCESS_WANT_* flags are answered with OPEN_DELEGATE_NONE_EXT
- * (§18.16.3).
+ * Delegations are not kept across a restart: CLAIM_PREVIOUS reclaims a read
+ * delegation during grace (§10.2.1), CLAIM_DELEGATE_PREV / _DELEG_PREV_FH
+ * and DELEGPURGE, which only a server keeping them needs, are NOTSUPP
+ * (§18.5.3, §18.16.3).
  *
  * Grace (§8.4.2.1): before a client first holds state, a record of its
  * owner goes to the store (durably, before the reply).  At start, if records
@@ -44,10 +45,7 @@
 #include "mds/state_impl.h"
 
 #define ACCESS_BITS OPEN4_SHARE_ACCESS_BOTH
-#define DENY_BITS   OPEN4_SHARE_DENY_BOTH
-#define WANT_FLAGS                                                                                 \
-	(OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL |                                   \
-	 OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED)
+#define DENY_BITS    OPEN4_SHARE_DENY_BOTH
 #define DEFAULT_MODE 0600 /* a create without mode: the owner only (cf. §18.16.4) */
 
 /* ------------------------------------------------------------ clients, owners, files */
@@ -149,9 +147,9 @@ struct st_file *st_file_get(struct mds_state *st, uint64_t ino, bool create)
 	return f;
 }
 
-static void file_put_unused(struct mds_state *st, struct st_file *f)
+void st_file_put_unused(struct mds_state *st, struct st_file *f)
 {
-	if (f && !f->opens && !f->lockers) {
+	if (f && !f->opens && !f->lockers && !f->delegs) {
 		htab_del(&st->files, &f->h);
 		free(f);
 	}
@@ -185,7 +183,7 @@ nfsstat4 st_sid_arg(struct nfs41_compound *c, const stateid4 *in, bool keep_seqi
 	return NFS4_OK;
 }
 
-static struct st_sid *sid_lookup(struct mds_state *st, const uint8_t *other)
+struct st_sid *st_sid_lookup(struct mds_state *st, const uint8_t *other)
 {
 	uint64_t h = get_le64(other + 4);
 	for (struct htab_node *n = htab_find(&st->sids, h); n; n = htab_next(n, h)) {
@@ -212,10 +210,11 @@ nfsstat4 st_sid_find(struct mds_state *st, uint64_t clientid, const stateid4 *id
 	*out = NULL;
 	if (mds_sid_special(id) || memcmp(id->other, st->tag, sizeof(st->tag)))
 		return NFS4ERR_BAD_STATEID; /* special, or another server instance's */
-	struct st_sid *s = sid_lookup(st, id->other);
-	if (!s || (ino && s->file->ino != ino) || s->cl->id != clientid ||
-	    (type && s->type != type))
+	struct st_sid *s = st_sid_lookup(st, id->other);
+	if (!s || (ino && s->ino != ino) || s->cl->id != clientid || (type && s->type != type))
 		return NFS4ERR_BAD_STATEID;
+	if (s->type == ST_SID_DELEG && s->dl.revoked)
+		return NFS4ERR_DELEG_REVOKED; /* §8.2.4: until FREE_STATEID */
 	nfsstat4 r = seqid_check(s, id->seqid);
 	if (!r)
 		*out = s;
@@ -233,8 +232,8 @@ void st_sid_bump(struct st_sid *s)
 	s->seqid = s->seqid == UINT32_MAX ? 1 : s->seqid + 1;
 }
 
-struct st_sid *st_sid_new(struct mds_state *st, uint8_t type, struct st_owner *ow,
-			  struct st_file *f)
+struct st_sid *st_sid_new(struct mds_state *st, uint8_t type, struct st_client *cl,
+			  struct st_owner *ow, struct st_file *f)
 {
 	struct st_sid *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -245,14 +244,18 @@ struct st_sid *st_sid_new(struct mds_state *st, uint8_t type, struct st_owner *o
 		uint64_t n = st->next_sid++;
 		uint64_t prf = siphash24(&st->key, &n, sizeof(n));
 		memcpy(s->other + 4, &prf, 8);
-	} while (sid_lookup(st, s->other));
+	} while (st_sid_lookup(st, s->other));
 	s->seqid = 1;
 	s->type = type;
-	s->cl = ow->cl;
+	s->cl = cl;
 	s->owner = ow;
 	s->file = f;
-	ow->refs++;
-	struct st_sid **head = type == ST_SID_OPEN ? &f->opens : &f->lockers;
+	s->ino = f->ino;
+	if (ow)
+		ow->refs++;
+	struct st_sid **head = type == ST_SID_OPEN   ? &f->opens
+			       : type == ST_SID_LOCK ? &f->lockers
+						     : &f->delegs;
 	s->fnext = *head;
 	if (s->fnext)
 		s->fnext->fpprev = &s->fnext;
@@ -270,15 +273,19 @@ struct st_sid *st_sid_new(struct mds_state *st, uint8_t type, struct st_owner *o
 void st_sid_free(struct mds_state *st, struct st_sid *s)
 {
 	htab_del(&st->sids, &s->h);
-	*s->fpprev = s->fnext;
-	if (s->fnext)
-		s->fnext->fpprev = s->fpprev;
+	if (s->fpprev) { /* a revoked delegation has left its file */
+		*s->fpprev = s->fnext;
+		if (s->fnext)
+			s->fnext->fpprev = s->fpprev;
+	}
 	*s->cpprev = s->cnext;
 	if (s->cnext)
 		s->cnext->cpprev = s->cpprev;
-	s->owner->refs--;
-	st_owner_put_unused(st, s->owner);
-	file_put_unused(st, s->file);
+	if (s->owner) {
+		s->owner->refs--;
+		st_owner_put_unused(st, s->owner);
+	}
+	st_file_put_unused(st, s->file);
 	free(s);
 }
 
@@ -466,6 +473,10 @@ int mds_state_init(struct braid_mds *mds, char *msg, size_t msglen)
 		mds_state_release(mds);
 		return rc;
 	}
+	if ((rc = st_deleg_init(st, msg, msglen))) {
+		mds_state_release(mds);
+		return rc;
+	}
 	if (st->nprev && mds->set.grace_ms) {
 		st->in_grace = true;
 		atomic_store(&st->grace, true);
@@ -497,8 +508,11 @@ static void client_free_locked(struct mds_state *st, struct st_client *cl, uint6
 	}
 	while (cl->sids) {
 		struct st_sid *s = cl->sids;
-		uint64_t ino = s->file->ino;
-		st_sid_free(st, s);
+		uint64_t ino = s->ino;
+		if (s->type == ST_SID_DELEG)
+			st_deleg_free(st, s, false);
+		else
+			st_sid_free(st, s);
 		if (inos && !st_file_get(st, ino, false)) {
 			uint64_t *v = realloc(*inos, (*ninos + 1) * sizeof(**inos));
 			if (v) {
@@ -511,15 +525,23 @@ static void client_free_locked(struct mds_state *st, struct st_client *cl, uint6
 	free(cl);
 }
 
+void mds_state_stop(struct braid_mds *mds)
+{
+	if (mds->state)
+		st_deleg_stop(mds->state);
+}
+
 void mds_state_release(struct braid_mds *mds)
 {
 	struct mds_state *st = mds->state;
 	if (!st)
 		return;
+	st_deleg_stop(st);
 	/* the records stay: the next instance's grace period needs them */
 	for (size_t b = 0; st->clients.b && b <= st->clients.mask; b++)
 		while (st->clients.b[b])
 			client_free_locked(st, (struct st_client *)st->clients.b[b], NULL, NULL);
+	st_deleg_release(st);
 	prev_free(st->prev, st->nprev);
 	htab_release(&st->sids);
 	htab_release(&st->clients);
@@ -571,6 +593,19 @@ void mds_state_client_expired(void *priv, uint64_t clientid)
 	free(owner);
 }
 
+uint32_t mds_state_seq_flags(void *priv, uint64_t clientid)
+{
+	struct braid_mds *mds = priv;
+	struct mds_state *st = mds->state;
+	if (!atomic_load(&st->nrevoked))
+		return 0; /* the common case, without the lock */
+	pthread_mutex_lock(&st->mu);
+	struct st_client *cl = client_find(st, clientid);
+	bool revoked = cl && cl->nrevoked;
+	pthread_mutex_unlock(&st->mu);
+	return revoked ? SEQ4_STATUS_RECALLABLE_STATE_REVOKED : 0;
+}
+
 bool mds_state_client_has_state(void *priv, uint64_t clientid)
 {
 	struct braid_mds *mds = priv;
@@ -583,14 +618,14 @@ bool mds_state_client_has_state(void *priv, uint64_t clientid)
 }
 
 int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *opens,
-			    unsigned *locks)
+			    unsigned *locks, unsigned *delegs)
 {
 	struct mds_state *st = mds->state;
-	*opens = *locks = 0;
+	*opens = *locks = *delegs = 0;
 	pthread_mutex_lock(&st->mu);
 	struct st_client *cl = client_find(st, clientid);
 	for (const struct st_sid *s = cl ? cl->sids : NULL; s; s = s->cnext)
-		(*(s->type == ST_SID_OPEN ? opens : locks))++;
+		(*(s->type == ST_SID_OPEN ? opens : s->type == ST_SID_LOCK ? locks : delegs))++;
 	pthread_mutex_unlock(&st->mu);
 	return cl ? 0 : -ENOENT;
 }
@@ -641,6 +676,11 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 			if (o->deny & deny)
 				r = NFS4ERR_LOCKED;
 		pthread_mutex_unlock(&st->mu);
+		/* §10.4.4: a write with a special stateid recalls read
+		 * delegations (a read conflicts only with write ones) */
+		if (!r && write &&
+		    mds_deleg_break(st->mds, ino, c->clientid, MDS_DELEG_WRITE) == -EAGAIN)
+			r = NFS4ERR_DELAY;
 		return r;
 	}
 	pthread_mutex_lock(&st->mu);
@@ -742,12 +782,11 @@ static nfsstat4 create_ids(const struct mds_cred *cred, const struct mds_attr *d
 }
 
 /* CLAIM_NULL: the name in the current directory, created if asked. */
-static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa,
+static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa, const component4 *name,
 			     const struct mds_attr *dir, const struct mds_cred *cred,
 			     struct open_target *t)
 {
 	struct braid_mds *mds = mds_of(c);
-	const component4 *name = &oa->claim.u.file;
 	bool create = oa->openhow.opentype == OPEN4_CREATE;
 	const createhow4 *how = &oa->openhow.u.how;
 	nfsstat4 r;
@@ -887,35 +926,24 @@ nfsstat4 mds_ns_create_file(struct braid_mds *mds, const struct mds_cred *cred,
 	return NFS4_OK;
 }
 
-/* The deleg field of OPEN4resok: never a delegation (§18.16.3). */
-static void open_no_deleg(uint32_t share_access, open_delegation4 *d)
-{
-	uint32_t want = share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
-	memset(d, 0, sizeof(*d));
-	if (!want && !(share_access & WANT_FLAGS)) {
-		d->delegation_type = OPEN_DELEGATE_NONE;
-		return;
-	}
-	/* a client that uses the _WANT_ flags is told why (§18.16.3) */
-	d->delegation_type = OPEN_DELEGATE_NONE_EXT;
-	if (want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG)
-		d->u.od_whynone.ond_why = WND4_NOT_WANTED;
-	else if (want == OPEN4_SHARE_ACCESS_WANT_CANCEL)
-		d->u.od_whynone.ond_why = WND4_CANCELLED;
-	else
-		d->u.od_whynone.ond_why = WND4_NOT_SUPP_FTYPE; /* none on any file type */
-}
-
 static void bmap_note(uint8_t *bmap, uint32_t v)
 {
 	*bmap |= (uint8_t)(1u << v);
 }
 
+/* What an OPEN claims (§18.16.3): the grace period applies to each differently. */
+enum open_kind {
+	OPEN_NEW,     /* CLAIM_NULL, CLAIM_FH */
+	OPEN_RECLAIM, /* CLAIM_PREVIOUS */
+	OPEN_DELEG,   /* CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH: under a delegation of ours */
+};
+
 /* The open stateid: a new one, or the owner's existing one upgraded (§9.9).
- * *fresh says a new one was made (for undoing it). */
+ * *fresh says a new one was made (for undoing it).  Other clients'
+ * delegations it conflicts with are recalled first (NFS4ERR_DELAY). */
 static nfsstat4 open_grant(struct mds_state *st, struct nfs41_compound *c, uint64_t ino,
-			   const open_owner4 *owner, uint32_t access, uint32_t deny, bool reclaim,
-			   stateid4 *out, bool *fresh)
+			   const open_owner4 *owner, uint32_t access, uint32_t deny,
+			   enum open_kind kind, stateid4 *out, bool *fresh)
 {
 	nfsstat4 r = NFS4_OK;
 	*fresh = false;
@@ -925,16 +953,17 @@ static nfsstat4 open_grant(struct mds_state *st, struct nfs41_compound *c, uint6
 		r = NFS4ERR_SERVERFAULT;
 		goto out;
 	}
-	/* grace may have ended since the first look, never begun */
-	r = reclaim			     ? st_reclaim_check(st, cl)
-	    : st->in_grace || !cl->reclaim_complete ? NFS4ERR_GRACE
-						     : NFS4_OK;
+	/* grace may have ended since the first look, never begun; an open
+	 * under a delegation of this instance is not new state */
+	r = kind == OPEN_RECLAIM					  ? st_reclaim_check(st, cl)
+	    : kind == OPEN_NEW && (st->in_grace || !cl->reclaim_complete) ? NFS4ERR_GRACE
+									  : NFS4_OK;
 	if (r)
 		goto out;
 	struct st_file *f = st_file_get(st, ino, true);
 	struct st_owner *ow = f ? st_owner_get(st, cl, ST_OPEN_OWNER, &owner->owner, true) : NULL;
 	if (!ow) {
-		file_put_unused(st, f);
+		st_file_put_unused(st, f);
 		r = NFS4ERR_SERVERFAULT;
 		goto out;
 	}
@@ -946,8 +975,10 @@ static nfsstat4 open_grant(struct mds_state *st, struct nfs41_compound *c, uint6
 		if (o->owner == ow)
 			s = o;
 	}
+	if (!r)
+		r = st_deleg_open_conflict(st, cl, f, access, deny);
 	if (!r && !s) {
-		if ((s = st_sid_new(st, ST_SID_OPEN, ow, f)))
+		if ((s = st_sid_new(st, ST_SID_OPEN, cl, ow, f)))
 			*fresh = true;
 		else
 			r = NFS4ERR_SERVERFAULT;
@@ -956,7 +987,7 @@ static nfsstat4 open_grant(struct mds_state *st, struct nfs41_compound *c, uint6
 	}
 	if (r) {
 		st_owner_put_unused(st, ow);
-		file_put_unused(st, f);
+		st_file_put_unused(st, f);
 		goto out;
 	}
 	s->access |= access;
@@ -980,6 +1011,22 @@ static void open_undo(struct mds_state *st, uint64_t clientid, const stateid4 *i
 	pthread_mutex_unlock(&st->mu);
 }
 
+/* CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH: a delegation of this client on
+ * this file (§18.16.3), "current stateid" allowed. */
+static nfsstat4 deleg_claim_check(struct mds_state *st, struct nfs41_compound *c,
+				  const stateid4 *in, uint64_t ino)
+{
+	stateid4 id;
+	nfsstat4 s = st_sid_arg(c, in, false, &id);
+	if (s)
+		return s;
+	struct st_sid *d;
+	pthread_mutex_lock(&st->mu);
+	s = st_sid_find(st, c->clientid, &id, ST_SID_DELEG, ino, &d);
+	pthread_mutex_unlock(&st->mu);
+	return s;
+}
+
 /* RFC 8881 §18.16 */
 static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 {
@@ -993,22 +1040,31 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 
 	/* §18.16.4 */
 	if (!access || oa->share_deny & ~(uint32_t)DENY_BITS ||
-	    oa->share_access &
-		~(uint32_t)(ACCESS_BITS | OPEN4_SHARE_ACCESS_WANT_DELEG_MASK | WANT_FLAGS) ||
+	    oa->share_access & ~(uint32_t)(ACCESS_BITS | OPEN4_SHARE_ACCESS_WANT_DELEG_MASK |
+					   ST_WANT_SIGNAL_FLAGS) ||
 	    want > OPEN4_SHARE_ACCESS_WANT_CANCEL)
 		return NFS4ERR_INVAL;
-	bool by_name = false, reclaim = false;
+	const component4 *name = NULL;
+	const stateid4 *dsid = NULL;
+	enum open_kind kind = OPEN_NEW;
 	switch (oa->claim.claim) {
 	case CLAIM_NULL:
-		by_name = true;
+		name = &oa->claim.u.file;
 		break;
 	case CLAIM_FH:
 		break;
 	case CLAIM_PREVIOUS:
-		reclaim = true;
+		kind = OPEN_RECLAIM;
 		break;
 	case CLAIM_DELEGATE_CUR:
+		kind = OPEN_DELEG;
+		name = &oa->claim.u.delegate_cur_info.file;
+		dsid = &oa->claim.u.delegate_cur_info.delegate_stateid;
+		break;
 	case CLAIM_DELEG_CUR_FH:
+		kind = OPEN_DELEG;
+		dsid = &oa->claim.u.oc_delegate_stateid;
+		break;
 	case CLAIM_DELEGATE_PREV:
 	case CLAIM_DELEG_PREV_FH:
 		break;
@@ -1032,10 +1088,6 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	if ((s = mds_cfh(c, &fh, &cur, &cred)))
 		return s;
 	switch (oa->claim.claim) {
-	case CLAIM_DELEGATE_CUR:
-	case CLAIM_DELEG_CUR_FH:
-		/* §8.2.4: we never granted a delegation, so its stateid cannot exist */
-		return NFS4ERR_BAD_STATEID;
 	case CLAIM_DELEGATE_PREV:
 	case CLAIM_DELEG_PREV_FH:
 		/* §18.16.3: optional; a server that supports them must keep
@@ -1046,29 +1098,33 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	/* grace first: no file is created for an OPEN that must wait (also
 	 * one sent before its client's RECLAIM_COMPLETE, §18.51.3) */
 	bool grace = st_grace_poll(st);
-	if (!reclaim && (grace || !reclaim_done(st, c)))
+	if (kind == OPEN_NEW && (grace || !reclaim_done(st, c)))
 		return NFS4ERR_GRACE;
-	if (reclaim) {
+	if (kind == OPEN_RECLAIM) {
 		pthread_mutex_lock(&st->mu);
 		struct st_client *cl = st_client_get(st, c);
 		s = cl ? st_reclaim_check(st, cl) : NFS4ERR_SERVERFAULT;
 		pthread_mutex_unlock(&st->mu);
 		if (s)
 			return s;
-		/* we granted no delegation before either (§15.1.9.4) */
-		if (oa->claim.u.delegate_type != OPEN_DELEGATE_NONE)
+		/* §10.2.1: a read delegation is granted back; we never grant
+		 * write delegations, so none can be reclaimed (§15.1.9.4) */
+		if (oa->claim.u.delegate_type != OPEN_DELEGATE_NONE &&
+		    oa->claim.u.delegate_type != OPEN_DELEGATE_READ)
 			return NFS4ERR_RECLAIM_BAD;
 	}
 
 	struct open_target t;
 	memset(&t, 0, sizeof(t));
-	if (by_name) {
-		if ((s = open_by_name(c, oa, &cur, &cred, &t)))
+	if (name) {
+		if ((s = open_by_name(c, oa, name, &cur, &cred, &t)))
 			return s;
 	} else {
 		t.attr = cur;
 	}
 	if ((s = mds_reg_file(&t.attr)))
+		return s;
+	if (dsid && (s = deleg_claim_check(st, c, dsid, t.attr.ino)))
 		return s;
 	/* a file this OPEN made is the requester's to open as asked (POSIX
 	 * O_CREAT); an existing one must allow it (§18.16.4) */
@@ -1081,7 +1137,7 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 
 	stateid4 sid;
 	bool fresh;
-	if ((s = open_grant(st, c, t.attr.ino, &oa->owner, access, oa->share_deny, reclaim, &sid,
+	if ((s = open_grant(st, c, t.attr.ino, &oa->owner, access, oa->share_deny, kind, &sid,
 			    &fresh)))
 		return s;
 	if (t.truncate && t.attr.size) {
@@ -1106,7 +1162,14 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	 * until the grace period has passed */
 	ok->rflags = OPEN4_RESULT_LOCKTYPE_POSIX | OPEN4_RESULT_PRESERVE_UNLINKED;
 	ok->attrset = t.attrset;
-	open_no_deleg(oa->share_access, &ok->delegation);
+	struct st_deleg_req q = {
+	    .share_access = oa->share_access,
+	    .prev = kind == OPEN_RECLAIM ? (int)oa->claim.u.delegate_type : -1,
+	    .deleg_cur = kind == OPEN_DELEG,
+	    .export_id = fh.export_id,
+	    .igen = t.attr.generation,
+	};
+	st_deleg_answer(st, c, t.attr.ino, &q, &ok->delegation);
 	mds_set_cfh(c, t.attr.ino, t.attr.generation, fh.export_id);
 	nfs41_compound_set_stateid(c, &sid);
 	return NFS4_OK;
@@ -1115,8 +1178,9 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 static uint32_t open_res_bound(const nfs_argop4 *a)
 {
 	(void)a;
-	/* op, status, stateid, cinfo, rflags, attrset (3 words), NONE_EXT + why + bool */
-	return 4 + 4 + 16 + 20 + 4 + 16 + 12;
+	/* op, status, stateid, cinfo, rflags, attrset (3 words); READ: type,
+	 * stateid, recall, an nfsace4 with an empty who */
+	return 4 + 4 + 16 + 20 + 4 + 16 + 4 + 16 + 4 + 16;
 }
 
 /* ------------------------------------------------------------ OPEN_DOWNGRADE, CLOSE */
@@ -1269,11 +1333,18 @@ static nfsstat4 op_free_stateid(struct nfs41_compound *c, nfs_argop4 *a, nfs_res
 	pthread_mutex_lock(&st->mu);
 	struct st_sid *x;
 	s = st_sid_find(st, c->clientid, &id, 0, 0, &x);
-	/* an open is a lock itself; a lock stateid may go once unlocked */
-	if (!s && (x->type == ST_SID_OPEN || x->nranges))
+	if (s == NFS4ERR_DELEG_REVOKED) {
+		/* §18.38.3: what a revoked delegation leaves goes now */
+		x = st_sid_lookup(st, id.other);
+		st_deleg_free(st, x, false);
+		s = NFS4_OK;
+	} else if (!s && (x->type == ST_SID_OPEN || x->type == ST_SID_DELEG || x->nranges)) {
+		/* an open or a delegation is a lock itself (DELEGRETURN returns
+		 * one); a lock stateid may go once unlocked */
 		s = NFS4ERR_LOCKS_HELD;
-	if (!s)
+	} else if (!s) {
 		st_sid_free(st, x);
+	}
 	pthread_mutex_unlock(&st->mu);
 	if (s == NFS4ERR_BAD_STATEID) /* not ours: a layout stateid? */
 		s = mds_layout_sid_free(mds_of(c), c->clientid, &id);
@@ -1282,17 +1353,26 @@ static nfsstat4 op_free_stateid(struct nfs41_compound *c, nfs_argop4 *a, nfs_res
 
 /* ------------------------------------------------------------ DELEGRETURN, RECLAIM_COMPLETE */
 
-/* RFC 8881 §18.6: no delegation was ever granted, so none can be returned. */
+/* RFC 8881 §18.6: this client's delegation of the current file; another
+ * client's, another file's or an open's stateid is BAD_STATEID (§8.2.4),
+ * a revoked one DELEG_REVOKED (the client then frees it, §18.38). */
 static nfsstat4 op_delegreturn(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 {
 	(void)r;
+	struct mds_state *st = mds_of(c)->state;
+	struct mds_fh fh;
 	stateid4 id;
 	nfsstat4 s;
-	if ((s = mds_cfh(c, NULL, NULL, NULL)) ||
+	if ((s = mds_cfh(c, &fh, NULL, NULL)) ||
 	    (s = st_sid_arg(c, &a->u.opdelegreturn.deleg_stateid, false, &id)))
 		return s;
-	/* §8.2.4: special, unknown, or not a delegation: all BAD_STATEID */
-	return NFS4ERR_BAD_STATEID;
+	pthread_mutex_lock(&st->mu);
+	struct st_sid *d;
+	s = st_sid_find(st, c->clientid, &id, ST_SID_DELEG, fh.ino, &d);
+	if (!s)
+		st_deleg_free(st, d, true);
+	pthread_mutex_unlock(&st->mu);
+	return s;
 }
 
 /* RFC 8881 §18.51 */

@@ -469,7 +469,7 @@ static void copy_one(struct mds_resilver *rs, const struct mds_attr *a,
 		mds_layout_resilver_begin(mds, a->ino);
 		frozen = true;
 		uint64_t until = nfsd_now_ns() + RESILVER_QUIESCE_MS * 1000000ull;
-		while (mds_layout_rw_held(mds, a->ino) && !stopping(rs)) {
+		while (mds_layout_rw_held(mds, a->ino, 0) && !stopping(rs)) {
 			if (nfsd_now_ns() > until) {
 				rc = -ETIMEDOUT;
 				break;

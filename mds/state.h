@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* braid-mds client state (mds/op_state.c, mds/state_lock.c; their shared
- * structures are in mds/state_impl.h): what the rest of the MDS calls. */
+/* braid-mds client state (mds/op_state.c, mds/state_lock.c, mds/deleg.c;
+ * their shared structures are in mds/state_impl.h): what the rest of the
+ * MDS calls. */
 #ifndef BRAID_MDS_STATE_H
 #define BRAID_MDS_STATE_H
 
@@ -19,9 +20,15 @@ struct nfs41_compound;
  * to share reservations.
  */
 int mds_state_init(struct braid_mds *mds, char *msg, size_t msglen);
+/* Stops the delegation thread (it calls clients back): before the RPC
+ * server and the session layer go. */
+void mds_state_stop(struct braid_mds *mds);
 void mds_state_release(struct braid_mds *mds);
 void mds_state_client_expired(void *mds, uint64_t clientid);
 bool mds_state_client_has_state(void *mds, uint64_t clientid);
+/* SEQUENCE's status flags from this state: SEQ4_STATUS_RECALLABLE_STATE_REVOKED
+ * while the client has a revoked delegation it has not freed (§18.46.3). */
+uint32_t mds_state_seq_flags(void *mds, uint64_t clientid);
 /* READ/WRITE/SETATTR(size)/ALLOCATE...: is 'sid' (already resolved from the
  * current stateid) good for I/O of 'write' kind on ino by this client?
  * NFS4ERR_BAD_STATEID, _OLD_STATEID, _EXPIRED, _OPENMODE, _LOCKED (a
@@ -32,9 +39,47 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
 /* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
 bool mds_state_in_grace(struct braid_mds *mds);
-/* Open and lock stateids a client holds (braidctl clients): 0, or -ENOENT
- * when it holds no state. */
+/* Open and lock stateids and delegations a client holds (braidctl
+ * clients): 0, or -ENOENT when it holds no state. */
 int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *opens,
-			    unsigned *locks);
+			    unsigned *locks, unsigned *delegs);
+
+/*
+ * Delegations (deleg.c; RFC 8881 §10.4).  Read delegations only: [mds]
+ * delegations = on | read | off, at most delegations_max outstanding.
+ *
+ * mds_deleg_break: an operation that conflicts with other clients' read
+ * delegations of ino (§10.4.4: a write, a change of attributes, REMOVE,
+ * RENAME or LINK of the file) is about to run for clientid (0: no NFSv4
+ * client, e.g. NFSv3).  0: none is held by another client, go ahead (and no
+ * new one is granted on ino for a moment, so none slips in before the
+ * change); -EAGAIN: their recall has started (CB_RECALL), answer
+ * NFS4ERR_DELAY / NFS3ERR_JUKEBOX and let the client retry.  A holder that
+ * does not return the delegation within a lease has it revoked, and the
+ * retry proceeds.  Never blocks.
+ */
+enum mds_deleg_why {
+	MDS_DELEG_OPEN = 1, /* an OPEN for write or denying read */
+	MDS_DELEG_WRITE,    /* I/O with a special stateid, or NFSv3 WRITE */
+	MDS_DELEG_SETATTR,
+	MDS_DELEG_REMOVE,
+	MDS_DELEG_RENAME,
+	MDS_DELEG_LINK,
+	MDS_DELEG_XATTR,
+	MDS_DELEG_CB_DOWN, /* the holder's back channel was down a lease */
+	MDS_DELEG_LIMIT,   /* CB_RECALL_ANY: too many outstanding */
+};
+int mds_deleg_break(struct braid_mds *mds, uint64_t ino, uint64_t clientid, enum mds_deleg_why why);
+/* The same as an op's status: NFS4_OK or NFS4ERR_DELAY (NFSv3: JUKEBOX). */
+nfsstat4 mds_deleg_break_op(struct braid_mds *mds, uint64_t ino, uint64_t clientid,
+			    enum mds_deleg_why why);
+
+/* Counters since start (metrics). */
+struct mds_deleg_counters {
+	uint64_t outstanding; /* granted, not returned nor revoked */
+	uint64_t granted, recalled, returned, revoked;
+	uint64_t recall_any; /* CB_RECALL_ANY calls sent */
+};
+void mds_deleg_counters(struct braid_mds *mds, struct mds_deleg_counters *out);
 
 #endif

@@ -1,24 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Client state of braid-mds, shared by mds/op_state.c (clients, grace,
- * stateids, opens and share reservations) and mds/state_lock.c (byte-range
- * locks).  RFC 8881 chapters 8 and 9; no delegations are ever granted.
- * Its users elsewhere see only mds/state.h's mds_state_* calls.
+ * stateids, opens and share reservations), mds/state_lock.c (byte-range
+ * locks) and mds/deleg.c (delegations, their recalls and its thread).
+ * RFC 8881 chapters 8, 9 and 10.  Its users elsewhere see only
+ * mds/state.h's mds_state_* and mds_deleg_* calls.
  *
  * Locking: one mutex, st->mu, guards every structure below and every field
  * of struct mds_state not marked otherwise.  It is held only for in-memory
  * work: never across store I/O or a data-server call.  It may be held while
  * calling nfs41_client_owner(), which takes the session layer's lock; the
  * session layer never calls our hooks with its lock held, so the order is
- * always mu, then the session layer's lock.  st->rec_mu, never held with mu,
- * makes each read-then-write of a client record in the store atomic.
+ * always mu, then the session layer's lock; and mu before the layout
+ * layer's lo->mu.  st->rec_mu, never held with mu, makes each
+ * read-then-write of a client record in the store atomic.  Callbacks
+ * (CB_RECALL, CB_RECALL_ANY) are sent without mu.
  *
  * Lifetimes: a client lives from its first state operation (or
  * RECLAIM_COMPLETE) to the session layer's client_expired hook; its owners
  * live while a stateid names them; a file lives while it has an open or a
- * lock stateid; a stateid from the operation that made it to CLOSE,
- * FREE_STATEID or its client's end.  Nothing here outlives a restart except
- * the client records in the store (mds_client_put: RFC 8881 §8.4.2.1).
+ * lock stateid or a delegation; a stateid from the operation that made it
+ * to CLOSE, DELEGRETURN, FREE_STATEID or its client's end.  A revoked
+ * delegation leaves its file but keeps its stateid (answering
+ * NFS4ERR_DELEG_REVOKED) until FREE_STATEID or its client's end.  Nothing
+ * here outlives a restart except the client records in the store
+ * (mds_client_put: RFC 8881 §8.4.2.1).
  */
 #ifndef BRAID_MDS_STATE_IMPL_H
 #define BRAID_MDS_STATE_IMPL_H
@@ -32,6 +38,13 @@
 #include "nfsd/bytes.h"
 #include "nfsd/htab.h"
 
+/* OPEN's share_access bits asking to be told when a delegation may be had
+ * (§18.16.3); never done, but they ask for OPEN_DELEGATE_NONE_EXT. */
+#define ST_WANT_SIGNAL_FLAGS                                                                       \
+	(OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL |                                   \
+	 OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED)
+
+struct st_deleg;
 struct st_file;
 struct st_sid;
 
@@ -42,6 +55,11 @@ struct st_client {
 	struct st_sid *sids;   /* every stateid of the client (cnext) */
 	bool reclaim_complete; /* sent a global RECLAIM_COMPLETE (§18.51) */
 	bool recorded;	       /* the store's record of its owner names this id */
+	unsigned ndelegs;      /* delegations it holds (not revoked) */
+	unsigned nrevoked;     /* revoked delegations not yet freed (SEQ4_STATUS_...) */
+	uint64_t recall_any_ns; /* CB_RECALL_ANY: not again before this (deleg.c) */
+	uint64_t cbdown_ns;	/* its back channel seen down since (deleg.c); 0: up */
+	uint64_t probe_ns;	/* CB_NULL of its back channel: not again before this */
 	int prev;	       /* 1 + index in st->prev of its owner's record from before
 				* the restart; 0: none (only meaningful in grace) */
 	uint32_t owner_len;
@@ -68,11 +86,25 @@ struct st_range {
 	int32_t type; /* READ_LT or WRITE_LT */
 };
 
-enum { ST_SID_OPEN = 1, ST_SID_LOCK = 2 };
+enum { ST_SID_OPEN = 1, ST_SID_LOCK = 2, ST_SID_DELEG = 3 };
+
+/* A delegation's recall (deleg.c): like a layout's (layout_impl.h). */
+struct st_dl {
+	struct st_sid *rnext; /* in st->recalls while recalling */
+	uint32_t export_id;   /* the handle CB_RECALL names */
+	uint64_t igen;
+	bool recalling; /* CB_RECALL sent or to be sent; DELEGRETURN ends it */
+	bool cb_busy;	/* a CB_RECALL is in flight */
+	bool cb_ok;	/* the client answered it: its DELEGRETURN follows */
+	bool revoked;	/* not returned in time: off its file, NFS4ERR_DELEG_REVOKED */
+	uint64_t deadline_ns, next_ns, start_ns; /* CLOCK_MONOTONIC */
+	unsigned backoff_ms;
+};
 
 /*
- * A stateid (§8.2): an open (per open-owner and file) or a set of
- * byte-range locks (per lock-owner and file).  "other" is 4 bytes naming this
+ * A stateid (§8.2): an open (per open-owner and file), a set of
+ * byte-range locks (per lock-owner and file) or a read delegation (per
+ * client and file, no owner).  "other" is 4 bytes naming this
  * server instance, then 8 bytes of a keyed PRF of a counter: unique within
  * the instance and not guessable.
  */
@@ -82,16 +114,19 @@ struct st_sid {
 	uint32_t seqid; /* current; 1 at creation, never 0 (wraps to 1) */
 	uint8_t type;
 	struct st_client *cl;
-	struct st_owner *owner;
-	struct st_file *file;
-	struct st_sid *fnext, **fpprev; /* in file->opens or file->lockers */
+	struct st_owner *owner;		/* NULL for a delegation */
+	struct st_file *file;		/* NULL for a revoked delegation */
+	uint64_t ino;			/* the file's, kept after revocation */
+	struct st_sid *fnext, **fpprev; /* in file->opens, ->lockers or ->delegs */
 	struct st_sid *cnext, **cpprev; /* in cl->sids */
-	/* ST_SID_OPEN: the share reservation (§9.7) */
+	/* ST_SID_OPEN: the share reservation (§9.7); ST_SID_DELEG: access READ */
 	uint32_t access, deny;
 	uint8_t access_bmap, deny_bmap; /* bit v: an OPEN asked for value v (§18.18.3) */
 	/* ST_SID_LOCK */
 	struct st_sid *open; /* the open stateid it was derived from */
 	unsigned nranges;    /* its ranges in file->ranges */
+	/* ST_SID_DELEG */
+	struct st_dl dl;
 };
 
 /* A file with opens or locks. */
@@ -100,6 +135,7 @@ struct st_file {
 	uint64_t ino;
 	struct st_sid *opens;	 /* open stateids */
 	struct st_sid *lockers;	 /* lock stateids */
+	struct st_sid *delegs;	 /* delegation stateids, none revoked */
 	struct st_range *ranges; /* every byte-range lock on it, by start */
 };
 
@@ -125,6 +161,9 @@ struct mds_state {
 	uint64_t grace_end_ns; /* CLOCK_MONOTONIC */
 	struct st_prev *prev;  /* records found at start; freed when grace ends */
 	unsigned nprev, nprev_complete, prev_cap;
+	/* delegations (deleg.c) */
+	struct st_deleg *dlg;
+	atomic_uint nrevoked; /* revoked delegations not freed, all clients (read without mu) */
 };
 
 /* op_state.c, for state_lock.c; all with st->mu held unless said otherwise. */
@@ -134,15 +173,21 @@ struct st_owner *st_owner_get(struct mds_state *st, struct st_client *cl, uint8_
 			      const xdr_opaque *name, bool create);
 /* Frees ow (may be NULL) if no stateid names it. */
 void st_owner_put_unused(struct mds_state *st, struct st_owner *ow);
-struct st_sid *st_sid_new(struct mds_state *st, uint8_t type, struct st_owner *ow,
-			  struct st_file *f);
+/* A new stateid of cl (ow: its owner, NULL for a delegation) on f. */
+struct st_sid *st_sid_new(struct mds_state *st, uint8_t type, struct st_client *cl,
+			  struct st_owner *ow, struct st_file *f);
 void st_sid_free(struct mds_state *st, struct st_sid *s);
+/* The stateid whose "other" this is, or NULL. */
+struct st_sid *st_sid_lookup(struct mds_state *st, const uint8_t *other);
 void st_sid_bump(struct st_sid *s);
 /* Finds a stateid of this client of the given type (0: any) on ino (0: any
- * file) and checks its seqid (§8.2.4); special stateids are BAD_STATEID. */
+ * file) and checks its seqid (§8.2.4); special stateids are BAD_STATEID, a
+ * revoked delegation's NFS4ERR_DELEG_REVOKED. */
 nfsstat4 st_sid_find(struct mds_state *st, uint64_t clientid, const stateid4 *id, uint8_t type,
 		     uint64_t ino, struct st_sid **out);
 struct st_file *st_file_get(struct mds_state *st, uint64_t ino, bool create);
+/* Frees f (may be NULL) when no stateid is on it. */
+void st_file_put_unused(struct mds_state *st, struct st_file *f);
 /* Without mu: the stateid of the arguments, "current stateid" replaced
  * (§16.2.3.1.2); its seqid becomes 0 unless keep_seqid (CLOSE, OPEN_DOWNGRADE). */
 nfsstat4 st_sid_arg(struct nfs41_compound *c, const stateid4 *in, bool keep_seqid, stateid4 *out);
@@ -153,6 +198,30 @@ bool st_grace_poll(struct mds_state *st);
 nfsstat4 st_reclaim_check(struct mds_state *st, const struct st_client *cl);
 /* Without mu: record the client in the store before it first holds state. */
 nfsstat4 st_client_record(struct mds_state *st, struct nfs41_compound *c);
+
+/* deleg.c, with mu held unless said otherwise */
+/* Without mu: the thread and its state; stopped before the clients go. */
+int st_deleg_init(struct mds_state *st, char *msg, size_t msglen);
+void st_deleg_stop(struct mds_state *st);
+void st_deleg_release(struct mds_state *st);
+/* RFC 8881 §10.4.4 for an OPEN by cl of f with access/deny: other clients'
+ * delegations it conflicts with are recalled (NFS4ERR_DELAY), else OK. */
+nfsstat4 st_deleg_open_conflict(struct mds_state *st, struct st_client *cl, struct st_file *f,
+				uint32_t access, uint32_t deny);
+/* What an OPEN is told of delegations (§18.16.3). */
+struct st_deleg_req {
+	uint32_t share_access; /* with its _WANT_ bits */
+	int prev;	       /* CLAIM_PREVIOUS: the delegate_type it held (§10.2.1), else -1 */
+	bool deleg_cur;	       /* CLAIM_DELEGATE_CUR / _DELEG_CUR_FH: it holds one */
+	uint32_t export_id;    /* the handle CB_RECALL names */
+	uint64_t igen;
+};
+/* Without mu, after the OPEN got its open stateid: a read delegation of
+ * ino for c's client, or OPEN_DELEGATE_NONE(_EXT) and why. */
+void st_deleg_answer(struct mds_state *st, struct nfs41_compound *c, uint64_t ino,
+		     const struct st_deleg_req *q, open_delegation4 *out);
+/* A delegation stateid goes (DELEGRETURN, FREE_STATEID, the client's end). */
+void st_deleg_free(struct mds_state *st, struct st_sid *d, bool returned);
 
 /* state_lock.c */
 nfsstat4 mds_op_lock(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);

@@ -252,7 +252,7 @@ nfsstat4 mds_op_lock(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *res)
 		goto out;
 	}
 	if (!l) {
-		if (!(l = st_sid_new(st, ST_SID_LOCK, ow, o->file))) {
+		if (!(l = st_sid_new(st, ST_SID_LOCK, o->cl, ow, o->file))) {
 			s = NFS4ERR_SERVERFAULT;
 			goto out;
 		}

@@ -381,6 +381,8 @@ static nfsstat4 op_sequence(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 
 	c->session = ss;
 	c->clientid = ss->clientid;
 	c->slotid = sa->sa_slotid;
+	if (s->o.status_flags)
+		status_flags |= s->o.status_flags(s->o.priv, ss->clientid);
 	memcpy(ok->sr_sessionid, ss->id, sizeof(ok->sr_sessionid));
 	ok->sr_sequenceid = sa->sa_sequenceid;
 	ok->sr_slotid = sa->sa_slotid;

@@ -138,6 +138,11 @@ struct nfs41_server_opts {
 	/* optional: the client holds state (opens, locks, layouts):
 	 * DESTROY_CLIENTID answers NFS4ERR_CLIENTID_BUSY (RFC 8881 §18.50.3) */
 	bool (*client_has_state)(void *priv, uint64_t clientid);
+	/* optional: SEQ4_STATUS_* bits of the embedder's state for this client,
+	 * ORed into every SEQUENCE reply (RFC 8881 §18.46.3: e.g.
+	 * RECALLABLE_STATE_REVOKED while a revoked delegation is not freed);
+	 * called on every SEQUENCE, so it must be cheap */
+	uint32_t (*status_flags)(void *priv, uint64_t clientid);
 	/* optional: count and time every operation (nfsd/metrics.h) */
 	struct nfsd_metrics *metrics;
 };

@@ -1019,6 +1019,7 @@ static int c_clients(struct braidctl *b, int argc, char **argv)
 				j_str(&j, "peer", c->cl_peer.len ? peer : "");
 				j_u64(&j, "opens", c->cl_opens);
 				j_u64(&j, "locks", c->cl_locks);
+				j_u64(&j, "delegations", c->cl_delegations);
 				j_bool(&j, "holds_layouts", c->cl_layouts);
 				j_u64(&j, "layoutgets", c->cl_layoutgets);
 				j_u64(&j, "layoutreturns", c->cl_layoutreturns);

@@ -349,20 +349,7 @@ static int lt_cb_compound(struct nfsd_req *r, void *a, void *resv)
 	struct lt_cb *cb = &lt_cbs;
 	CB_COMPOUND4args *args = a;
 	CB_COMPOUND4res *res = resv;
-	memset(res, 0, sizeof(*res));
-	CHECK(args->argarray.len >= 1 && args->argarray.len <= 4);
-	CHECK_EQ(args->argarray.val[0].argop, OP_CB_SEQUENCE);
-	nfs_cb_resop4 *ro = xdr_arena_alloc(&r->arena, args->argarray.len * sizeof(*ro));
-	CHECK(ro);
-	memset(ro, 0, args->argarray.len * sizeof(*ro));
-	const CB_SEQUENCE4args *sa = &args->argarray.val[0].u.opcbsequence;
-	ro[0].resop = OP_CB_SEQUENCE;
-	CB_SEQUENCE4resok *ok = &ro[0].u.opcbsequence.u.csr_resok4;
-	memcpy(ok->csr_sessionid, sa->csa_sessionid, sizeof(sessionid4));
-	ok->csr_sequenceid = sa->csa_sequenceid;
-	res->status = NFS4_OK;
-	res->resarray.val = ro;
-	res->resarray.len = 1;
+	nfs_cb_resop4 *ro = mt_cb_reply(r, args, res);
 	for (uint32_t i = 1; i < args->argarray.len; i++) {
 		const nfs_cb_argop4 *op = &args->argarray.val[i];
 		ro[i].resop = op->argop;

@@ -102,6 +102,26 @@ struct nfs41c_session *mt_session_noreclaim(struct mt *t, const char *owner, uin
 	return s;
 }
 
+nfs_cb_resop4 *mt_cb_reply(struct nfsd_req *r, const CB_COMPOUND4args *args,
+			   CB_COMPOUND4res *res)
+{
+	memset(res, 0, sizeof(*res));
+	CHECK(args->argarray.len >= 1 && args->argarray.len <= 4);
+	CHECK_EQ(args->argarray.val[0].argop, OP_CB_SEQUENCE);
+	nfs_cb_resop4 *ro = xdr_arena_alloc(&r->arena, args->argarray.len * sizeof(*ro));
+	CHECK(ro);
+	memset(ro, 0, args->argarray.len * sizeof(*ro));
+	const CB_SEQUENCE4args *sa = &args->argarray.val[0].u.opcbsequence;
+	ro[0].resop = OP_CB_SEQUENCE;
+	CB_SEQUENCE4resok *ok = &ro[0].u.opcbsequence.u.csr_resok4;
+	memcpy(ok->csr_sessionid, sa->csa_sessionid, sizeof(sessionid4));
+	ok->csr_sequenceid = sa->csa_sequenceid;
+	res->status = NFS4_OK;
+	res->resarray.val = ro;
+	res->resarray.len = 1;
+	return ro;
+}
+
 void mt_reclaim_complete(struct nfs41c_session *s)
 {
 	nfs_argop4 op = {.argop = OP_RECLAIM_COMPLETE};

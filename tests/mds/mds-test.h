@@ -107,6 +107,15 @@ static inline nfs_argop4 mt_lookup(const char *name)
 	return a;
 }
 
+/*
+ * A test back channel's CB_COMPOUND (RFC 8881 §20.9): checks CB_SEQUENCE
+ * comes first (and at most 4 ops), answers it NFS4_OK for its session and
+ * seqid, and returns room (from the request's arena) for every op's result,
+ * with res holding the CB_SEQUENCE result alone, status NFS4_OK.
+ */
+nfs_cb_resop4 *mt_cb_reply(struct nfsd_req *r, const CB_COMPOUND4args *args,
+			   CB_COMPOUND4res *res);
+
 /* A bitmap4 of the attribute numbers given (ending with -1), in arena. */
 bitmap4 mt_bitmap(struct xdr_arena *arena, ...);
 

@@ -3,12 +3,13 @@
  * OPEN (RFC 8881 §18.16) with CLOSE (§18.2) and OPEN_DOWNGRADE (§18.18):
  * the create modes (UNCHECKED4 finds, GUARDED4 refuses, EXCLUSIVE4_1
  * replays with its verifier; EXCLUSIVE4 is refused by a pNFS server),
- * NOCREATE, CLAIM_FH, the claims of delegations that cannot exist, file
+ * NOCREATE, CLAIM_FH, delegation claims with an open's stateid, file
  * types, permissions, share reservations between clients and against
  * anonymous I/O (§9.7), upgrades that keep the stateid's "other" (§9.9),
- * downgrades, truncation by createattrs, delegation wants, and the stateid
- * rules of §8.2 (OLD_STATEID, BAD_STATEID, seqid 0, the current stateid,
- * the invalid special stateid CLOSE returns); DESTROY_CLIENTID of a client
+ * downgrades, truncation by createattrs, delegation wants (none without
+ * a back channel), and the stateid rules of §8.2 (OLD_STATEID,
+ * BAD_STATEID, seqid 0, the current stateid, the invalid special stateid
+ * CLOSE returns); DESTROY_CLIENTID of a client
  * with opens is NFS4ERR_CLIENTID_BUSY (§18.50.3); an OPEN before the
  * client's RECLAIM_COMPLETE is NFS4ERR_GRACE (§18.51.3).
  */
@@ -207,7 +208,7 @@ static void claims_and_args(struct nfs41c_session *a)
 	struct ts_openres r, r2;
 	CHECK_EQ(ts_open_name(a, NULL, "cl", "f-claims", RW, DN, true, &r), NFS4_OK);
 
-	/* §8.2.4: no delegation was granted, so none can be claimed */
+	/* §8.2.4: an open's stateid is no delegation to claim */
 	struct ts_open o = opn("cl2", "f-claims", RD, DN);
 	o.deleg_sid = r.sid;
 	o.claim = CLAIM_DELEG_CUR_FH;
@@ -239,16 +240,17 @@ static void claims_and_args(struct nfs41c_session *a)
 	CHECK_EQ(ts_open(a, NULL, &o, &r2), NFS4_OK);
 	CHECK_EQ(r2.dtype, OPEN_DELEGATE_NONE_EXT);
 	CHECK_EQ(r2.why, WND4_NOT_WANTED);
+	/* no back channel: a delegation could not be recalled (§10.2.2) */
 	o.access = RD | OPEN4_SHARE_ACCESS_WANT_READ_DELEG;
 	CHECK_EQ(ts_open(a, NULL, &o, &r2), NFS4_OK);
 	CHECK_EQ(r2.dtype, OPEN_DELEGATE_NONE_EXT);
-	CHECK_EQ(r2.why, WND4_NOT_SUPP_FTYPE);
+	CHECK_EQ(r2.why, WND4_RESOURCE);
 	o.access = RD | OPEN4_SHARE_ACCESS_WANT_CANCEL;
 	CHECK_EQ(ts_open(a, NULL, &o, &r2), NFS4_OK);
 	CHECK_EQ(r2.why, WND4_CANCELLED);
 	CHECK_EQ(ts_close(a, &r2.fh, &r2.sid, NULL), NFS4_OK);
 
-	/* DELEGRETURN: nothing to return */
+	/* DELEGRETURN of an open's stateid */
 	nfs_argop4 ops[2] = {ts_put(&r.fh), ts_op(OP_DELEGRETURN)};
 	ops[1].u.opdelegreturn.deleg_stateid = r.sid;
 	COMPOUND4res res;

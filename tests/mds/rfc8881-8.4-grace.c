@@ -118,7 +118,8 @@ int main(void)
 
 	/* a comes back (same owner, new client ID) and reclaims */
 	a = mt_session_noreclaim(&t, "grace-a", 0, 0);
-	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_READ, NULL), NFS4ERR_RECLAIM_BAD);
+	/* no write delegation is ever granted, so none is reclaimed */
+	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_WRITE, NULL), NFS4ERR_RECLAIM_BAD);
 	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_NONE, &r), NFS4_OK);
 	CHECK_EQ(r.sid.seqid, 1);
 	CHECK(!memcmp(r.fh.b, of.fh.b, of.fh.len));

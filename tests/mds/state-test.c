@@ -113,6 +113,10 @@ nfsstat4 ts_open(struct nfs41c_session *s, const struct ts_fh *at, const struct 
 		out->dtype = ok->delegation.delegation_type;
 		if (out->dtype == OPEN_DELEGATE_NONE_EXT)
 			out->why = ok->delegation.u.od_whynone.ond_why;
+		if (out->dtype == OPEN_DELEGATE_READ) {
+			out->dsid = ok->delegation.u.read.stateid;
+			out->drecall = ok->delegation.u.read.recall;
+		}
 		CHECK_EQ(ts_st(&res, 2), NFS4_OK);
 		const nfs_fh4 *f = &res.resarray.val[3].u.opgetfh.u.resok4.object;
 		CHECK(f->len <= NFS4_FHSIZE);

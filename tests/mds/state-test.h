@@ -97,6 +97,8 @@ struct ts_openres {
 	uint32_t attrset_len;
 	open_delegation_type4 dtype;
 	why_no_delegation4 why;
+	stateid4 dsid; /* OPEN_DELEGATE_READ: the delegation stateid */
+	bool drecall;  /* and its recall flag (§10.2.1) */
 };
 
 /* PUTFH dir (NULL: root) or the file, OPEN, GETFH: OPEN's status. */
