@@ -62,11 +62,11 @@ static struct mds_deleg_counters counters(void)
 	return c;
 }
 
-/* A read delegation for s (back channel i) of name: its open and delegation. */
-static void deleg_of(struct nfs41c_session *s, const char *owner, const char *name,
+/* A read delegation for s (back channel i) of nm: its open and delegation. */
+static void deleg_of(struct nfs41c_session *s, const char *owner, const char *nm,
 		     struct ts_openres *r)
 {
-	CHECK_EQ(dt_open_read(s, owner, name, 0, r), NFS4_OK);
+	CHECK_EQ(dt_open_read(s, owner, nm, 0, r), NFS4_OK);
 	CHECK_EQ(r->dtype, OPEN_DELEGATE_READ);
 	CHECK(!r->drecall);
 }
@@ -88,10 +88,10 @@ static void wait_renewing(struct nfs41c_session *s, double secs)
 	}
 }
 
-static nfsstat4 open_rw(struct nfs41c_session *s, const char *owner, const char *name,
+static nfsstat4 open_rw(struct nfs41c_session *s, const char *owner, const char *nm,
 			struct ts_openres *r)
 {
-	return ts_open_name(s, NULL, owner, name, RW, DN, false, r);
+	return ts_open_name(s, NULL, owner, nm, RW, DN, false, r);
 }
 
 static void t_grant(void)
@@ -233,74 +233,74 @@ static void t_recall_open(void)
 	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
 }
 
-/* conflict() by B on A's delegation of name: DELAY, CB_RECALL, return, OK. */
-static void recall_by(const char *name, const char *what, nfsstat4 (*conflict)(const char *))
+/* conflict() by B on A's delegation of nm: DELAY, CB_RECALL, return, OK. */
+static void recall_by(const char *nm, const char *what, nfsstat4 (*conflict)(const char *))
 {
 	struct ts_openres r;
 	struct ts_fh fh;
-	dt_create(A, name, &fh);
-	deleg_of(A, "oa", name, &r);
+	dt_create(A, nm, &fh);
+	deleg_of(A, "oa", nm, &r);
 	int n0 = atomic_load(&dt_cbs[0].recalls);
-	CHECK_EQ(conflict(name), NFS4ERR_DELAY);
+	CHECK_EQ(conflict(nm), NFS4ERR_DELAY);
 	dt_wait(&dt_cbs[0].recalls, n0 + 1, 5);
 	dt_check_recall(0, &r.dsid, &fh);
-	CHECK_EQ(conflict(name), NFS4ERR_DELAY);
+	CHECK_EQ(conflict(nm), NFS4ERR_DELAY);
 	CHECK_EQ(dt_delegreturn(A, &fh, &r.dsid), NFS4_OK);
-	if (conflict(name) != NFS4_OK) {
+	if (conflict(nm) != NFS4_OK) {
 		fprintf(stderr, "%s after DELEGRETURN: not OK\n", what);
 		CHECK(0);
 	}
 	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
 }
 
-static nfsstat4 b_chmod(const char *name)
+static nfsstat4 b_chmod(const char *nm)
 {
-	nfs_argop4 ops[3] = {ts_put(NULL), mt_lookup(name), ts_op(OP_SETATTR)};
+	nfs_argop4 ops[3] = {ts_put(NULL), mt_lookup(nm), ts_op(OP_SETATTR)};
 	struct ts_attrs ab;
 	ops[2].u.opsetattr.stateid = ts_sid_special(0, 0);
 	ops[2].u.opsetattr.obj_attributes = ts_fattr(&ab, 0640, -1);
 	return dt_run(B, ops, 3);
 }
 
-static nfsstat4 b_remove(const char *name)
+static nfsstat4 b_remove(const char *nm)
 {
-	return dt_remove(B, name);
+	return dt_remove(B, nm);
 }
 
-static nfsstat4 b_rename_from(const char *name)
+static nfsstat4 b_rename_from(const char *nm)
 {
 	char to[64];
-	snprintf(to, sizeof(to), "%s-moved", name);
-	return dt_rename(B, name, to);
+	snprintf(to, sizeof(to), "%s-moved", nm);
+	return dt_rename(B, nm, to);
 }
 
-static nfsstat4 b_rename_over(const char *name)
+static nfsstat4 b_rename_over(const char *nm)
 {
 	struct ts_fh fh;
 	char from[64];
-	snprintf(from, sizeof(from), "%s-src", name);
+	snprintf(from, sizeof(from), "%s-src", nm);
 	static int made;
 	if (!made++)
 		dt_create(B, from, &fh);
-	nfsstat4 st = dt_rename(B, from, name);
+	nfsstat4 st = dt_rename(B, from, nm);
 	if (st == NFS4_OK)
 		made = 0;
 	return st;
 }
 
-static nfsstat4 b_link(const char *name)
+static nfsstat4 b_link(const char *nm)
 {
-	nfs_argop4 ops[5] = {ts_put(NULL), mt_lookup(name), ts_op(OP_SAVEFH), ts_put(NULL),
+	nfs_argop4 ops[5] = {ts_put(NULL), mt_lookup(nm), ts_op(OP_SAVEFH), ts_put(NULL),
 			     ts_op(OP_LINK)};
 	char to[64];
-	snprintf(to, sizeof(to), "%s-link", name);
+	snprintf(to, sizeof(to), "%s-link", nm);
 	ops[4].u.oplink.newname = xdr_opaque_of(to, strlen(to));
 	return dt_run(B, ops, 5);
 }
 
-static nfsstat4 b_setxattr(const char *name)
+static nfsstat4 b_setxattr(const char *nm)
 {
-	nfs_argop4 ops[3] = {ts_put(NULL), mt_lookup(name), ts_op(OP_SETXATTR)};
+	nfs_argop4 ops[3] = {ts_put(NULL), mt_lookup(nm), ts_op(OP_SETXATTR)};
 	ops[2].u.opsetxattr.sxa_option = SETXATTR4_EITHER;
 	ops[2].u.opsetxattr.sxa_key = xdr_opaque_of("user.k", 6);
 	ops[2].u.opsetxattr.sxa_value = xdr_opaque_of("v", 1);
@@ -319,10 +319,10 @@ static nfsstat4 v3_status(nfsstat3 st)
 	return st == NFS3ERR_JUKEBOX ? NFS4ERR_DELAY : (nfsstat4)st;
 }
 
-static nfsstat4 v3_setattr(const char *name)
+static nfsstat4 v3_setattr(const char *nm)
 {
 	struct h3 f;
-	CHECK_EQ(n3_lookup(&T, &R3, name, &f), NFS3_OK);
+	CHECK_EQ(n3_lookup(&T, &R3, nm, &f), NFS3_OK);
 	SETATTR3args a;
 	memset(&a, 0, sizeof(a));
 	a.object = h3_fh(&f);
@@ -335,17 +335,17 @@ static nfsstat4 v3_setattr(const char *name)
 	return v3_status(r.status);
 }
 
-static nfsstat4 v3_remove(const char *name)
+static nfsstat4 v3_remove(const char *nm)
 {
-	return v3_status(n3_remove_as(&T, 0, &R3, name));
+	return v3_status(n3_remove_as(&T, 0, &R3, nm));
 }
 
 /* The hook NFSv3 WRITE calls (a write needs data servers, which this test has none of). */
-static nfsstat4 v3_write(const char *name)
+static nfsstat4 v3_write(const char *nm)
 {
 	uint64_t ino;
 	CHECK_EQ(mds_dir_lookup(braid_mds_store(T.mds), mds_store_root(braid_mds_store(T.mds)),
-				name, strlen(name), &ino, NULL),
+				nm, strlen(nm), &ino, NULL),
 		 0);
 	int rc = mds_deleg_break(T.mds, ino, 0, MDS_DELEG_WRITE);
 	CHECK(rc == 0 || rc == -EAGAIN);
@@ -457,21 +457,21 @@ static void t_limits(void)
 {
 	struct ts_fh fh[4];
 	struct ts_openres r[4];
-	char name[16];
+	char nm[16];
 	CHECK_EQ(counters().outstanding, 0);
 	int any0 = atomic_load(&dt_cbs[0].recall_anys);
 	uint64_t sent0 = counters().recall_any;
 	for (int i = 0; i < 2; i++) {
-		snprintf(name, sizeof(name), "lim%d", i);
-		dt_create(A, name, &fh[i]);
-		deleg_of(A, "la", name, &r[i]);
+		snprintf(nm, sizeof(nm), "lim%d", i);
+		dt_create(A, nm, &fh[i]);
+		deleg_of(A, "la", nm, &r[i]);
 	}
 	/* at the limit, not past it: no CB_RECALL_ANY */
 	wait_renewing(A, 1.5);
 	CHECK_EQ(atomic_load(&dt_cbs[0].recall_anys), any0);
 	for (int i = 2; i < 4; i++) {
-		snprintf(name, sizeof(name), "lim%d", i);
-		dt_create(A, name, &fh[i]);
+		snprintf(nm, sizeof(nm), "lim%d", i);
+		dt_create(A, nm, &fh[i]);
 	}
 	deleg_of(A, "la", "lim2", &r[2]);
 	/* past delegations_max: none */
