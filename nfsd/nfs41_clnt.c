@@ -143,9 +143,10 @@ static void call_done(void *ctx, int err, struct xdr_dec *d)
 }
 
 /* Send args on clnt; with sess, SEQUENCE is args[0] and slot is held. */
-static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
-		      const COMPOUND4args *args, struct xdr_arena *arena,
-		      const struct nfsd_sink *sink, nfs41c_cb cb, void *ctx)
+static int call_start_auth(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
+			   const struct nfsd_clnt_auth *auth, const COMPOUND4args *args,
+			   struct xdr_arena *arena, const struct nfsd_sink *sink, nfs41c_cb cb,
+			   void *ctx)
 {
 	struct c41_call *k = calloc(1, sizeof(*k));
 	if (!k)
@@ -168,7 +169,9 @@ static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsig
 	    .args = args,
 	    .sink = sink,
 	};
-	if (sess && sess->auth) {
+	if (auth) {
+		o.auth = auth;
+	} else if (sess && sess->auth) {
 		o.auth = sess->auth;
 	} else if (sess && sess->auth_sys) {
 		o.flavor = NFSD_AUTH_SYS;
@@ -181,6 +184,13 @@ static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsig
 		return rc;
 	}
 	return 0;
+}
+
+static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
+		      const COMPOUND4args *args, struct xdr_arena *arena,
+		      const struct nfsd_sink *sink, nfs41c_cb cb, void *ctx)
+{
+	return call_start_auth(clnt, sess, slot, NULL, args, arena, sink, cb, ctx);
 }
 
 struct c41_sync {
@@ -226,9 +236,9 @@ static void sync_init(struct c41_sync *w, COMPOUND4res *out)
 	memset(out, 0, sizeof(*out));
 }
 
-int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorversion,
-			const nfs_argop4 *ops, unsigned nops, COMPOUND4res *res,
-			struct xdr_arena *arena)
+int nfs41c_compound_raw_auth(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth *auth,
+			     const char *tag, uint32_t minorversion, const nfs_argop4 *ops,
+			     unsigned nops, COMPOUND4res *res, struct xdr_arena *arena)
 {
 	COMPOUND4args args = {
 	    .tag = xdr_string_of(tag ? tag : ""),
@@ -237,7 +247,15 @@ int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorv
 	};
 	struct c41_sync w;
 	sync_init(&w, res);
-	return sync_wait(&w, call_start(clnt, NULL, 0, &args, arena, NULL, sync_done, &w));
+	return sync_wait(&w, call_start_auth(clnt, NULL, 0, auth, &args, arena, NULL, sync_done,
+					     &w));
+}
+
+int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorversion,
+			const nfs_argop4 *ops, unsigned nops, COMPOUND4res *res,
+			struct xdr_arena *arena)
+{
+	return nfs41c_compound_raw_auth(clnt, NULL, tag, minorversion, ops, nops, res, arena);
 }
 
 static int seq_start(struct nfs41c_session *s, struct nfsd_clnt *clnt, unsigned flags,
@@ -306,11 +324,11 @@ int nfs41c_compound(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned no
 /* ------------------------------------------------------------ sessions */
 
 /* One raw op; its result status, or the call's error. */
-static int raw1(struct nfsd_clnt *clnt, const nfs_argop4 *op, nfs_resop4 *out,
-		struct xdr_arena *arena)
+static int raw1_auth(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth *auth,
+		     const nfs_argop4 *op, nfs_resop4 *out, struct xdr_arena *arena)
 {
 	COMPOUND4res res;
-	int rc = nfs41c_compound_raw(clnt, NULL, 1, op, 1, &res, arena);
+	int rc = nfs41c_compound_raw_auth(clnt, auth, NULL, 1, op, 1, &res, arena);
 	if (rc)
 		return rc;
 	if (res.resarray.len != 1 || res.resarray.val[0].resop != op->argop)
@@ -353,12 +371,35 @@ int nfs41c_session_create_opts(struct nfsd_clnt *clnt, const struct nfs41c_sessi
 	ea->eia_clientowner.co_ownerid = xdr_opaque_of(o->owner, strlen(o->owner));
 	ea->eia_flags = o->exchgid_flags;
 	ea->eia_state_protect.spa_how = SP4_NONE;
-	int rc = raw1(clnt, &op, &res, &arena);
+	/* what the Linux client asks (fs/nfs/nfs4proc.c, nfs4_sp4_mach_cred_request) */
+	uint32_t enforce[2] = {0, 1u << (OP_BIND_CONN_TO_SESSION - 32) |
+				      1u << (OP_EXCHANGE_ID - 32) | 1u << (OP_CREATE_SESSION - 32) |
+				      1u << (OP_DESTROY_SESSION - 32) |
+				      1u << (OP_DESTROY_CLIENTID - 32)};
+	uint32_t allow[2] = {1u << OP_CLOSE | 1u << OP_OPEN_DOWNGRADE | 1u << OP_LOCKU |
+				 1u << OP_DELEGRETURN | 1u << OP_COMMIT,
+			     1u << (OP_SECINFO - 32) | 1u << (OP_SECINFO_NO_NAME - 32) |
+				 1u << (OP_LAYOUTRETURN - 32) | 1u << (OP_TEST_STATEID - 32) |
+				 1u << (OP_FREE_STATEID - 32) | 1u << (OP_WRITE - 32)};
+	if (o->mach_cred) {
+		ea->eia_state_protect.spa_how = SP4_MACH_CRED;
+		ea->eia_state_protect.u.spa_mach_ops.spo_must_enforce = (bitmap4){2, enforce};
+		ea->eia_state_protect.u.spa_mach_ops.spo_must_allow = (bitmap4){2, allow};
+	}
+	int rc = raw1_auth(clnt, o->auth, &op, &res, &arena);
 	if (rc) {
 		xdr_arena_release(&arena);
 		return rc;
 	}
 	EXCHANGE_ID4resok eid = res.u.opexchange_id.u.eir_resok4;
+	uint32_t sp_how = eid.eir_state_protect.spr_how, sp_enf[2] = {0, 0}, sp_allow[2] = {0, 0};
+	if (sp_how == SP4_MACH_CRED) {
+		const state_protect_ops4 *m = &eid.eir_state_protect.u.spr_mach_ops;
+		for (uint32_t k = 0; k < 2 && k < m->spo_must_enforce.len; k++)
+			sp_enf[k] = m->spo_must_enforce.val[k];
+		for (uint32_t k = 0; k < 2 && k < m->spo_must_allow.len; k++)
+			sp_allow[k] = m->spo_must_allow.val[k];
+	}
 
 	callback_sec_parms4 sec = {.cb_secflavor = NFSD_AUTH_NONE};
 	memset(&op, 0, sizeof(op));
@@ -384,7 +425,7 @@ int nfs41c_session_create_opts(struct nfsd_clnt *clnt, const struct nfs41c_sessi
 	ca->csa_cb_program = o->cb_program;
 	ca->csa_sec_parms.len = 1;
 	ca->csa_sec_parms.val = &sec;
-	rc = raw1(clnt, &op, &res, &arena);
+	rc = raw1_auth(clnt, o->auth, &op, &res, &arena);
 	if (rc) {
 		xdr_arena_release(&arena);
 		return rc;
@@ -409,6 +450,10 @@ int nfs41c_session_create_opts(struct nfsd_clnt *clnt, const struct nfs41c_sessi
 	s->info.back = cs->csr_back_chan_attrs;
 	s->info.fore.ca_rdma_ird.len = s->info.back.ca_rdma_ird.len = 0;
 	s->info.fore.ca_rdma_ird.val = s->info.back.ca_rdma_ird.val = NULL;
+	s->info.sp_how = sp_how;
+	memcpy(s->info.sp_enforce, sp_enf, sizeof(sp_enf));
+	memcpy(s->info.sp_allow, sp_allow, sizeof(sp_allow));
+	s->auth = o->auth;
 	s->nslots = n;
 	s->slots = slots;
 	pthread_mutex_init(&s->lock, NULL);
@@ -432,11 +477,11 @@ int nfs41c_session_destroy(struct nfs41c_session *s)
 	nfs_argop4 op = {.argop = OP_DESTROY_SESSION};
 	nfs_resop4 res;
 	memcpy(op.u.opdestroy_session.dsa_sessionid, s->info.sessionid, NFS4_SESSIONID_SIZE);
-	int rc = raw1(s->clnt, &op, &res, &arena);
+	int rc = raw1_auth(s->clnt, s->auth, &op, &res, &arena);
 	if (!rc) {
 		op = (nfs_argop4){.argop = OP_DESTROY_CLIENTID};
 		op.u.opdestroy_clientid.dca_clientid = s->info.clientid;
-		rc = raw1(s->clnt, &op, &res, &arena);
+		rc = raw1_auth(s->clnt, s->auth, &op, &res, &arena);
 	}
 	xdr_arena_release(&arena);
 	pthread_cond_destroy(&s->cond);
@@ -469,7 +514,7 @@ int nfs41c_session_bind(struct nfs41c_session *s, struct nfsd_clnt *clnt,
 	BIND_CONN_TO_SESSION4args *ba = &op.u.opbind_conn_to_session;
 	memcpy(ba->bctsa_sessid, s->info.sessionid, NFS4_SESSIONID_SIZE);
 	ba->bctsa_dir = dir;
-	int rc = raw1(clnt, &op, &res, &arena);
+	int rc = raw1_auth(clnt, s->auth, &op, &res, &arena);
 	if (!rc && got)
 		*got = res.u.opbind_conn_to_session.u.bctsr_resok4.bctsr_dir;
 	xdr_arena_release(&arena);

@@ -38,6 +38,13 @@ struct nfs41c_session_opts {
 	unsigned slots;		/* fore channel ca_maxrequests asked for; 0: 64 */
 	/* fore channel sizes asked for; 0: 1 MiB + 64 KiB, same, 16 KiB, 64 ops */
 	uint32_t max_req, max_resp, max_resp_cached, max_ops;
+	/* a client flavor (RPCSEC_GSS, nfsd/clnt_gss.h) for EXCHANGE_ID,
+	 * CREATE_SESSION, DESTROY_* and, as nfs41c_session_set_auth, the
+	 * session's COMPOUNDs; NULL: AUTH_NONE */
+	const struct nfsd_clnt_auth *auth;
+	/* SP4_MACH_CRED (RFC 8881 §18.35) with what the Linux client asks
+	 * (nfs41c_session_info tells what the server granted) */
+	bool mach_cred;
 };
 
 int nfs41c_session_create(struct nfsd_clnt *clnt, const char *owner, uint32_t exchgid_flags,
@@ -55,6 +62,10 @@ struct nfs41c_session_info {
 	uint32_t exchgid_flags; /* eir_flags */
 	uint32_t create_flags;	/* csr_flags */
 	channel_attrs4 fore, back;
+	/* EXCHANGE_ID's state protection: spr_how, and for SP4_MACH_CRED the
+	 * operations enforced and allowed (bit n of word n / 32) */
+	uint32_t sp_how;
+	uint32_t sp_enforce[2], sp_allow[2];
 };
 void nfs41c_session_info(const struct nfs41c_session *sess, struct nfs41c_session_info *info);
 /* Send the session's later COMPOUNDs as AUTH_SYS uid/gid (default
@@ -106,5 +117,9 @@ int nfs41c_session_bind(struct nfs41c_session *sess, struct nfsd_clnt *clnt,
 int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorversion,
 			const nfs_argop4 *ops, unsigned nops, COMPOUND4res *res,
 			struct xdr_arena *arena);
+/* The same under a client flavor (NULL: AUTH_NONE). */
+int nfs41c_compound_raw_auth(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth *auth,
+			     const char *tag, uint32_t minorversion, const nfs_argop4 *ops,
+			     unsigned nops, COMPOUND4res *res, struct xdr_arena *arena);
 
 #endif /* BRAID_NFSD_NFS41_CLNT_H */
