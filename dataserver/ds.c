@@ -655,6 +655,7 @@ static void ds_collect(void *arg, struct nfsd_metrics_out *o)
 {
 	struct braid_ds *ds = arg;
 	nfsd_metrics_collect_server(o, ds->srv);
+	nfsd_gss_metrics(o, ds->gss);
 	struct ds_store_counters c;
 	ds_store_counters(ds->store, &c);
 	uint64_t total = 0, avail = 0;

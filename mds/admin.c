@@ -35,6 +35,7 @@
 #include "mds/mds_impl.h"
 #include "mds/resilver.h"
 #include "mds/state.h"
+#include "nfsd/auth_gss.h"
 #include "nfsd/metrics.h"
 
 #define NOAUTH                                                                                     \
@@ -1473,6 +1474,7 @@ static void collect(void *arg, struct nfsd_metrics_out *o)
 {
 	struct braid_mds *mds = arg;
 	nfsd_metrics_collect_server(o, mds->srv);
+	nfsd_gss_metrics(o, mds->gss);
 	nfsd_metrics_family(o, "braid_mds_in_grace", "gauge",
 			    "1 during the grace period after a restart (new state refused).");
 	nfsd_metrics_sample(o, "braid_mds_in_grace", NULL, mds_state_in_grace(mds));

@@ -17,6 +17,7 @@
 #include "nfsd/bytes.h"
 #include "nfsd/clock.h"
 #include "nfsd/htab.h"
+#include "nfsd/metrics.h"
 #include "rpcsec_gss.h"
 
 #define HANDLE_LEN 16 /* 8 bytes of this server's boot id, 8 of the context's id */
@@ -824,4 +825,42 @@ void nfsd_gss_stats(struct nfsd_gss *g, struct nfsd_gss_stats *st)
 	pthread_mutex_lock(&g->mu);
 	*st = g->st;
 	pthread_mutex_unlock(&g->mu);
+}
+
+void nfsd_gss_metrics(struct nfsd_metrics_out *o, struct nfsd_gss *g)
+{
+	if (!g)
+		return;
+	struct nfsd_gss_stats st;
+	nfsd_gss_stats(g, &st);
+	nfsd_metrics_family(o, "braid_rpcsec_gss_contexts", "gauge",
+			    "RPCSEC_GSS contexts in the cache.");
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts", NULL, st.contexts);
+	nfsd_metrics_family(o, "braid_rpcsec_gss_contexts_created_total", "counter",
+			    "RPCSEC_GSS contexts established.");
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_created_total", NULL, st.created);
+	nfsd_metrics_family(o, "braid_rpcsec_gss_init_failures_total", "counter",
+			    "Context creations refused by GSS (bad or unknown tickets, keys).");
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_init_failures_total", NULL,
+				st.init_failures);
+	nfsd_metrics_family(o, "braid_rpcsec_gss_contexts_ended_total", "counter",
+			    "Contexts gone from the cache, by why.");
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"evicted\"",
+				st.evicted);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"expired\"",
+				st.expired);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total",
+				"reason=\"destroyed\"", st.destroyed);
+	nfsd_metrics_family(o, "braid_rpcsec_gss_rejected_total", "counter",
+			    "Calls refused: unknown handle, header MIC that does not verify, "
+			    "arguments whose checksum or seal does not verify.");
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_rejected_total", "reason=\"bad_handle\"",
+				st.bad_handle);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_rejected_total", "reason=\"bad_mic\"",
+				st.bad_mic);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_rejected_total", "reason=\"bad_args\"",
+				st.bad_args);
+	nfsd_metrics_family(o, "braid_rpcsec_gss_dropped_total", "counter",
+			    "Calls dropped unanswered: replays and sequence numbers below the window.");
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_dropped_total", NULL, st.dropped);
 }

@@ -94,4 +94,9 @@ struct nfsd_gss_stats {
 };
 void nfsd_gss_stats(struct nfsd_gss *g, struct nfsd_gss_stats *st);
 
+/* The stats above as metric families (braid_rpcsec_gss_*), for a daemon's
+ * collector (nfsd/metrics.h); nothing when g is NULL. */
+struct nfsd_metrics_out;
+void nfsd_gss_metrics(struct nfsd_metrics_out *o, struct nfsd_gss *g);
+
 #endif

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ctl/cap.h"
+#include "dataserver/ds_impl.h"
 #include "layout/devid.h"
 #include "mds/data.h"
 #include "nfsd/clnt_gss.h"
@@ -93,6 +94,21 @@ static struct nfs41c_session *session(struct nfsd_clnt *c, const char *owner,
 static bool bit(const uint32_t w[2], unsigned op)
 {
 	return w[op / 32] >> (op % 32) & 1;
+}
+
+/* The value of an unlabelled metric in m's exposition (-1: absent). */
+static long long metric(struct nfsd_metrics *m, const char *name)
+{
+	char *text = NULL;
+	size_t len = 0;
+	CHECK_EQ(nfsd_metrics_render(m, &text, &len), 0);
+	long long v = -1;
+	size_t n = strlen(name);
+	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, name, n) && l[n] == ' ')
+			v = atoll(l + n + 1);
+	free(text);
+	return v;
 }
 
 /* PUTROOTFH, LOOKUP of each '/'-separated component, GETFH: the first
@@ -399,6 +415,11 @@ int main(int argc, char **argv)
 					     nfsd_gss_clnt_auth(dg, NFSD_GSS_SVC_INTEGRITY), false,
 					     EXCHGID4_FLAG_USE_PNFS_DS);
 	t_tight(p, dsx, sys);
+	/* the contexts show in both servers' metrics */
+	CHECK(metric(L.m.mds->metrics, "braid_rpcsec_gss_contexts_created_total") >= 3);
+	CHECK(metric(L.m.mds->metrics, "braid_rpcsec_gss_contexts") >= 3);
+	CHECK(metric(L.ds[0].ds->metrics, "braid_rpcsec_gss_contexts_created_total") >= 1);
+	CHECK_EQ(metric(L.ds[0].ds->metrics, "braid_rpcsec_gss_rejected_total"), -1); /* labelled */
 	nfs41c_session_destroy(dsx);
 	nfsd_gss_clnt_free(dg);
 	nfsd_clnt_free(dc);
