@@ -742,8 +742,7 @@ void nfs41_server_free(struct nfs41_server *s)
 			nfs41_client_unlink_locked(s, s->by_id[b], &dead);
 	while (dead) {
 		struct nfs41_client *next = dead->dnext;
-		free(dead->owner);
-		free(dead);
+		nfs41_client_free(dead);
 		dead = next;
 	}
 	pthread_mutex_destroy(&s->lock);

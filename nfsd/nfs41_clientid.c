@@ -54,6 +54,13 @@ void nfs41_client_unlink_locked(struct nfs41_server *s, struct nfs41_client *clp
 	*dead = clp;
 }
 
+void nfs41_client_free(struct nfs41_client *clp)
+{
+	free(clp->owner);
+	free(clp->princ_name);
+	free(clp);
+}
+
 /* Outside the lock: tell the embedder, then free. */
 void nfs41_client_reap(struct nfs41_server *s, struct nfs41_client *dead)
 {
@@ -61,9 +68,7 @@ void nfs41_client_reap(struct nfs41_server *s, struct nfs41_client *dead)
 		struct nfs41_client *next = dead->dnext;
 		if (s->o.client_expired)
 			s->o.client_expired(s->o.priv, dead->id);
-		free(dead->owner);
-		free(dead->princ_name);
-		free(dead);
+		nfs41_client_free(dead);
 		dead = next;
 	}
 }

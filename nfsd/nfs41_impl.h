@@ -197,6 +197,8 @@ struct nfs41_client *nfs41_owner_find_locked(struct nfs41_server *s, const xdr_o
 void nfs41_client_sweep_locked(struct nfs41_server *s, uint64_t now, struct nfs41_client **dead);
 /* req comes from the principal that made clp (RPC flavor, AUTH_SYS uid). */
 bool nfs41_client_princ_eq(const struct nfs41_client *clp, const struct nfsd_req *req);
+/* Free an unlinked client record and what it owns. */
+void nfs41_client_free(struct nfs41_client *clp);
 /* SP4_MACH_CRED: NFS4ERR_WRONG_CRED when op is one clp's creator must send
  * and req is another principal's (RFC 8881 §2.10.8.3); else NFS4_OK. */
 nfsstat4 nfs41_client_mach_check(const struct nfs41_client *clp, const struct nfsd_req *req,
