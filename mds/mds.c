@@ -620,7 +620,7 @@ nfsstat4 mds_call_cred(struct braid_mds *mds, const struct nfsd_req *req, uint32
 		st = NFS4ERR_ACCESS;
 		goto out;
 	}
-	if (!flavor_allowed(cl, cred->flavor)) {
+	if (!flavor_allowed(cl, cred->flavor) && !rc->sp4_allow) {
 		st = NFS4ERR_WRONGSEC;
 		goto out;
 	}

@@ -321,7 +321,15 @@ static nfsstat4 op_sequence(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 
 		nfs41_client_unlink_locked(s, ss->clp, &dead);
 		ss = NULL;
 	}
+	bool sp4_allow = false;
 	if (ss) {
+		/* RFC 8881 §18.35.3, as knfsd's nfsd4_spo_must_allow */
+		const struct nfs41_client *clp = ss->clp;
+		if (clp->mach_cred && nfs41_client_princ_eq(clp, c->req))
+			for (unsigned i = 1; i < x->nargs && !sp4_allow; i++) {
+				uint32_t op = (uint32_t)x->args[i].argop;
+				sp4_allow = op < 64 && (clp->allow[op / 32] >> (op % 32) & 1);
+			}
 		nfs41_session_get(ss);
 		atomic_fetch_add(&ss->inflight, 1);
 		ss->clp->expire_ns = now + nfs41_lease_ns(s);
@@ -380,6 +388,7 @@ static nfsstat4 op_sequence(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 
 		goto out_put;
 	c->session = ss;
 	c->clientid = ss->clientid;
+	c->req->cred.sp4_allow = sp4_allow;
 	c->slotid = sa->sa_slotid;
 	if (s->o.status_flags)
 		status_flags |= s->o.status_flags(s->o.priv, ss->clientid);

@@ -403,6 +403,8 @@ nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 		clp->mach_cred = ea->eia_state_protect.spa_how == SP4_MACH_CRED;
 		clp->enforce[0] = (uint32_t)enforce;
 		clp->enforce[1] = (uint32_t)(enforce >> 32);
+		clp->allow[0] = (uint32_t)allow;
+		clp->allow[1] = (uint32_t)(allow >> 32);
 		if (clp->confirmed)
 			clp->expire_ns = now + nfs41_lease_ns(s);
 		ok->eir_clientid = clp->id;

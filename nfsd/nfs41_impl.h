@@ -108,6 +108,7 @@ struct nfs41_client {
 	 * must come from the principal that created the client ID */
 	bool mach_cred;
 	uint32_t enforce[2]; /* bitmap4 of nfs_opnum4, words 0 and 1 */
+	uint32_t allow[2];   /* spo_must_allow, the same way */
 	bool confirmed, reclaim_complete;
 	uint64_t expire_ns;
 	/* CREATE_SESSION's one slot (RFC 8881 §18.36.4) */

@@ -67,6 +67,9 @@ struct nfsd_cred {
 				* NUL-terminated in the request arena; else NULL */
 	uint32_t gss_service;  /* RPCSEC_GSS: 1 none (krb5), 2 integrity (krb5i),
 				* 3 privacy (krb5p); else 0 */
+	bool sp4_allow;	       /* NFSv4.1: the COMPOUND holds an op the client's
+				* SP4_MACH_CRED spo_must_allow lets this, its
+				* machine credential, send (any export flavor) */
 };
 /* The pseudo-flavor of a credential (RFC 2623 §2.1): 0 AUTH_NONE, 1 AUTH_SYS,
  * 390003/390004/390005 krb5/krb5i/krb5p, else the flavor itself. */

@@ -45,6 +45,7 @@
 
 static struct lt L;
 static const char *keytab;
+static struct nfsd_gss_clnt *mach_g; /* the client host's principal */
 static uint8_t buf[65536], rbuf[65536];
 
 static struct nfsd_gss_clnt *gss_for(struct nfsd_clnt *c, const char *principal)
@@ -212,6 +213,14 @@ static void t_exports(struct nfs41c_session *p, struct nfs41c_session *i,
 			      true, &o),
 		 NFS4_OK);
 	CHECK_EQ(walk(p, "k5p/f", &x), NFS4_OK);
+	/* SP4_MACH_CRED's spo_must_allow: the client host's principal closes
+	 * over the lease's krb5i what a user opened over krb5p (as Linux
+	 * does), but krb5i alone still gets WRONGSEC there */
+	nfs41c_session_set_auth(p, nfsd_gss_clnt_auth(mach_g, NFSD_GSS_SVC_INTEGRITY));
+	CHECK_EQ(walk(p, "k5p/f", &x), NFS4ERR_WRONGSEC);
+	stateid4 closed;
+	CHECK_EQ(ts_close(p, &o.fh, &o.sid, &closed), NFS4_OK);
+	nfs41c_session_set_auth(p, nfsd_gss_clnt_auth(mach_g, NFSD_GSS_SVC_PRIVACY));
 	CHECK_EQ(walk(i, "k5p/f", &x), NFS4ERR_WRONGSEC);
 	CHECK_EQ(walk(sys, "k5p/f", &x), NFS4ERR_WRONGSEC);
 	/* the root export takes all of them */
@@ -397,6 +406,7 @@ int main(int argc, char **argv)
 
 	struct nfsd_clnt *c = mt_connect(&L.m);
 	struct nfsd_gss_clnt *mach = gss_for(c, "nfs/client.braid.test");
+	mach_g = mach;
 	struct nfsd_gss_clnt *user = gss_for(c, "daemon");
 	struct nfsd_gss_clnt *nouser = gss_for(c, "nouser");
 	t_state_protection(c, mach, nouser);
