@@ -257,7 +257,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_errors_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -728,6 +728,23 @@ krb5_contexts() {
 	echo "@@KRB5 contexts-end"
 }
 
+# krb5_left WHEN: with nothing of it mounted, braid-mds holds no client ID
+# and no layout of this guest: the unmounts returned all state and
+# destroyed the client ID.  (A CLOSE or LAYOUTRETURN the server refuses
+# leaves a layout, and DESTROY_CLIENTID then gets NFS4ERR_CLIENTID_BUSY.)
+krb5_left() {
+	mm=
+	for dm in $PNFS_METRICS; do case $dm in mds=*) mm=${dm#mds=};; esac; done
+	if wget -q -O /tmp/mm "http://$mm/metrics" 2>/dev/null; then
+		for g in braid_mds_clients braid_mds_layouts_outstanding; do
+			eq "$1: braid-mds's $g" "$(awk -v g=$g '$1 == g { printf "%d", $2 }' /tmp/mm)" 0
+		done
+	else
+		fail "$1: braid-mds's metrics at $mm do not answer"
+	fi
+	rm -f /tmp/mm
+}
+
 # as USER CMD: CMD (a shell command line) as USER; its output and status.
 # Bounded: after KRB5_BOUND (120) seconds it is killed (status 137), with
 # krb5_diag's report and the mount's mountstats on the console
@@ -810,6 +827,7 @@ krb5_flavor() {
 		POSIX_LARGE_MIB=$KRB5_POSIX_MIB sh /files/posix.sh )
 	prc=$?
 	if [ $prc = 0 ]; then ok "sec=$sec: posix.sh passed"; else fail "sec=$sec: posix.sh exited with status $prc"; fi
+	krb5_left "sec=$sec, unmounted"
 }
 
 # check_krb5: Kerberos through the stock client with rpc.gssd (run.sh:
@@ -823,15 +841,22 @@ check_krb5() {
 	step krb5-k5p "/k5p (sec=krb5p only)"
 	if krb5_mount /k5p "$MOUNT_OPTS,sec=krb5p"; then
 		ok "mounted /k5p with sec=krb5p"
+		T k5p-mounted
 		d=$MNT/k.$W
 		mkdir "$d" && chmod 1777 "$d" || fail "mkdir, chmod 1777 $d as root"
+		T k5p-mkdir
 		out=$(as "$KRB5_USER" "echo k5p > $d/u && cat $d/u")
 		eq "/k5p: $KRB5_USER creates and reads $d/u" "$out" k5p
+		T k5p-user
 		dropcaches
 		eq "/k5p: $d/u owner" "$(stat -c %u:%g "$d/u")" "$KRB5_UID:$KRB5_GID"
+		T k5p-stat
 		rm -rf "$d"
+		T k5p-rm
 		cd /
 		umount "$MNT" || fail "umount /k5p"
+		T k5p-umount
+		krb5_left "/k5p, unmounted"
 	else
 		fail "mount /k5p with sec=krb5p"
 	fi
@@ -840,6 +865,7 @@ check_krb5() {
 	# does not allow (nfs_find_best_sec): the mount fails with EPERM, which
 	# busybox mount reports as "permission denied (are you root?)" (EACCES
 	# would be "Permission denied")
+	T krb5-k5p-sys
 	out=$(krb5_mount /k5p "$MOUNT_OPTS,sec=sys" 2>&1)
 	if [ $? = 0 ]; then
 		fail "/k5p (sec=krb5p) mounted with sec=sys: $(ls "$MNT" 2>&1)"
@@ -851,6 +877,7 @@ check_krb5() {
 		*) fail "/k5p with sec=sys: the mount fails, but not with EPERM: $out";;
 		esac
 	fi
+	T krb5-gssd-stop
 	kill $GSSD_PID 2>/dev/null
 	wait $GSSD_PID 2>/dev/null
 	[ "$KRB5_DEBUG" = 1 ] && krb5_diag 400

@@ -145,7 +145,12 @@
 #                 machine credential, root on the server).  /k5p mounts with
 #                 sec=krb5p and takes the user's file; with sec=sys the
 #                 mount fails with EPERM (WRONGSEC, then SECINFO lists only
-#                 krb5p).  The host: the KDC issued tickets for
+#                 krb5p).  After each flavor and after /k5p, with nothing
+#                 mounted, braid-mds holds no client ID and no layout (the
+#                 client's CLOSEs and LAYOUTRETURNs, which Linux sends with
+#                 the machine credential over its lease's krb5i under
+#                 SP4_MACH_CRED, whatever the export's flavors, were
+#                 taken).  The host: the KDC issued tickets for
 #                 nfs/braid-server to nfs/braid-client and to the user; per
 #                 flavor, mountstats show its pseudoflavor,
 #                 pnfs=LAYOUT_FLEX_FILES and every READ and WRITE through
@@ -154,7 +159,9 @@
 #                 file (tightly coupled layouts: the user's credential at
 #                 the data servers); each of those wrote and read at least
 #                 the bytes the layouts place there; braid-mds ran no
-#                 READ, WRITE or COMMIT (data_io = refuse).  Kerberos
+#                 READ, WRITE or COMMIT (data_io = refuse); braid-mds and
+#                 the data servers answered every NULL call (RPCSEC_GSS
+#                 context creation and destruction) SUCCESS.  Kerberos
 #                 missing on the host (krb5-kdc, krb5-admin-server,
 #                 krb5-user, nfs-common) skips, but not with CI=true.
 # Every pNFS check (data, mirror, trunk), from its mount's mountstats and
@@ -1147,6 +1154,20 @@ for check in checks:
                 bad("braid-mds ran %d %s operations (data_io = refuse)" % (n, op))
             elif mdsm:
                 ok("braid-mds ran no %s (its braid_nfs4_ops_total)" % op)
+        # RPCSEC_GSS control calls (context creation and destruction) are
+        # NULL calls: every one must have been answered SUCCESS (a context
+        # the server cannot make is refused inside the init reply)
+        nerr = 0
+        for d, m in [("braid-mds", mdsm)] + [("braid-ds %d" % i, dsm[i]) for i in range(1, nds + 1)]:
+            n = sum(v for k, v in m.items()
+                    if k.startswith("braid_rpc_errors_total{") and 'procedure="NULL"' in k)
+            if n:
+                bad("%s answered %d NULL calls (RPCSEC_GSS control) with an error"
+                    " (braid_rpc_errors_total)" % (d, n))
+            nerr += n
+        if not nerr:
+            ok("braid-mds and the data servers answered every NULL call (RPCSEC_GSS control)"
+               " SUCCESS")
         continue
     if check == "posix":
         # posix.sh says what it checks; on this cluster its data must also
