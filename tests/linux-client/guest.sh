@@ -257,7 +257,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_errors_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_errors_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"

@@ -160,8 +160,11 @@
 #                 the data servers); each of those wrote and read at least
 #                 the bytes the layouts place there; braid-mds ran no
 #                 READ, WRITE or COMMIT (data_io = refuse); braid-mds and
-#                 the data servers answered every NULL call (RPCSEC_GSS
-#                 context creation and destruction) SUCCESS.  Kerberos
+#                 each data server holding the user's files established
+#                 RPCSEC_GSS contexts, none refused one or a call's
+#                 checksum or seal (braid_rpcsec_gss_*), and all answered
+#                 every NULL call (RPCSEC_GSS context creation and
+#                 destruction) SUCCESS.  Kerberos
 #                 missing on the host (krb5-kdc, krb5-admin-server,
 #                 krb5-user, nfs-common) skips, but not with CI=true.
 # Every pNFS check (data, mirror, trunk), from its mount's mountstats and
@@ -1157,6 +1160,22 @@ for check in checks:
         # RPCSEC_GSS control calls (context creation and destruction) are
         # NULL calls: every one must have been answered SUCCESS (a context
         # the server cannot make is refused inside the init reply)
+        # the servers' side of it (braid_rpcsec_gss_*): contexts made by
+        # braid-mds and by every data server holding the user's files; no
+        # context refused, no checksum or seal that did not verify
+        # (krb5i, krb5p)
+        for d, m, need in [("braid-mds", mdsm, True)] + [
+                ("braid-ds %d" % i, dsm[i], i in exp) for i in range(1, nds + 1)]:
+            made = int(m.get("braid_rpcsec_gss_contexts_created_total", 0))
+            if need and made > 0:
+                ok("%s established %d RPCSEC_GSS contexts" % (d, made))
+            elif need:
+                bad("%s established no RPCSEC_GSS context" % d)
+            for k in ("braid_rpcsec_gss_init_failures_total",
+                      'braid_rpcsec_gss_rejected_total{reason="bad_mic"}',
+                      'braid_rpcsec_gss_rejected_total{reason="bad_args"}'):
+                if int(m.get(k, 0)):
+                    bad("%s: %s %d" % (d, k, int(m[k])))
         nerr = 0
         for d, m in [("braid-mds", mdsm)] + [("braid-ds %d" % i, dsm[i]) for i in range(1, nds + 1)]:
             n = sum(v for k, v in m.items()
