@@ -52,6 +52,12 @@
 #   trunk   write and read a PNFS_TRUNK_MIB file under /striped, with the
 #           data servers on two guest NICs; print what the client has
 #           connected (sunrpc's sysfs, /proc/fs/nfsfs/servers, netstat).
+#   krb5    Kerberos (check_krb5 below): rpc.gssd started on run.sh's
+#           realm files; / mounted with sec=krb5, krb5i and krb5p in turn,
+#           each: a user with a ticket creates, writes and reads (its files
+#           its own), a user without one gets EACCES, the POSIX workload
+#           (shortened) runs as root; /k5p (krb5p only) mounts with
+#           sec=krb5p and not with sec=sys.
 #
 # The pNFS checks write files from random bytes staged 16 MiB at a time in
 # the guest's /tmp, in whole 1 MiB write(2)s, and keep the md5 of each 16
@@ -76,7 +82,8 @@
 # GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
 # PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND LOST_FILES LOST_BOUND UNREACH_FILES
 # UNREACH_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
-# EXPECT_VERS.
+# EXPECT_VERS KRB5_USER KRB5_UID KRB5_GID KRB5_NOTICKET_UID KRB5_MIB
+# KRB5_POSIX_DIRN KRB5_POSIX_MIB KRB5_DEBUG.
 
 FAILS=0
 CH=16 # MiB per chunk
@@ -250,7 +257,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_errors_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -634,6 +641,250 @@ check_unreach() {
 	rm -f /tmp/un.*
 }
 
+# krb5_setup: the guest's Kerberos client from run.sh's /files/krb5:
+# krb5.conf (the KDC at 10.0.2.2), the keytab of nfs/braid-client (the
+# guest's name now), /etc/hosts naming each server address braid-server
+# (rpc.gssd asks for nfs/NAME, NAME the reverse lookup of the address
+# mounted), libtirpc's netconfig; the user KRB5_USER (KRB5_UID:KRB5_GID, as
+# on the host, where braid-mds maps its principal) with its ticket cache as
+# /tmp/krb5cc_UID, where rpc.gssd looks, and the user noticket
+# (KRB5_NOTICKET_UID) with none; rpc_pipefs, and rpc.gssd (clientvm --bin)
+# logging to /tmp/gssd.log
+krb5_setup() {
+	K=/files/krb5
+	for f in krb5.conf krb5.keytab krb5cc hosts netconfig; do
+		[ -r $K/$f ] || die "$K/$f missing (run.sh provides it for the krb5 check)"
+	done
+	[ -x /usr/sbin/rpc.gssd ] || die "/usr/sbin/rpc.gssd missing (clientvm --bin)"
+	cp $K/krb5.conf /etc/krb5.conf && cp $K/hosts /etc/hosts && cp $K/netconfig /etc/netconfig &&
+		cp $K/krb5.keytab /etc/krb5.keytab && chmod 600 /etc/krb5.keytab || die "cannot install $K"
+	printf 'passwd: files\ngroup: files\nhosts: files\n' > /etc/nsswitch.conf
+	echo "$KRB5_USER:x:$KRB5_UID:$KRB5_GID::/tmp:/bin/sh" >> /etc/passwd
+	echo "$KRB5_USER:x:$KRB5_GID:" >> /etc/group
+	echo "noticket:x:$KRB5_NOTICKET_UID:$KRB5_NOTICKET_UID::/tmp:/bin/sh" >> /etc/passwd
+	echo "noticket:x:$KRB5_NOTICKET_UID:" >> /etc/group
+	cp $K/krb5cc /tmp/krb5cc_$KRB5_UID && chown "$KRB5_UID:$KRB5_GID" /tmp/krb5cc_$KRB5_UID &&
+		chmod 600 /tmp/krb5cc_$KRB5_UID || die "cannot install the ticket cache"
+	hostname braid-client
+	mkdir -p /var/lib/nfs/rpc_pipefs
+	mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs || die "mount rpc_pipefs"
+	gv=-vv # -vv: each upcall (uid, RPC client), for krb5_contexts
+	if [ "$KRB5_DEBUG" = 1 ]; then
+		gv="-vvv -rrr"
+		# into dmesg (krb5_diag), where the kernel has CONFIG_SUNRPC_DEBUG
+		echo 0x7fff 2>/dev/null > /proc/sys/sunrpc/rpc_debug
+		echo 0xffff 2>/dev/null > /proc/sys/sunrpc/nfs_debug
+	fi
+	rpc.gssd -f $gv > /tmp/gssd.log 2>&1 &
+	GSSD_PID=$!
+	i=0
+	while [ $i -lt 20 ] && kill -0 $GSSD_PID 2>/dev/null && [ ! -s /tmp/gssd.log ]; do usleep 100000; i=$((i + 1)); done
+	kill -0 $GSSD_PID 2>/dev/null || { cat /tmp/gssd.log; die "rpc.gssd exited"; }
+	ok "rpc.gssd running (pid $GSSD_PID)"
+}
+
+# krb5_diag: what rpc.gssd and the kernel said
+krb5_diag() {
+	echo "--- rpc.gssd's log (tail)"
+	tail -${1:-60} /tmp/gssd.log
+	echo "--- dmesg (tail)"
+	dmesg | tail -${1:-60}
+}
+
+# krb5_mount EXPORT OPTS: nfs-mount EXPORT on MNT, bounded: a mount still
+# going after 60 s (a client retrying calls the server drops) is killed,
+# with krb5_diag's report, and gives 124; else nfs-mount's status, its
+# output printed
+krb5_mount() {
+	nfs-mount "$SERVER:$PORT" "$1" "$MNT" "$2" > /tmp/mount.out 2>&1 &
+	mp=$!
+	i=0
+	while kill -0 $mp 2>/dev/null && [ $i -lt 600 ]; do usleep 100000; i=$((i + 1)); done
+	if kill -0 $mp 2>/dev/null; then
+		echo "krb5: the mount of $1 with $2 still hangs after 60 s"
+		krb5_diag
+		kill -9 $mp
+		wait $mp
+		return 124
+	fi
+	wait $mp
+	mrc=$?
+	cat /tmp/mount.out
+	return $mrc
+}
+
+# krb5_contexts SEC FROM: for the host, between "@@KRB5 contexts-begin SEC"
+# and "@@KRB5 contexts-end": the server port of each RPC client of the
+# guest ("clnt NAME PORT", rpc_pipefs) and rpc.gssd's upcalls for KRB5_UID
+# from line FROM of its log on (the RPC clients the user's own credential
+# was asked for: the MDS's and, with tightly coupled layouts, each data
+# server's)
+krb5_contexts() {
+	echo "@@KRB5 contexts-begin $1"
+	for kc in /var/lib/nfs/rpc_pipefs/nfs/clnt*; do
+		[ -r $kc/info ] && echo "clnt ${kc##*/} $(sed -n 's/^port: //p' $kc/info)"
+	done
+	tail -n +"$2" /tmp/gssd.log | grep "handle_gssd_upcall.* uid=$KRB5_UID "
+	echo "@@KRB5 contexts-end"
+}
+
+# krb5_left WHEN: with nothing of it mounted, braid-mds holds no client ID
+# and no layout of this guest: the unmounts returned all state and
+# destroyed the client ID.  (A CLOSE or LAYOUTRETURN the server refuses
+# leaves a layout, and DESTROY_CLIENTID then gets NFS4ERR_CLIENTID_BUSY.)
+krb5_left() {
+	mm=
+	for dm in $PNFS_METRICS; do case $dm in mds=*) mm=${dm#mds=};; esac; done
+	if wget -q -O /tmp/mm "http://$mm/metrics" 2>/dev/null; then
+		for g in braid_mds_clients braid_mds_layouts_outstanding; do
+			eq "$1: braid-mds's $g" "$(awk -v g=$g '$1 == g { printf "%d", $2 }' /tmp/mm)" 0
+		done
+	else
+		fail "$1: braid-mds's metrics at $mm do not answer"
+	fi
+	rm -f /tmp/mm
+}
+
+# as USER CMD: CMD (a shell command line) as USER; its output and status.
+# Bounded: after KRB5_BOUND (120) seconds it is killed (status 137), with
+# krb5_diag's report and the mount's mountstats on the console
+as() {
+	timeout -s KILL "${KRB5_BOUND:-120}" su -s /bin/sh "$1" -c "$2" 2>&1
+	arc=$?
+	if [ $arc = 137 ]; then
+		echo "krb5: '$2' as $1 killed after ${KRB5_BOUND:-120} s" >&2
+		krb5_diag >&2
+		awk -v on=" mounted on $MNT " '/^device /{m = index($0, on) > 0} m' /proc/self/mountstats >&2
+	fi
+	return $arc
+}
+
+# krb5_flavor SEC: / mounted with sec=SEC: the user with a ticket creates,
+# writes and reads; what it creates is its own (owner from the server,
+# after drop_caches); the user without a ticket can neither list nor
+# create in a directory open to everyone (mode 1777, so only the missing
+# credential refuses it); a KRB5_MIB file written and read back by the user
+# (listed as "@@PNFS FILE", for the host to find where it went; its
+# mount's mountstats between "@@KRB5 mountstats-begin SEC" and "@@KRB5
+# mountstats-end", and krb5_contexts); then the POSIX workload as root (the
+# machine credential, nfs/braid-client: root on the server), shortened
+# (KRB5_POSIX_DIRN entries in its big directory, a KRB5_POSIX_MIB MiB large
+# file), on its own mount with sec=SEC
+krb5_flavor() {
+	sec=$1
+	step "krb5-$sec" "sec=$sec"
+	gl=$(($(wc -l < /tmp/gssd.log) + 1))
+	krb5_mount / "$MOUNT_OPTS,sec=$sec" || die "mount / with sec=$sec"
+	mline=$(grep " $MNT nfs4 " /proc/mounts)
+	case ",${mline#* nfs4 }," in
+	*,sec=$sec,*) ok "mounted / with sec=$sec: $mline";;
+	*) fail "the mount is not sec=$sec: $mline";;
+	esac
+	d=$MNT/krb5.$W.$sec
+	mkdir "$d" && chmod 1777 "$d" || fail "mkdir, chmod 1777 $d as root"
+	out=$(as "$KRB5_USER" "echo hello-$sec > $d/u && cat $d/u")
+	eq "sec=$sec: $KRB5_USER creates and reads $d/u" "$out" "hello-$sec"
+	out=$(as "$KRB5_USER" "mkdir $d/ud && echo x > $d/ud/f && ls $d/ud")
+	eq "sec=$sec: $KRB5_USER makes a directory and a file in it" "$out" f
+	dd if=/dev/urandom of=/tmp/k5 bs=1M count="$KRB5_MIB" 2>/dev/null || die "urandom"
+	chmod 644 /tmp/k5
+	m=$(md5sum < /tmp/k5 | cut -d' ' -f1)
+	out=$(as "$KRB5_USER" "dd if=/tmp/k5 of=$d/big bs=1M conv=fsync 2>&1 >/dev/null") ||
+		fail "sec=$sec: $KRB5_USER writes $KRB5_MIB MiB: $out"
+	written "$d/big" "$KRB5_MIB" "$m"
+	dropcaches
+	eq "sec=$sec: $d/u owner (uid:gid) after drop_caches" "$(stat -c %u:%g "$d/u")" "$KRB5_UID:$KRB5_GID"
+	eq "sec=$sec: $d/ud owner (uid:gid)" "$(stat -c %u:%g "$d/ud")" "$KRB5_UID:$KRB5_GID"
+	eq "sec=$sec: $d (made by root) owner" "$(stat -c %u "$d")" 0
+	out=$(as "$KRB5_USER" "md5sum < $d/big")
+	eq "sec=$sec: $KRB5_USER reads the $KRB5_MIB MiB back" "${out%% *}" "$m"
+	out=$(as noticket "ls $d")
+	case $? in
+	0) fail "sec=$sec: noticket (no ticket) listed $d: $out";;
+	*) case $out in
+	   *"Permission denied"*) ok "sec=$sec: noticket cannot list $d: $out";;
+	   *) fail "sec=$sec: noticket's ls $d failed, but not with EACCES: $out";;
+	   esac;;
+	esac
+	out=$(as noticket ": > $d/nt")
+	case $? in
+	0) fail "sec=$sec: noticket (no ticket) created $d/nt";;
+	*) case $out in
+	   *"Permission denied"*) ok "sec=$sec: noticket cannot create in $d: $out";;
+	   *) fail "sec=$sec: noticket's create in $d failed, but not with EACCES: $out";;
+	   esac;;
+	esac
+	[ -e "$d/nt" ] && fail "sec=$sec: $d/nt exists"
+	echo "@@KRB5 mountstats-begin $sec"
+	awk -v on=" mounted on $MNT " '/^device /{m = index($0, on) > 0} m' /proc/self/mountstats
+	echo "@@KRB5 mountstats-end"
+	krb5_contexts $sec $gl
+	rm -f /tmp/k5
+	cd /
+	umount "$MNT" || fail "umount (sec=$sec)"
+	step "krb5-$sec-posix" "the POSIX workload with sec=$sec"
+	( cd / && EXPORT=/ MOUNT_OPTS="$MOUNT_OPTS,sec=$sec" POSIX_DIRN=$KRB5_POSIX_DIRN \
+		POSIX_LARGE_MIB=$KRB5_POSIX_MIB sh /files/posix.sh )
+	prc=$?
+	if [ $prc = 0 ]; then ok "sec=$sec: posix.sh passed"; else fail "sec=$sec: posix.sh exited with status $prc"; fi
+	krb5_left "sec=$sec, unmounted"
+}
+
+# check_krb5: Kerberos through the stock client with rpc.gssd (run.sh:
+# braid-mds and braid-ds with a keytab, / exported sec=sys:krb5:krb5i:krb5p,
+# /k5p sec=krb5p): krb5_flavor for krb5, krb5i and krb5p; then /k5p with
+# sec=krb5p takes the user's files, and with sec=sys cannot be mounted
+check_krb5() {
+	step krb5-setup "rpc_pipefs, rpc.gssd, the realm's files"
+	krb5_setup
+	for sec in krb5 krb5i krb5p; do krb5_flavor $sec; done
+	step krb5-k5p "/k5p (sec=krb5p only)"
+	if krb5_mount /k5p "$MOUNT_OPTS,sec=krb5p"; then
+		ok "mounted /k5p with sec=krb5p"
+		T k5p-mounted
+		d=$MNT/k.$W
+		mkdir "$d" && chmod 1777 "$d" || fail "mkdir, chmod 1777 $d as root"
+		T k5p-mkdir
+		out=$(as "$KRB5_USER" "echo k5p > $d/u && cat $d/u")
+		eq "/k5p: $KRB5_USER creates and reads $d/u" "$out" k5p
+		T k5p-user
+		dropcaches
+		eq "/k5p: $d/u owner" "$(stat -c %u:%g "$d/u")" "$KRB5_UID:$KRB5_GID"
+		T k5p-stat
+		rm -rf "$d"
+		T k5p-rm
+		cd /
+		umount "$MNT" || fail "umount /k5p"
+		T k5p-umount
+		krb5_left "/k5p, unmounted"
+	else
+		fail "mount /k5p with sec=krb5p"
+	fi
+	# sec=sys: the client looks up k5p with AUTH_SYS, gets
+	# NFS4ERR_WRONGSEC, asks SECINFO and finds only krb5p, which the mount
+	# does not allow (nfs_find_best_sec): the mount fails with EPERM, which
+	# busybox mount reports as "permission denied (are you root?)" (EACCES
+	# would be "Permission denied")
+	T krb5-k5p-sys
+	out=$(krb5_mount /k5p "$MOUNT_OPTS,sec=sys" 2>&1)
+	if [ $? = 0 ]; then
+		fail "/k5p (sec=krb5p) mounted with sec=sys: $(ls "$MNT" 2>&1)"
+		umount "$MNT"
+	else
+		case $out in
+		*"(are you root?)"*|*"Operation not permitted"*)
+			ok "/k5p with sec=sys: the mount fails with EPERM: $out";;
+		*) fail "/k5p with sec=sys: the mount fails, but not with EPERM: $out";;
+		esac
+	fi
+	T krb5-gssd-stop
+	kill $GSSD_PID 2>/dev/null
+	wait $GSSD_PID 2>/dev/null
+	[ "$KRB5_DEBUG" = 1 ] && krb5_diag 400
+	echo "--- rpc.gssd's log (tail)"
+	tail -20 /tmp/gssd.log
+}
+
 check_trunk() {
 	mkdir -p "$MNT/striped/$W" || die "mkdir $MNT/striped/$W"
 	step write-trunk "write $PNFS_TRUNK_MIB MiB under /striped"
@@ -654,8 +905,9 @@ for c in $GUEST_CHECKS; do
 	f0=$FAILS
 	case $c in
 	posix) check_posix;;
+	krb5) check_krb5;;
 	data|mirror|lost|trunk|enospc|unreach) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, data, mirror, lost, trunk, enospc or unreach";;
+	*) die "check $c: want posix, data, mirror, lost, trunk, enospc, unreach or krb5";;
 	esac
 	T "$c-done"
 	snapshot "$c"

@@ -122,6 +122,51 @@
 #                 (placement below the reserve), and braid-mds ran no READ,
 #                 WRITE or COMMIT (data_io = refuse: the errors came
 #                 through layouts).  It runs alone (its cluster is its own).
+# krb5            Kerberos through the stock client (issue 16), alone (its
+#                 realm and exports are its own, and a host without Kerberos
+#                 skips it and nothing else): a temporary MIT
+#                 realm (tests/krb5-realm.sh) whose KDC the guest reaches at
+#                 10.0.2.2; braid-mds and braid-ds with [mds]/[ds] keytab
+#                 holding nfs/braid-server; / exported
+#                 sec=sys:krb5:krb5i:krb5p and /k5p sec=krb5p.  The guest
+#                 (rpc.gssd and its libraries by clientvm --bin, the krb5
+#                 crypto modules by --modules) gets krb5.conf, the keytab of
+#                 nfs/braid-client, /etc/hosts naming 10.0.2.2 braid-server
+#                 (rpc.gssd names the server by the address's reverse
+#                 lookup), the user daemon (the host's uid and gid, to which
+#                 braid-mds maps daemon@BRAID.TEST) with a ticket cache made
+#                 here by kinit, and a user without one.  For each of
+#                 sec=krb5, krb5i and krb5p, on its own mount of /: the user
+#                 creates, writes and reads, and what it creates has its
+#                 uid and gid; the user without a ticket gets EACCES listing
+#                 or creating in a directory of mode 1777; the user writes a
+#                 16 MiB file and reads it back after drop_caches; the POSIX
+#                 workload (200 entries, an 8 MiB file) runs as root (the
+#                 machine credential, root on the server).  /k5p mounts with
+#                 sec=krb5p and takes the user's file; with sec=sys the
+#                 mount fails with EPERM (WRONGSEC, then SECINFO lists only
+#                 krb5p).  After each flavor and after /k5p, with nothing
+#                 mounted, braid-mds holds no client ID and no layout (the
+#                 client's CLOSEs and LAYOUTRETURNs, which Linux sends with
+#                 the machine credential over its lease's krb5i under
+#                 SP4_MACH_CRED, whatever the export's flavors, were
+#                 taken).  The host: the KDC issued tickets for
+#                 nfs/braid-server to nfs/braid-client and to the user; per
+#                 flavor, mountstats show its pseudoflavor,
+#                 pnfs=LAYOUT_FLEX_FILES and every READ and WRITE through
+#                 a layout; rpc.gssd made the user's own contexts with
+#                 braid-mds and with the data servers holding the user's
+#                 file (tightly coupled layouts: the user's credential at
+#                 the data servers); each of those wrote and read at least
+#                 the bytes the layouts place there; braid-mds ran no
+#                 READ, WRITE or COMMIT (data_io = refuse); braid-mds and
+#                 each data server holding the user's files established
+#                 RPCSEC_GSS contexts, none refused one or a call's
+#                 checksum or seal (braid_rpcsec_gss_*), and all answered
+#                 every NULL call (RPCSEC_GSS context creation and
+#                 destruction) SUCCESS.  Kerberos
+#                 missing on the host (krb5-kdc, krb5-admin-server,
+#                 krb5-user, nfs-common) skips, but not with CI=true.
 # Every pNFS check (data, mirror, trunk), from its mount's mountstats and
 # the MDS's counters during it: pnfs=LAYOUT_FLEX_FILES; LAYOUTGET count >
 # 0 (in mountstats for data and trunk, whose 1 MiB segments need
@@ -144,8 +189,9 @@
 # --keep          keep the temporary directory (configs, logs, stores)
 #
 # Exit status (automake): 0 pass, 1 a check failed, 77 skip (the VM
-# environment, the daemons or python3 missing; the reason is printed), 99
-# hard error (timeout, the guest never ran the workload, a daemon died).
+# environment, the daemons or python3 missing, or for krb5 Kerberos; the
+# reason is printed; with CI=true a missing Kerberos is an error), 99 hard
+# error (timeout, the guest never ran the workload, a daemon died).
 set -u
 PROG=run.sh
 here=$(cd "$(dirname "$0")" && pwd)
@@ -154,8 +200,8 @@ BACKEND= VERS= CHECKS= DS_VERS=4.1 MAX_MIB=64 TIMEOUT=${PNFS_TIMEOUT:-1500} KEEP
 usage() {
 	echo "usage: $PROG --backend qemu|uml --vers 4.1|4.2 --checks CHECK[,CHECK...]" \
 		"[--ds-vers 4.1|3] [--max-mib N] [--timeout S] [--keep]" \
-		"(checks: posix data mirror lost trunk enospc unreach; trunk, enospc," \
-		"lost and unreach alone)" >&2
+		"(checks: posix data mirror lost trunk enospc unreach krb5; trunk, enospc," \
+		"lost, unreach and krb5 alone)" >&2
 	exit 99
 }
 while [[ $# -gt 0 ]]; do
@@ -180,7 +226,7 @@ IFS=, read -ra CHECK_LIST <<< "$CHECKS"
 ((${#CHECK_LIST[@]} > 0)) || usage
 for c in "${CHECK_LIST[@]}"; do
 	[[ $c = posix || $c = data || $c = mirror || $c = lost || $c = trunk || $c = enospc ||
-		$c = unreach ]] || usage
+		$c = unreach || $c = krb5 ]] || usage
 	[[ -z ${HAS[$c]:-} ]] || usage # each once
 	HAS[$c]=1
 done
@@ -188,6 +234,7 @@ done
 [[ -z ${HAS[enospc]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 [[ -z ${HAS[unreach]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 [[ -z ${HAS[lost]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
+[[ -z ${HAS[krb5]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 
 skip() { echo "$PROG: SKIP: $*" >&2; exit 77; }
 hard() { echo "$PROG: ERROR: $*" >&2; exit 99; }
@@ -202,11 +249,31 @@ if [[ ${HAS[enospc]:-} && -z ${BRAID_RUN_NS:-} ]]; then
 		--timeout "$TIMEOUT" $( ((KEEP)) && echo --keep)
 fi
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
+# krb5: where Kerberos is missing the check skips, but not in CI (CI=true),
+# whose machines tools/install-deps provides with it
+need_env() {
+	[[ ${CI:-} = true ]] && hard "CI=true, and the krb5 check cannot run: $*"
+	skip "$*"
+}
+if [[ ${HAS[krb5]:-} ]]; then
+	# shellcheck source=../krb5-realm.sh
+	. "$here/../krb5-realm.sh"
+	why=$(krb5_realm_need) || need_env "$why"
+	for f in /usr/sbin/rpc.gssd /etc/netconfig; do
+		[[ -e $f ]] || need_env "$f missing (nfs-common; tools/install-deps)"
+	done
+	command -v kinit > /dev/null || need_env "kinit not installed (krb5-user; tools/install-deps)"
+	KRB5_PW=$(getent passwd daemon) || need_env "no local user daemon (the Kerberos user daemon@BRAID.TEST maps to it)"
+fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/braid-linux-client.XXXXXX") || hard "mktemp"
 # shellcheck source=cluster.sh
 . "$here/cluster.sh"
-trap cluster_cleanup EXIT
+run_cleanup() {
+	[[ ${HAS[krb5]:-} ]] && krb5_realm_stop
+	cluster_cleanup
+}
+trap run_cleanup EXIT
 trap 'exit 99' INT TERM
 
 echo "$PROG: backend=$BACKEND vers=$VERS checks=$CHECKS ds-vers=$DS_VERS" >&2
@@ -217,7 +284,7 @@ CTL_BIN=${BRAIDCTL:-$top_builddir/braidctl}
 [[ -x $CTL_BIN ]] || skip "braidctl not built ($CTL_BIN; set top_builddir or BRAIDCTL)"
 command -v python3 > /dev/null || skip "python3 not installed (it reads braidctl's JSON)"
 command -v curl > /dev/null || skip "curl not installed (it scrapes /metrics: tools/install-deps)"
-if [[ ${HAS[posix]:-} ]]; then
+if [[ ${HAS[posix]:-}${HAS[krb5]:-} ]]; then
 	vm_prepare "$BACKEND" # and vmtool, for posix.sh
 	cp "$here/posix.sh" "$T/files/posix.sh"
 else
@@ -240,7 +307,11 @@ MEM=1024
 GUEST_ENV=(--env "GUEST_CHECKS=${CHECK_LIST[*]}" --env "EXPECT_VERS=$VERS")
 # PNFS_TRACE=1: the guest records its layout and write paths (guest.sh)
 [[ ${PNFS_TRACE:-0} == 1 ]] && GUEST_ENV+=(--env PNFS_TRACE=1)
-BRAID_EXPORTS="/ *(rw,$EXP)"
+# krb5: / takes every flavor, AUTH_SYS first (the other checks' mounts
+# pick the first flavor they can use)
+ROOTSEC=
+[[ ${HAS[krb5]:-} ]] && ROOTSEC=sec=sys:krb5:krb5i:krb5p,
+BRAID_EXPORTS="/ *(rw,$ROOTSEC$EXP)"
 if [[ ${HAS[data]:-} ]]; then
 	BRAID_EXPORTS+=$'\n'"/whole *(rw,$EXP,layout=whole)"
 	GUEST_ENV+=(--env "PNFS_SIZES=1 16 $MAX_MIB" --env PNFS_SPREAD=40 --env PNFS_DIRTY_KIB=16384)
@@ -277,6 +348,41 @@ if [[ ${HAS[trunk]:-} ]]; then
 	BRAID_NDS=2 BRAID_DS_NICS=2 NICS=2
 	MOPTS+=",nconnect=2,max_connect=4"
 	GUEST_ENV+=(--env PNFS_TRUNK_MIB=64)
+fi
+CLIENTVM_ARGS=()
+if [[ ${HAS[krb5]:-} ]]; then
+	# A realm of the run's own (tests/krb5-realm.sh); the guest reaches its
+	# KDC at 10.0.2.2.  braid-server is the name of every address of the
+	# host the guest uses (rpc.gssd names the server by the reverse lookup
+	# of the address mounted: nfs/braid-server), braid-client the guest's.
+	K=$T/files/krb5
+	mkdir -p "$T/krb5" "$K" || hard "mkdir $K"
+	krb5_realm_start "$T/krb5" BRAID.TEST braid-server braid-client >&2 || hard "the Kerberos realm did not start"
+	krb5_addprinc nfs/braid-server nfs/braid-client daemon >&2 || hard "kadmin.local addprinc"
+	krb5_ktadd "$T/krb5/server.keytab" nfs/braid-server >&2 || hard "kadmin.local ktadd"
+	krb5_ktadd "$K/krb5.keytab" nfs/braid-client >&2 || hard "kadmin.local ktadd"
+	krb5_ktadd "$T/krb5/user.keytab" daemon >&2 || hard "kadmin.local ktadd"
+	# the user's ticket cache, made here (the guest has no kinit)
+	kinit -k -t "$T/krb5/user.keytab" -c "FILE:$K/krb5cc" daemon > "$T/krb5/kinit.log" 2>&1 ||
+		{ cat "$T/krb5/kinit.log" >&2; hard "kinit daemon"; }
+	krb5_conf "10.0.2.2:$KRB5_KDC_PORT" braid-server braid-client > "$K/krb5.conf"
+	{
+		echo "127.0.0.1 localhost"
+		echo "10.0.2.15 braid-client"
+		for ((n = 2; n < 2 + NICS; n++)); do echo "10.0.$n.2 braid-server"; done
+	} > "$K/hosts"
+	cp /etc/netconfig "$K/netconfig" # libtirpc's, which rpc.gssd reads
+	IFS=: read -r _ _ KRB5_UID KRB5_GID _ <<< "$KRB5_PW"
+	GUEST_ENV+=(--env KRB5_USER=daemon --env "KRB5_UID=$KRB5_UID" --env "KRB5_GID=$KRB5_GID"
+		--env KRB5_NOTICKET_UID=4242 --env KRB5_MIB=16 --env KRB5_POSIX_DIRN=200
+		--env KRB5_POSIX_MIB=8 --env "KRB5_DEBUG=${KRB5_DEBUG:-0}")
+	# rpc.gssd in the guest; the crypto templates of the krb5 enctypes
+	# (cts(cbc(aes)), hmac(sha1)), which the kernel would request_module()
+	CLIENTVM_ARGS+=(--bin /usr/sbin/rpc.gssd --modules cts,cbc,hmac)
+	BRAID_MDS_CONF+=$'\n'"keytab = $T/krb5/server.keytab"
+	BRAID_DS_CONF+=$'\n'"keytab = $T/krb5/server.keytab"
+	BRAID_EXPORTS+=$'\n'"/k5p *(rw,sec=krb5p,$EXP)" # krb5p only
+	cp "$here/posix.sh" "$T/files/posix.sh"
 fi
 
 vm_lock
@@ -486,7 +592,7 @@ for ((i = 1; i <= BRAID_NDS; i++)); do DM+=" ds$i=10.0.2.2:${DS_METRICS[$i]##*:}
 t0=$(date +%s)
 : > "$T/vm.log"
 "$here/clientvm" --backend "$BACKEND" --mem "$MEM" --nics "$NICS" --no-mount --mount-opts "$MOPTS" \
-	--files "$T/files" "${GUEST_ENV[@]}" --env "PNFS_METRICS=$DM" --timeout "$TIMEOUT" \
+	--files "$T/files" "${GUEST_ENV[@]}" "${CLIENTVM_ARGS[@]}" --env "PNFS_METRICS=$DM" --timeout "$TIMEOUT" \
 	"127.0.0.1:$PORT" "$here/guest.sh" 7>&- > "$T/vm.log" 2>&1 &
 CPID=$!
 tail -n +1 -f --pid="$CPID" "$T/vm.log" 7>&- &
@@ -968,6 +1074,119 @@ for check in checks:
                     if k.startswith("braid_nfs4_ops_total{") and 'op="%s"' % op in k)
             if n:
                 bad("braid-mds ran %d %s operations (data_io = refuse)" % (n, op))
+        continue
+    if check == "krb5":
+        # The guest judged the client's view (its ok/FAIL lines).  Here: the
+        # KDC gave the guest's machine principal (root and the lease) and the
+        # user tickets for the server, so the mounts did use Kerberos.
+        kdc = open(os.path.join(T, "krb5", "kdc.log"), errors="replace").read()
+        for who in ("nfs/braid-client@BRAID.TEST", "daemon@BRAID.TEST"):
+            if "%s for nfs/braid-server@BRAID.TEST" % who in kdc:
+                ok("the KDC issued %s a ticket for nfs/braid-server" % who)
+            else:
+                bad("the KDC never issued %s a ticket for nfs/braid-server" % who)
+        # The pNFS workload under Kerberos, per flavor: the user's file went
+        # through tightly coupled layouts to the data servers, with the
+        # user's own credential
+        log = section[check]
+        mds_port = int(open(os.path.join(T, "mds.ready")).read().split()[1])
+        pseudo = {"krb5": 390003, "krb5i": 390004, "krb5p": 390005}
+        exp = {}
+        for sec in ("krb5", "krb5i", "krb5p"):
+            def block(name):
+                try:
+                    a = log.index("@@KRB5 %s-begin %s" % (name, sec))
+                    return log[a + 1:log.index("@@KRB5 %s-end" % name, a)]
+                except ValueError:
+                    bad("sec=%s: no %s on the console" % (sec, name))
+                    return []
+            ms = block("mountstats")
+            ops = {l.split()[0][:-1]: int(l.split()[1]) for l in ms
+                   if len(l.split()) > 1 and l.split()[0].endswith(":") and l.split()[1].isdigit()}
+            ev = [l.split()[1:] for l in ms if l.strip().startswith("events:")]
+            ev = [int(x) for x in ev[0]] if ev else []
+            if any("pseudoflavor=%d" % pseudo[sec] in l for l in ms if l.strip().startswith("sec:")) and \
+               any("pnfs=LAYOUT_FLEX_FILES" in l for l in ms if l.strip().startswith("nfsv4:")):
+                ok("sec=%s: mountstats: pseudoflavor %d, pnfs=LAYOUT_FLEX_FILES" % (sec, pseudo[sec]))
+            else:
+                bad("sec=%s: mountstats: not pseudoflavor %d with pnfs=LAYOUT_FLEX_FILES: %r"
+                    % (sec, pseudo[sec], [l for l in ms if "sec:" in l or "nfsv4:" in l]))
+            for op, k in (("READ", 25), ("WRITE", 26)):
+                n, p = ops.get(op, 0), (ev[k] if len(ev) >= 27 else -1)
+                if 0 < n <= p:
+                    ok("sec=%s: mountstats: %d %ss, %d sent through layouts (pnfs_%s)"
+                       % (sec, n, op, p, op.lower()))
+                else:
+                    bad("sec=%s: mountstats: %d %ss, %d through layouts" % (sec, n, op, p))
+            # the RPC clients rpc.gssd got the user's upcalls for, by port
+            ctx = block("contexts")
+            port_of = {l.split()[1]: int(l.split()[2]) for l in ctx
+                       if l.startswith("clnt ") and len(l.split()) == 3 and l.split()[2].isdigit()}
+            uports = {port_of.get(l.rsplit("/", 1)[-1].rstrip(")"), 0) for l in ctx
+                      if "handle_gssd_upcall" in l}
+            ds_ctx = sorted(i for i, p in enumerate(ports, 1) if p in uports)
+            mine = [f for f in files if f[0].endswith(".%s/big" % sec)]
+            if not mine:
+                bad("sec=%s: the user's file was not listed" % sec)
+                continue
+            on = placed(mine[0])
+            for i, n in on.items():
+                exp[i] = exp.get(i, 0) + n
+            if mds_port in uports and on and set(on) <= set(ds_ctx):
+                ok("sec=%s: rpc.gssd made the user's own contexts with braid-mds and data"
+                   " server(s) %s, which hold /%s" % (sec, ds_ctx, mine[0][0]))
+            else:
+                bad("sec=%s: the user's contexts went to ports %s (braid-mds %d, data servers %s);"
+                    " /%s lies on data server(s) %s" % (sec, sorted(uports), mds_port, ports,
+                                                        mine[0][0], sorted(on)))
+        # every byte of the user's files was written to and read from the
+        # data servers the layouts name (the POSIX workloads add their own)
+        for i in sorted(exp):
+            w = int(dsm[i].get("braid_ds_written_bytes_total", 0))
+            r = int(dsm[i].get("braid_ds_read_bytes_total", 0))
+            if w >= exp[i] and r >= exp[i]:
+                ok("braid-ds %d: wrote %d and read %d bytes, at least the %d of the user's files"
+                   " placed there" % (i, w, r, exp[i]))
+            else:
+                bad("braid-ds %d: wrote %d and read %d bytes, less than the %d of the user's files"
+                    " placed there" % (i, w, r, exp[i]))
+        for op in ("READ", "WRITE", "COMMIT"):
+            n = sum(v for k, v in mdsm.items()
+                    if k.startswith("braid_nfs4_ops_total{") and 'op="%s"' % op in k)
+            if n:
+                bad("braid-mds ran %d %s operations (data_io = refuse)" % (n, op))
+            elif mdsm:
+                ok("braid-mds ran no %s (its braid_nfs4_ops_total)" % op)
+        # RPCSEC_GSS control calls (context creation and destruction) are
+        # NULL calls: every one must have been answered SUCCESS (a context
+        # the server cannot make is refused inside the init reply)
+        # the servers' side of it (braid_rpcsec_gss_*): contexts made by
+        # braid-mds and by every data server holding the user's files; no
+        # context refused, no checksum or seal that did not verify
+        # (krb5i, krb5p)
+        for d, m, need in [("braid-mds", mdsm, True)] + [
+                ("braid-ds %d" % i, dsm[i], i in exp) for i in range(1, nds + 1)]:
+            made = int(m.get("braid_rpcsec_gss_contexts_created_total", 0))
+            if need and made > 0:
+                ok("%s established %d RPCSEC_GSS contexts" % (d, made))
+            elif need:
+                bad("%s established no RPCSEC_GSS context" % d)
+            for k in ("braid_rpcsec_gss_init_failures_total",
+                      'braid_rpcsec_gss_rejected_total{reason="bad_mic"}',
+                      'braid_rpcsec_gss_rejected_total{reason="bad_args"}'):
+                if int(m.get(k, 0)):
+                    bad("%s: %s %d" % (d, k, int(m[k])))
+        nerr = 0
+        for d, m in [("braid-mds", mdsm)] + [("braid-ds %d" % i, dsm[i]) for i in range(1, nds + 1)]:
+            n = sum(v for k, v in m.items()
+                    if k.startswith("braid_rpc_errors_total{") and 'procedure="NULL"' in k)
+            if n:
+                bad("%s answered %d NULL calls (RPCSEC_GSS control) with an error"
+                    " (braid_rpc_errors_total)" % (d, n))
+            nerr += n
+        if not nerr:
+            ok("braid-mds and the data servers answered every NULL call (RPCSEC_GSS control)"
+               " SUCCESS")
         continue
     if check == "posix":
         # posix.sh says what it checks; on this cluster its data must also
