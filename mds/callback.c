@@ -228,7 +228,9 @@ int mds_cb_compound(struct braid_mds *mds, uint64_t clientid, const nfs_cb_argop
 		if (nops)
 			memcpy(all + 1, ops, nops * sizeof(*ops));
 		CB_COMPOUND4args args = {
-			.minorversion = 1,
+			/* the session's minor version (RFC 8881 §20.2; Linux
+			 * matches it to the client's) */
+			.minorversion = bc.minorversion,
 			.argarray = { .len = nops + 1, .val = all },
 		};
 		struct cb_wait w;

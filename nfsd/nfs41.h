@@ -221,6 +221,9 @@ struct nfs41_backchannel {
 	uint32_t uid, gid;    /* AUTH_SYS credential the client asked for */
 	channel_attrs4 attrs; /* back channel attributes (ca_rdma_ird empty) */
 	sessionid4 sessionid;
+	uint32_t minorversion; /* the session's (its CREATE_SESSION's): what
+				* CB_COMPOUND must carry, or Linux finds no
+				* client for the callback (NFS4ERR_BADSESSION) */
 };
 /* How a callback finds its way from a client ID (a layout's or delegation's
  * owner) to a connection: the client's session with the most recently bound

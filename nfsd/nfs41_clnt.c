@@ -324,17 +324,23 @@ int nfs41c_compound(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned no
 /* ------------------------------------------------------------ sessions */
 
 /* One raw op; its result status, or the call's error. */
-static int raw1_auth(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth *auth,
-		     const nfs_argop4 *op, nfs_resop4 *out, struct xdr_arena *arena)
+static int raw1_minor(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth *auth, uint32_t minor,
+		      const nfs_argop4 *op, nfs_resop4 *out, struct xdr_arena *arena)
 {
 	COMPOUND4res res;
-	int rc = nfs41c_compound_raw_auth(clnt, auth, NULL, 1, op, 1, &res, arena);
+	int rc = nfs41c_compound_raw_auth(clnt, auth, NULL, minor, op, 1, &res, arena);
 	if (rc)
 		return rc;
 	if (res.resarray.len != 1 || res.resarray.val[0].resop != op->argop)
 		return res.status ? res.status : -EPROTO;
 	*out = res.resarray.val[0];
 	return res.status;
+}
+
+static int raw1_auth(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth *auth,
+		     const nfs_argop4 *op, nfs_resop4 *out, struct xdr_arena *arena)
+{
+	return raw1_minor(clnt, auth, 1, op, out, arena);
 }
 
 /* co_verifier when the caller gives none: one per process, so a second
@@ -386,7 +392,8 @@ int nfs41c_session_create_opts(struct nfsd_clnt *clnt, const struct nfs41c_sessi
 		ea->eia_state_protect.u.spa_mach_ops.spo_must_enforce = (bitmap4){2, enforce};
 		ea->eia_state_protect.u.spa_mach_ops.spo_must_allow = (bitmap4){2, allow};
 	}
-	int rc = raw1_auth(clnt, o->auth, &op, &res, &arena);
+	uint32_t minor = o->minorversion ? o->minorversion : 1;
+	int rc = raw1_minor(clnt, o->auth, minor, &op, &res, &arena);
 	if (rc) {
 		xdr_arena_release(&arena);
 		return rc;
@@ -425,7 +432,7 @@ int nfs41c_session_create_opts(struct nfsd_clnt *clnt, const struct nfs41c_sessi
 	ca->csa_cb_program = o->cb_program;
 	ca->csa_sec_parms.len = 1;
 	ca->csa_sec_parms.val = &sec;
-	rc = raw1_auth(clnt, o->auth, &op, &res, &arena);
+	rc = raw1_minor(clnt, o->auth, minor, &op, &res, &arena);
 	if (rc) {
 		xdr_arena_release(&arena);
 		return rc;

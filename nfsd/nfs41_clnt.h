@@ -45,6 +45,9 @@ struct nfs41c_session_opts {
 	/* SP4_MACH_CRED (RFC 8881 §18.35) with what the Linux client asks
 	 * (nfs41c_session_info tells what the server granted) */
 	bool mach_cred;
+	/* the minor version of EXCHANGE_ID and CREATE_SESSION (the session's,
+	 * which callbacks carry); 0: 1 */
+	uint32_t minorversion;
 };
 
 int nfs41c_session_create(struct nfsd_clnt *clnt, const char *owner, uint32_t exchgid_flags,

@@ -89,6 +89,7 @@ struct nfs41_session {
 	bool dead;
 	struct nfs41_session *hnext, *cnext;
 	uint32_t cb_program, cb_flavor, cb_uid, cb_gid;
+	uint32_t minorversion; /* its CREATE_SESSION's, for CB_COMPOUND */
 	struct conn_rec conns[SESSION_MAX_CONNS];
 	/* lock */
 	pthread_mutex_t lock;

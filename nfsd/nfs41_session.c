@@ -131,6 +131,7 @@ int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel
 		bc->gid = ss->cb_gid;
 		bc->attrs = ss->back;
 		memcpy(bc->sessionid, ss->id, sizeof(bc->sessionid));
+		bc->minorversion = ss->minorversion;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return best ? 0 : -ENOTCONN;
@@ -287,6 +288,7 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 		goto out;
 	}
 	ss->cb_program = ca->csa_cb_program;
+	ss->minorversion = c->minorversion;
 	ss->cb_flavor = flavor;
 	ss->cb_uid = uid;
 	ss->cb_gid = gid;

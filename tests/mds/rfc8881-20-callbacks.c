@@ -23,7 +23,7 @@
 /* What one client connection saw on its back channel. */
 struct cbconn {
 	atomic_int nulls, compounds;
-	atomic_uint last_seqid;
+	atomic_uint last_seqid, last_minor;
 	sessionid4 last_sid;
 };
 
@@ -41,7 +41,7 @@ static int cb_compound(struct nfsd_req *r, void *a, void *resv)
 	CB_COMPOUND4res *res = resv;
 	memset(res, 0, sizeof(*res));
 	atomic_fetch_add(&cc->compounds, 1);
-	CHECK_EQ(args->minorversion, 1);
+	atomic_store(&cc->last_minor, args->minorversion);
 	CHECK(args->argarray.len >= 1);
 	CHECK_EQ(args->argarray.val[0].argop, OP_CB_SEQUENCE);
 	const CB_SEQUENCE4args *sa = &args->argarray.val[0].u.opcbsequence;
@@ -143,6 +143,7 @@ int main(void)
 		CHECK_EQ(cb_seq(&t, info.clientid), 0);
 		CHECK_EQ(atomic_load(&seen[0].last_seqid), i);
 		CHECK(!memcmp(seen[0].last_sid, info.sessionid, sizeof(sessionid4)));
+		CHECK_EQ(atomic_load(&seen[0].last_minor), 1); /* the session's */
 	}
 	CHECK_EQ(atomic_load(&seen[0].compounds), 3);
 	CHECK_EQ(atomic_load(&seen[1].compounds), 0);
@@ -178,6 +179,23 @@ int main(void)
 	CHECK_EQ(mds_cb_null(t.mds, info2.clientid), -ENOTCONN);
 	CHECK_EQ(cb_seq(&t, info2.clientid), -ENOTCONN);
 	CHECK_EQ(atomic_load(&seen[2].nulls), 0);
+
+	/* a session created over NFSv4.2 gets CB_COMPOUNDs of minor version 2
+	 * (Linux looks its client up by it: another one is BADSESSION) */
+	struct nfs41c_session_opts so3 = { .owner = "cb-client-42",
+					   .create_flags = CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
+					   .cb_program = CBPROG,
+					   .minorversion = 2 };
+	struct nfsd_clnt *d = conn_with_cb(&t, 2);
+	struct nfs41c_session *s3;
+	CHECK_EQ(nfs41c_session_create_opts(d, &so3, &s3), 0);
+	struct nfs41c_session_info info3;
+	nfs41c_session_info(s3, &info3);
+	CHECK_EQ(cb_seq(&t, info3.clientid), 0);
+	CHECK_EQ(atomic_load(&seen[2].compounds), 1);
+	CHECK_EQ(atomic_load(&seen[2].last_minor), 2);
+	CHECK_EQ(nfs41c_session_destroy(s3), 0);
+	nfsd_clnt_free(d);
 
 	CHECK_EQ(nfs41c_session_destroy(s2), 0);
 	CHECK_EQ(nfs41c_session_destroy(s), 0);
