@@ -110,7 +110,7 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "layout_stripe_unit", CONF_SIZE, .min = 4096, .max = 1 << 30,
 	  .def = "1M", S(layout_stripe_unit),
 	  .desc = "layout = striped: bytes per stripe unit, a power of two." },
-	{ "mds", NULL, "delegations", CONF_ENUM, .values = deleg_modes, .def = "off",
+	{ "mds", NULL, "delegations", CONF_ENUM, .values = deleg_modes, .def = "on",
 	  S(delegations),
 	  .desc = "Delegations OPEN may grant (RFC 8881 §10.4): on (every kind braid-mds "
 		  "grants: read delegations; write delegations are never granted), read, or "

@@ -532,8 +532,7 @@ static nfsstat4 reclaim(struct nfs41c_session *s, const struct ts_fh *f, const c
 static void t_reclaim(void)
 {
 	struct mt t;
-	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n",
-		 "delegations = on\nlease_time = 3s\ngrace_time = 10s\n");
+	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", "lease_time = 3s\ngrace_time = 10s\n");
 	struct nfsd_clnt *ca, *cb;
 	struct nfs41c_session *a = dt_session(&t, "rc-a", 0, &ca, false);
 	struct nfs41c_session *b = dt_session(&t, "rc-b", 1, &cb, false);
@@ -601,7 +600,7 @@ static void t_reclaim(void)
 int main(void)
 {
 	mt_start(&T, "/ *(rw,no_root_squash,insecure)\n",
-		 "delegations = on\nlease_time = 3s\ndelegations_max = 3\nrecall_any_above = 2\n");
+		 "lease_time = 3s\ndelegations_max = 3\nrecall_any_above = 2\n");
 	struct nfsd_clnt *ca, *cb;
 	A = dt_session(&T, "deleg-a", 0, &ca, false);
 	B = dt_session(&T, "deleg-b", 1, &cb, false);

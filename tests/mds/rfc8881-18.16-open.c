@@ -459,7 +459,7 @@ static void pseudo_fs(struct mt *t, struct nfs41c_session *a)
 int main(void)
 {
 	struct mt t;
-	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", "delegations = on\n");
+	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", NULL);
 	struct nfs41c_session *a = ts_session(&t, "open-a", 0, 0);
 	struct nfs41c_session *b = ts_session(&t, "open-b", 0, 0);
 	struct nfs41c_session *u = ts_session(&t, "open-user", 1000, 1000);
