@@ -763,3 +763,25 @@ double bench_settle(double max_s)
 	}
 	return busy;
 }
+
+bool bench_size_parse(const char *s, uint64_t *bytes)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || v <= 0)
+		return false;
+	if (*end == 'k' || *end == 'K')
+		v *= 1024, end++;
+	else if (*end == 'm' || *end == 'M')
+		v *= 1024 * 1024, end++;
+	else if (*end == 'g' || *end == 'G')
+		v *= 1024.0 * 1024 * 1024, end++;
+	if (*end == 'i')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return false;
+	*bytes = (uint64_t)v;
+	return true;
+}

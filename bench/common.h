@@ -33,6 +33,9 @@ extern const char *bench_prog;
 void bench_strfmt(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double bench_now_s(void); /* CLOCK_MONOTONIC */
+/* "1.5G", "64MiB", "512k", "4096B": bytes (k, M, G are powers of 1024);
+ * false when it does not parse or is not positive. */
+bool bench_size_parse(const char *s, uint64_t *bytes);
 void bench_sleep_s(double s);
 /* CPU seconds (user + system, all threads) used so far by process pid. */
 double bench_proc_cpu_s(pid_t pid);

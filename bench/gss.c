@@ -1181,23 +1181,9 @@ static void json_print(const struct opts *o, const struct ceiling *cz)
 
 static bool size_parse(const char *s, uint64_t *out)
 {
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || v <= 0)
+	if (!bench_size_parse(s, out))
 		return false;
-	if (*end == 'k' || *end == 'K')
-		v *= 1024, end++;
-	else if (*end == 'm' || *end == 'M')
-		v *= 1024 * 1024, end++;
-	else if (*end == 'g' || *end == 'G')
-		v *= GIB, end++;
-	if (*end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return false;
-	*out = (uint64_t)v / IO * IO;
+	*out = *out / IO * IO;
 	return *out >= 16ull * IO;
 }
 

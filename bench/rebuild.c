@@ -833,23 +833,9 @@ static void report(const struct bench *b)
 
 static bool size_parse(const char *s, uint64_t *out)
 {
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || v <= 0)
+	if (!bench_size_parse(s, out))
 		return false;
-	if (*end == 'k' || *end == 'K')
-		v *= 1024, end++;
-	else if (*end == 'm' || *end == 'M')
-		v *= 1024 * 1024, end++;
-	else if (*end == 'g' || *end == 'G')
-		v *= GIB, end++;
-	if (*end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return false;
-	*out = (uint64_t)v / MiB * MiB;
+	*out = *out / MiB * MiB;
 	return *out >= MiB;
 }
 
