@@ -27,14 +27,26 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
 mkdir "$tmp/ccache" || exit 99 # a collection: one cache per client principal
-krb5_realm_start "$tmp" BRAID.TEST localhost || exit 99
+krb5_realm_start "$tmp" BRAID.TEST localhost k5msg || exit 99
 krb5_addprinc nfs/localhost daemon nouser || exit 99
 krb5_ktadd "$tmp/server.keytab" nfs/localhost || exit 99
 krb5_ktadd "$tmp/client.keytab" daemon nouser || exit 99
+# nfsd/k5msg.c against MIT: a service with keys of the four AES enctypes
+aes="-e aes256-cts-hmac-sha1-96:normal,aes128-cts-hmac-sha1-96:normal"
+aes="$aes,aes128-cts-hmac-sha256-128:normal,aes256-cts-hmac-sha384-192:normal"
+krb5_addprinc "$aes nfs/k5msg" "$aes k5msg" || exit 99
+krb5_ktadd "$tmp/server.keytab" "$aes" nfs/k5msg || exit 99
+krb5_ktadd "$tmp/client.keytab" "$aes" k5msg || exit 99
 
 KRB5_KTNAME=FILE:$tmp/server.keytab KRB5_CLIENT_KTNAME=FILE:$tmp/client.keytab \
 	KRB5CCNAME=DIR:$tmp/ccache "$bin" "$tmp/server.keytab"
 rc=$?
+# RFC 4121 tokens made with OpenSSL (nfsd/k5msg.c) against MIT's
+[ $rc -eq 0 ] && {
+	KRB5_KTNAME=FILE:$tmp/server.keytab KRB5_CLIENT_KTNAME=FILE:$tmp/client.keytab \
+		KRB5CCNAME=DIR:$tmp/ccache "$top_builddir/tests/nfsd/k5msg" --interop
+	rc=$?
+}
 # our client (nfsd/clnt_gss.c) against our server, same realm
 [ $rc -eq 0 ] && {
 	KRB5_KTNAME=FILE:$tmp/server.keytab KRB5_CLIENT_KTNAME=FILE:$tmp/client.keytab \
