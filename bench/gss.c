@@ -33,7 +33,10 @@
  * of a known block under it, and a block it WRITEs read back under sys;
  * every READ of the rounds is spot-checked against the object's pattern.
  * After them, MIT's own per-message speed on one core is measured (MIC,
- * its check, seal, unseal of 1 MiB): the ceiling Kerberos sets.
+ * its check, seal, unseal of 1 MiB), and the same through nfsd/k5msg.c
+ * (OpenSSL), which the daemons and our client use.  From k5msg's speed
+ * and the sys case's CPU per GiB comes the ceiling each Kerberos case has
+ * on this machine (ceiling_ratio), printed beside what it reached.
  *
  * The realm (a KDC on loopback, braid-ds's keytab, the client's keys) is
  * bench/gss.sh's, which runs this program; without one (--no-krb5 WHY)
@@ -67,6 +70,7 @@
 #include "ctl/cap.h"
 #include "ctl/client.h"
 #include "nfsd/clnt_gss.h"
+#include "nfsd/k5msg.h"
 #include "nfsd/nfs41_clnt.h"
 
 #define IO	   (1u << 20)
@@ -840,6 +844,11 @@ struct ceiling {
 	double mic, verify, wrap, unwrap; /* MB/s */
 	char enctype[48];
 	char why[256];
+	/* the same four through nfsd/k5msg.c (OpenSSL), which the daemons
+	 * and our client use */
+	bool k_ok;
+	double k_mic, k_verify, k_wrap, k_unwrap;
+	char k_why[128];
 };
 
 static const char *enctype_name(unsigned e)
@@ -908,6 +917,96 @@ static bool ceiling_cred(const char *kind, const char *path, const char *who, gs
 		bench_strfmt(c->why, sizeof(c->why),
 			     "gss_acquire_cred_from(%s): major %#x minor %u", path, maj, min);
 	return !GSS_ERROR(maj);
+}
+
+/* The four calls again through nfsd/k5msg.c, on the same contexts. */
+static void ceiling_k5msg(gss_ctx_id_t *ictx, gss_ctx_id_t *actx, uint8_t *buf, struct ceiling *c)
+{
+	struct k5msg *ki = k5msg_new(ictx), *ka = k5msg_new(actx);
+	if (!ki || !ka || !k5msg_fast(ki) || !k5msg_fast(ka)) {
+		bench_strfmt(c->k_why, sizeof(c->k_why), "%s is MIT's",
+			     ki ? k5msg_enctype(ki) : "the context");
+		goto out;
+	}
+	static uint8_t mic[CEIL_WIN][64];
+	size_t ml = 0, hl = 0, tl = 0;
+	k5msg_mic_len(ki, &ml);
+	k5msg_wrap_len(ki, IO - 256, &hl, &tl);
+	if (ml > sizeof(mic[0]) || hl + IO - 256 + tl > IO) {
+		bench_strfmt(c->k_why, sizeof(c->k_why), "tokens larger than expected");
+		goto out;
+	}
+	double t, spent;
+	unsigned n;
+	for (int pass = 0; pass < 2; pass++) {
+		spent = 0;
+		for (n = 0; spent < 0.4 || n < CEIL_WIN; n++) {
+			struct iovec v = {buf + (size_t)(n % CEIL_WIN) * IO, IO};
+			t = bench_now_s();
+			OM_uint32 maj = pass ? k5msg_verify_mic(ka, &v, 1, mic[n % CEIL_WIN], ml)
+					     : k5msg_get_mic(ki, &v, 1, mic[n % CEIL_WIN], ml);
+			spent += bench_now_s() - t;
+			if (GSS_ERROR(maj)) {
+				bench_strfmt(c->k_why, sizeof(c->k_why), "k5msg %s: major %#x",
+					     pass ? "verify" : "MIC", maj);
+				goto out;
+			}
+		}
+		*(pass ? &c->k_verify : &c->k_mic) = n * (double)IO / MB / spent;
+	}
+	double wspent = 0, uspent = 0;
+	unsigned wn = 0, un = 0;
+	while (wspent < 0.4 || uspent < 0.4) {
+		for (unsigned i = 0; i < CEIL_WIN; i++, wn++) {
+			uint8_t *p = buf + (size_t)i * IO;
+			t = bench_now_s();
+			OM_uint32 maj = k5msg_wrap(ki, p, p + hl, IO - 256, p + hl + IO - 256);
+			wspent += bench_now_s() - t;
+			if (GSS_ERROR(maj)) {
+				bench_strfmt(c->k_why, sizeof(c->k_why), "k5msg wrap: major %#x", maj);
+				goto out;
+			}
+		}
+		for (unsigned i = 0; i < CEIL_WIN; i++, un++) {
+			uint8_t *p = buf + (size_t)i * IO, *d = NULL;
+			size_t dl = 0;
+			t = bench_now_s();
+			OM_uint32 maj = k5msg_unwrap(ka, p, hl + IO - 256 + tl, &d, &dl);
+			uspent += bench_now_s() - t;
+			if (GSS_ERROR(maj) || dl != IO - 256) {
+				bench_strfmt(c->k_why, sizeof(c->k_why), "k5msg unwrap: major %#x",
+					     maj);
+				goto out;
+			}
+			memmove(p + hl, d, IO - 256);
+		}
+	}
+	c->k_wrap = wn * (double)(IO - 256) / MB / wspent;
+	c->k_unwrap = un * (double)(IO - 256) / MB / uspent;
+	c->k_ok = true;
+out:
+	k5msg_free(ki);
+	k5msg_free(ka);
+}
+
+/*
+ * The most a Kerberos case can do beside sys on this machine, from the
+ * crypto's cost alone: with every core busy in the sys case (client and
+ * server on one box), each GiB costs sys's CPU (server and client) plus
+ * the sender's MIC or seal and the receiver's check or unseal at
+ * k5msg's one-core speed, so the case runs at most sys x S / (S + crypto).
+ */
+static bool ceiling_ratio(int op, int f, const struct ceiling *cz, double *v)
+{
+	double ss, sc;
+	if (!cz->k_ok || (f != F_KRB5I && f != F_KRB5P) || !row_cpu_gib(op, F_SYS, false, &ss) ||
+	    !row_cpu_gib(op, F_SYS, true, &sc))
+		return false;
+	double a = f == F_KRB5I ? cz->k_mic : cz->k_wrap;
+	double b = f == F_KRB5I ? cz->k_verify : cz->k_unwrap;
+	double crypto = GIB / MB / a + GIB / MB / b, sys = ss + sc;
+	*v = sys / (sys + crypto);
+	return true;
 }
 
 static void ceiling_measure(const struct opts *o, struct ceiling *c)
@@ -1034,6 +1133,7 @@ static void ceiling_measure(const struct opts *o, struct ceiling *c)
 	c->wrap = wn * (double)(IO - 256) / MB / wspent;
 	c->unwrap = un * (double)(IO - 256) / MB / uspent;
 	c->ok = true;
+	ceiling_k5msg(&ictx, &actx, buf, c);
 out:
 	if (ictx != GSS_C_NO_CONTEXT)
 		gss_delete_sec_context(&min, &ictx, GSS_C_NO_BUFFER);
@@ -1082,6 +1182,25 @@ static void table_print(const struct opts *o, const struct ceiling *cz)
 		       cz->enctype, cz->mic, cz->verify, cz->wrap, cz->unwrap);
 	else
 		printf("\nMIT krb5 on one core: not measured (%s)\n", cz->why);
+	if (cz->k_ok) {
+		printf("braid (nfsd/k5msg.c, OpenSSL) on one core, the same: MIC %.0f MB/s, its "
+		       "check %.0f, seal %.0f, unseal %.0f\n",
+		       cz->k_mic, cz->k_verify, cz->k_wrap, cz->k_unwrap);
+		printf("the ceiling on this machine (every core busy in sys; sys's CPU per GiB "
+		       "plus the crypto's):\n");
+		for (int op = 0; op < O_N; op++)
+			for (int f = F_KRB5I; f < F_N; f++) {
+				double c, r;
+				if (!ceiling_ratio(op, f, cz, &c))
+					continue;
+				printf("  %-5s %-5s at most %.3f of sys", oname[op], fname[f], c);
+				if (ratio(op, f, &r))
+					printf("; measured %.3f, %.2f of the ceiling", r, r / c);
+				printf("\n");
+			}
+	} else if (cz->ok) {
+		printf("braid (nfsd/k5msg.c): not measured (%s)\n", cz->k_why);
+	}
 	printf("\nevery sample (MB/s; server CPU s/GiB; ratio to the round's sys sample):\n");
 	for (int op = 0; op < O_N; op++) {
 		for (unsigned k = 0; k < o->rounds; k++) {
@@ -1169,6 +1288,23 @@ static void json_print(const struct opts *o, const struct ceiling *cz)
 	bench_json_num("mit_verify_mic_MBps", cz->ok, cz->verify, 1);
 	bench_json_num("mit_wrap_MBps", cz->ok, cz->wrap, 1);
 	bench_json_num("mit_unwrap_MBps", cz->ok, cz->unwrap, 1);
+	bench_json_num("k5msg_mic_MBps", cz->k_ok, cz->k_mic, 1);
+	bench_json_num("k5msg_verify_mic_MBps", cz->k_ok, cz->k_verify, 1);
+	bench_json_num("k5msg_wrap_MBps", cz->k_ok, cz->k_wrap, 1);
+	bench_json_num("k5msg_unwrap_MBps", cz->k_ok, cz->k_unwrap, 1);
+	for (int op = 0; op < O_N; op++) {
+		for (int f = F_KRB5I; f < F_N; f++) {
+			double c = 0, r = 0;
+			bool ok = ceiling_ratio(op, f, cz, &c);
+			bench_strfmt(k, sizeof(k), "%s%s_ceiling_vs_sys", fname[f],
+				     op == O_READ ? "" : "_write");
+			bench_json_num(k, ok, c, 3);
+			ok = ok && ratio(op, f, &r);
+			bench_strfmt(k, sizeof(k), "%s%s_vs_ceiling", fname[f],
+				     op == O_READ ? "" : "_write");
+			bench_json_num(k, ok, ok ? r / c : 0, 3);
+		}
+	}
 	for (int f = 0; f < F_N; f++) {
 		bench_strfmt(k, sizeof(k), "%s_missing", fname[f]);
 		const struct row *w = &rows[O_READ][f];

@@ -17,6 +17,7 @@
 #include "nfsd/bytes.h"
 #include "nfsd/clock.h"
 #include "nfsd/htab.h"
+#include "nfsd/k5msg.h"
 #include "nfsd/metrics.h"
 #include "rpcsec_gss.h"
 
@@ -37,11 +38,13 @@ struct gss_ctx {
 	uint64_t used_ns;	       /* last lookup; g->mu */
 	uint64_t id;
 	atomic_uint refs;
-	/* mu guards gctx (MIT's per-message calls keep sequence state in it,
-	 * and CONTINUE_INIT changes it) and the window */
+	/* mu guards gctx (CONTINUE_INIT changes it) and the window */
 	pthread_mutex_t mu;
 	gss_ctx_id_t gctx;
-	atomic_bool complete; /* set once under mu (expires_ns first) */
+	/* the per-message calls (nfsd/k5msg.h: no lock needed), made before
+	 * complete is set and read-only after */
+	struct k5msg *km;
+	atomic_bool complete; /* set once under mu (expires_ns, km first) */
 	uint64_t expires_ns;
 	bool seen; /* any sequence number accepted yet */
 	uint32_t seq_max;
@@ -77,6 +80,7 @@ static void ctx_put(struct gss_ctx *c)
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	OM_uint32 min;
+	k5msg_free(c->km);
 	if (c->gctx != GSS_C_NO_CONTEXT)
 		gss_delete_sec_context(&min, &c->gctx, GSS_C_NO_BUFFER);
 	pthread_mutex_destroy(&c->mu);
@@ -271,15 +275,16 @@ static int verf_mic(struct nfsd_req *r, struct gss_ctx *c, uint32_t v)
 {
 	uint8_t be[4];
 	xdr_put32(be, v);
-	gss_buffer_desc in = {4, be}, out = GSS_C_EMPTY_BUFFER;
-	OM_uint32 min, maj;
-	pthread_mutex_lock(&c->mu);
-	maj = gss_get_mic(&min, c->gctx, GSS_C_QOP_DEFAULT, &in, &out);
-	pthread_mutex_unlock(&c->mu);
-	if (GSS_ERROR(maj))
+	struct iovec in = {be, 4};
+	size_t len;
+	if (GSS_ERROR(k5msg_mic_len(c->km, &len)))
 		return -EIO;
-	if (arena_take(r, &out, &r->rverf) < 0)
+	uint8_t *tok = xdr_arena_alloc(&r->arena, len ? len : 1);
+	if (!tok)
 		return -ENOMEM;
+	if (GSS_ERROR(k5msg_get_mic(c->km, &in, 1, tok, len)))
+		return -EIO;
+	r->rverf = xdr_opaque_of(tok, (uint32_t)len);
 	r->rverf_flavor = NFSD_RPCSEC_GSS;
 	return 0;
 }
@@ -405,6 +410,8 @@ static int svc_gss_init(struct nfsd_req *r, struct nfsd_gss *g, struct gss_req *
 	pthread_mutex_lock(&c->mu);
 	maj = gss_accept_sec_context(&min, &c->gctx, g->cred, &in, GSS_C_NO_CHANNEL_BINDINGS, &src,
 				     &mech, &out, &flags, &time_rec, NULL);
+	if (maj == GSS_S_COMPLETE && !(c->km = k5msg_new(&c->gctx)))
+		maj = GSS_S_FAILURE; /* no memory, or the context copy failed */
 	if (maj == GSS_S_COMPLETE) {
 		ctx_map_name(c, src, mech);
 		uint64_t life = time_rec == GSS_C_INDEFINITE || time_rec > g->max_lifetime_s
@@ -502,15 +509,15 @@ static int svc_gss_accept(struct nfsd_req *r, const xdr_opaque *cred, const xdr_
 		stat_inc(g, &g->st.bad_mic);
 		return NFSD_RPCSEC_GSS_CREDPROBLEM;
 	}
-	gss_buffer_desc hdr = {(size_t)(verf->val - 8 - r->rec), (void *)r->rec};
-	gss_buffer_desc mic = {verf->len, (void *)verf->val};
-	OM_uint32 maj, min;
+	struct iovec hdr = {(void *)r->rec, (size_t)(verf->val - 8 - r->rec)};
+	OM_uint32 maj;
 	bool fresh = false;
-	pthread_mutex_lock(&c->mu);
-	maj = gss_verify_mic(&min, c->gctx, &hdr, &mic, NULL);
-	if (!GSS_ERROR(maj) && cv->seq_num < MAXSEQ)
+	maj = k5msg_verify_mic(c->km, &hdr, 1, verf->val, verf->len);
+	if (!GSS_ERROR(maj) && cv->seq_num < MAXSEQ) {
+		pthread_mutex_lock(&c->mu);
 		fresh = win_accept(c, g->window, cv->seq_num);
-	pthread_mutex_unlock(&c->mu);
+		pthread_mutex_unlock(&c->mu);
+	}
 	if (GSS_ERROR(maj)) {
 		stat_inc(g, &g->st.bad_mic);
 		return GSS_ROUTINE_ERROR(maj) == GSS_S_CONTEXT_EXPIRED
@@ -562,23 +569,14 @@ static int svc_gss_unwrap(struct nfsd_req *r)
 	if (q->gss_proc == RPCSEC_GSS_DESTROY && xdr_dec_left(&r->dec) == 0)
 		return 0;
 	struct gss_ctx *c = q->ctx;
-	OM_uint32 maj, min;
 	const uint8_t *body;
 	size_t len;
-	gss_iov_buffer_desc iov[2];
 	if (q->service == rpc_gss_svc_integrity) {
 		rpc_gss_integ_data in;
 		if (xdr_dec_rpc_gss_integ_data(&r->dec, &in) < 0)
 			goto bad;
-		iov[0].type = GSS_IOV_BUFFER_TYPE_DATA;
-		iov[0].buffer =
-		    (gss_buffer_desc){in.databody_integ.len, (void *)in.databody_integ.val};
-		iov[1].type = GSS_IOV_BUFFER_TYPE_MIC_TOKEN;
-		iov[1].buffer = (gss_buffer_desc){in.checksum.len, (void *)in.checksum.val};
-		pthread_mutex_lock(&c->mu);
-		maj = gss_verify_mic_iov(&min, c->gctx, NULL, iov, 2);
-		pthread_mutex_unlock(&c->mu);
-		if (GSS_ERROR(maj))
+		struct iovec iov = {(void *)in.databody_integ.val, in.databody_integ.len};
+		if (GSS_ERROR(k5msg_verify_mic(c->km, &iov, 1, in.checksum.val, in.checksum.len)))
 			goto bad;
 		body = in.databody_integ.val;
 		len = in.databody_integ.len;
@@ -586,19 +584,12 @@ static int svc_gss_unwrap(struct nfsd_req *r)
 		rpc_gss_priv_data in;
 		if (xdr_dec_rpc_gss_priv_data(&r->dec, &in) < 0)
 			goto bad;
-		int conf = 0;
-		iov[0].type = GSS_IOV_BUFFER_TYPE_STREAM;
-		iov[0].buffer =
-		    (gss_buffer_desc){in.databody_priv.len, (void *)in.databody_priv.val};
-		iov[1].type = GSS_IOV_BUFFER_TYPE_DATA;
-		iov[1].buffer = (gss_buffer_desc)GSS_C_EMPTY_BUFFER;
-		pthread_mutex_lock(&c->mu);
-		maj = gss_unwrap_iov(&min, c->gctx, &conf, NULL, iov, 2);
-		pthread_mutex_unlock(&c->mu);
-		if (GSS_ERROR(maj) || !conf)
+		uint8_t *plain;
+		/* the receive buffer is this request's: unsealed in place */
+		if (GSS_ERROR(k5msg_unwrap(c->km, (uint8_t *)in.databody_priv.val,
+					   in.databody_priv.len, &plain, &len)))
 			goto bad;
-		body = iov[1].buffer.value;
-		len = iov[1].buffer.length;
+		body = plain;
 	}
 	if (len < 4 || xdr_get32(body) != q->seq)
 		goto bad;
@@ -648,38 +639,27 @@ static int wrap_integ(struct nfsd_req *r, struct gss_ctx *c, uint32_t seq)
 	int n = res_take(r, res, &len);
 	if (n < 0)
 		return n;
-	gss_iov_buffer_desc gi[RES_IOV_MAX + 2];
+	struct iovec mi[RES_IOV_MAX + 1];
 	uint8_t *head = xdr_enc_reserve(&r->enc, 8);
 	if (!head)
 		return -ENOBUFS;
 	xdr_put32(head, (uint32_t)(4 + len));
 	xdr_put32(head + 4, seq);
-	gi[0].type = GSS_IOV_BUFFER_TYPE_DATA;
-	gi[0].buffer = (gss_buffer_desc){4, head + 4};
+	mi[0] = (struct iovec){head + 4, 4};
 	for (int i = 0; i < n; i++) {
-		gi[1 + i].type = GSS_IOV_BUFFER_TYPE_DATA;
-		gi[1 + i].buffer = (gss_buffer_desc){res[i].iov_len, res[i].iov_base};
+		mi[1 + i] = res[i];
 		xdr_enc_ref(&r->enc, res[i].iov_base, res[i].iov_len);
 	}
 	xdr_enc_pad(&r->enc, (uint32_t)(4 + len));
-	gss_iov_buffer_desc *mic = &gi[1 + n];
-	mic->type = GSS_IOV_BUFFER_TYPE_MIC_TOKEN;
-	mic->buffer = (gss_buffer_desc)GSS_C_EMPTY_BUFFER;
-	OM_uint32 maj, min;
-	pthread_mutex_lock(&c->mu);
-	maj = gss_get_mic_iov_length(&min, c->gctx, GSS_C_QOP_DEFAULT, gi, n + 2);
-	uint8_t *tail = GSS_ERROR(maj)
-			    ? NULL
-			    : xdr_enc_reserve(&r->enc, 4 + mic->buffer.length +
-							   ((4 - (mic->buffer.length & 3)) & 3));
-	if (tail) {
-		xdr_put32(tail, (uint32_t)mic->buffer.length);
-		mic->buffer.value = tail + 4;
-		maj = gss_get_mic_iov(&min, c->gctx, GSS_C_QOP_DEFAULT, gi, n + 2);
-		memset(tail + 4 + mic->buffer.length, 0, (4 - (mic->buffer.length & 3)) & 3);
-	}
-	pthread_mutex_unlock(&c->mu);
-	if (!tail || GSS_ERROR(maj))
+	size_t ml;
+	if (GSS_ERROR(k5msg_mic_len(c->km, &ml)))
+		return -EIO;
+	uint8_t *tail = xdr_enc_reserve(&r->enc, 4 + ml + ((4 - (ml & 3)) & 3));
+	if (!tail)
+		return -ENOBUFS;
+	xdr_put32(tail, (uint32_t)ml);
+	memset(tail + 4 + ml, 0, (4 - (ml & 3)) & 3);
+	if (GSS_ERROR(k5msg_get_mic(c->km, mi, n + 1, tail + 4, ml)))
 		return -EIO;
 	return r->enc.err;
 }
@@ -697,43 +677,23 @@ static int wrap_priv(struct nfsd_req *r, struct gss_ctx *c, uint32_t seq)
 	int n = res_take(r, res, &len);
 	if (n < 0)
 		return n;
-	gss_iov_buffer_desc gi[4];
-	memset(gi, 0, sizeof(gi));
-	gi[0].type = GSS_IOV_BUFFER_TYPE_HEADER;
-	gi[1].type = GSS_IOV_BUFFER_TYPE_DATA;
-	gi[1].buffer.length = 4 + len;
-	gi[2].type = GSS_IOV_BUFFER_TYPE_PADDING;
-	gi[3].type = GSS_IOV_BUFFER_TYPE_TRAILER;
-	OM_uint32 maj, min;
-	int conf = 0;
-	pthread_mutex_lock(&c->mu);
-	maj = gss_wrap_iov_length(&min, c->gctx, 1, GSS_C_QOP_DEFAULT, &conf, gi, 4);
-	pthread_mutex_unlock(&c->mu);
-	if (GSS_ERROR(maj))
+	size_t hl, tl;
+	if (GSS_ERROR(k5msg_wrap_len(c->km, 4 + len, &hl, &tl)))
 		return -EIO;
-	size_t tok = gi[0].buffer.length + 4 + len + gi[2].buffer.length + gi[3].buffer.length;
-	uint8_t *buf = malloc(tok ? tok : 1);
+	size_t tok = hl + 4 + len + tl;
+	uint8_t *buf = malloc(tok);
 	if (!buf || nfsd_req_on_free(r, buf_free, buf) < 0) {
 		free(buf);
 		return -ENOMEM;
 	}
-	uint8_t *p = buf;
-	gi[0].buffer.value = p;
-	p += gi[0].buffer.length;
-	gi[1].buffer.value = p;
+	uint8_t *p = buf + hl;
 	xdr_put32(p, seq);
 	p += 4;
 	for (int i = 0; i < n; i++) {
 		memcpy(p, res[i].iov_base, res[i].iov_len);
 		p += res[i].iov_len;
 	}
-	gi[2].buffer.value = p;
-	p += gi[2].buffer.length;
-	gi[3].buffer.value = p;
-	pthread_mutex_lock(&c->mu);
-	maj = gss_wrap_iov(&min, c->gctx, 1, GSS_C_QOP_DEFAULT, &conf, gi, 4);
-	pthread_mutex_unlock(&c->mu);
-	if (GSS_ERROR(maj) || !conf)
+	if (GSS_ERROR(k5msg_wrap(c->km, buf, buf + hl, 4 + len, p)))
 		return -EIO;
 	rpc_gss_priv_data out = {xdr_opaque_of(buf, tok)};
 	return xdr_enc_rpc_gss_priv_data(&r->enc, &out);

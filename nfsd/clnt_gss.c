@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nfsd/clnt_gss.h"
+#include "nfsd/k5msg.h"
 #include "nfsd/rec.h"
 #include "rpcsec_gss.h"
 
@@ -30,8 +31,8 @@
  */
 struct cctx {
 	atomic_uint refs;
-	pthread_mutex_t mu; /* gctx: MIT's per-message calls keep state in it */
 	gss_ctx_id_t gctx;
+	struct k5msg *km; /* the per-message calls (nfsd/k5msg.h) */
 	uint8_t handle[HANDLE_MAX];
 	uint32_t hlen;
 	uint32_t window; /* the server's, at most WIN_MAX */
@@ -86,21 +87,14 @@ struct gss_call {
 	uint64_t attempt; /* the context creation this call waits for */
 };
 
-static OM_uint32 mic_of(struct cctx *c, const void *p, size_t n, gss_buffer_t out)
-{
-	OM_uint32 min;
-	gss_buffer_desc in = {n, (void *)p};
-	return gss_get_mic(&min, c->gctx, GSS_C_QOP_DEFAULT, &in, out);
-}
-
 static void ctx_put(struct cctx *c)
 {
 	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	OM_uint32 min;
+	k5msg_free(c->km);
 	if (c->gctx != GSS_C_NO_CONTEXT)
 		gss_delete_sec_context(&min, &c->gctx, GSS_C_NO_BUFFER);
-	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
@@ -289,8 +283,8 @@ static size_t build_head(const struct gss_call *gc, const struct cctx *c, uint8_
 
 /*
  * Sign gc's call under its context into a message: args (niov iovecs,
- * gc->plain_len bytes) in the service's form.  c->mu held.  0 or -errno
- * (-EKEYEXPIRED: the context's own life is over).
+ * gc->plain_len bytes) in the service's form; k5msg's calls need no lock.
+ * 0 or -errno (-EKEYEXPIRED: the context's own life is over).
  */
 static int call_build(struct gss_call *gc, const struct iovec *args, unsigned niov, uint8_t **msg,
 		      size_t *mlen, size_t *cap, bool fresh_buf)
@@ -300,65 +294,51 @@ static int call_build(struct gss_call *gc, const struct iovec *args, unsigned ni
 	size_t alen = gc->plain_len;
 	uint8_t hb[24 + 8 + CRED_MAX];
 	size_t hlen = build_head(gc, c, hb);
-	OM_uint32 maj, min;
-	gss_buffer_desc mic = GSS_C_EMPTY_BUFFER;
-	maj = mic_of(c, hb, hlen, &mic);
+	OM_uint32 maj;
+	uint8_t vtok[128];
+	size_t vlen = 0;
+	struct iovec hv = {hb, hlen};
+	maj = k5msg_mic_len(c->km, &vlen);
+	if (!GSS_ERROR(maj) && vlen > sizeof(vtok))
+		maj = GSS_S_FAILURE;
+	if (!GSS_ERROR(maj))
+		maj = k5msg_get_mic(c->km, &hv, 1, vtok, vlen);
 	if (GSS_ERROR(maj))
 		return GSS_ROUTINE_ERROR(maj) == GSS_S_CONTEXT_EXPIRED ? -EKEYEXPIRED : -EIO;
 
 	/* the body's layout */
-	gss_iov_buffer_desc iov[4];
-	size_t body;
-	memset(iov, 0, sizeof(iov));
+	size_t body, ml = 0, hl = 0, tl = 0;
 	if (svc == NFSD_GSS_SVC_INTEGRITY) {
-		iov[0].type = GSS_IOV_BUFFER_TYPE_DATA;
-		iov[0].buffer.length = 4 + alen;
-		iov[1].type = GSS_IOV_BUFFER_TYPE_MIC_TOKEN;
-		maj = gss_get_mic_iov_length(&min, c->gctx, GSS_C_QOP_DEFAULT, iov, 2);
-		body = 4 + 4 + alen + pad4(4 + alen) + 4 + iov[1].buffer.length +
-		       pad4(iov[1].buffer.length);
+		maj = k5msg_mic_len(c->km, &ml);
+		body = 4 + 4 + alen + pad4(4 + alen) + 4 + ml + pad4(ml);
 	} else if (svc == NFSD_GSS_SVC_PRIVACY) {
-		iov[0].type = GSS_IOV_BUFFER_TYPE_HEADER;
-		iov[1].type = GSS_IOV_BUFFER_TYPE_DATA;
-		iov[1].buffer.length = 4 + alen;
-		iov[2].type = GSS_IOV_BUFFER_TYPE_PADDING;
-		iov[3].type = GSS_IOV_BUFFER_TYPE_TRAILER;
-		int conf = 0;
-		maj = gss_wrap_iov_length(&min, c->gctx, 1, GSS_C_QOP_DEFAULT, &conf, iov, 4);
-		size_t tok =
-		    iov[0].buffer.length + 4 + alen + iov[2].buffer.length + iov[3].buffer.length;
+		maj = k5msg_wrap_len(c->km, 4 + alen, &hl, &tl);
+		size_t tok = hl + 4 + alen + tl;
 		body = 4 + tok + pad4(tok);
 	} else {
 		maj = GSS_S_COMPLETE;
 		body = alen;
 	}
-	if (GSS_ERROR(maj)) {
-		gss_release_buffer(&min, &mic);
+	if (GSS_ERROR(maj))
 		return -EIO;
-	}
-	size_t total = 4 + hlen + 8 + mic.length + pad4(mic.length) + body;
-	if (total - 4 > 0x7fffffffu) {
-		gss_release_buffer(&min, &mic);
+	size_t total = 4 + hlen + 8 + vlen + pad4(vlen) + body;
+	if (total - 4 > 0x7fffffffu)
 		return -EMSGSIZE;
-	}
 	uint8_t *m = *msg;
 	if (fresh_buf || *cap < total) {
 		m = malloc(total < 256 ? 256 : total);
-		if (!m) {
-			gss_release_buffer(&min, &mic);
+		if (!m)
 			return -ENOMEM;
-		}
 	}
 	uint8_t *p = put_u32(m, NFSD_REC_LAST | (uint32_t)(total - 4));
 	memcpy(p, hb, hlen);
 	p += hlen;
 	p = put_u32(p, NFSD_RPCSEC_GSS);
-	p = put_u32(p, (uint32_t)mic.length);
-	memcpy(p, mic.value, mic.length);
-	p += mic.length;
-	memset(p, 0, pad4(mic.length));
-	p += pad4(mic.length);
-	gss_release_buffer(&min, &mic);
+	p = put_u32(p, (uint32_t)vlen);
+	memcpy(p, vtok, vlen);
+	p += vlen;
+	memset(p, 0, pad4(vlen));
+	p += pad4(vlen);
 
 	int rc = 0;
 	if (svc == NFSD_GSS_SVC_NONE) {
@@ -368,53 +348,46 @@ static int call_build(struct gss_call *gc, const struct iovec *args, unsigned ni
 	} else if (svc == NFSD_GSS_SVC_INTEGRITY) {
 		/* §5.3.2.2: {seq, args} and its MIC, made in place */
 		p = put_u32(p, (uint32_t)(4 + alen));
-		iov[0].buffer.value = p;
+		struct iovec data = {p, 4 + alen};
 		p = put_u32(p, gc->seq);
 		gc->args_off = (size_t)(p - m);
 		gather(p, args, niov);
 		p += alen;
 		memset(p, 0, pad4(4 + alen));
 		p += pad4(4 + alen);
-		p = put_u32(p, (uint32_t)iov[1].buffer.length);
-		iov[1].buffer.value = p;
-		maj = gss_get_mic_iov(&min, c->gctx, GSS_C_QOP_DEFAULT, iov, 2);
-		p += iov[1].buffer.length;
-		memset(p, 0, pad4(iov[1].buffer.length));
-		p += pad4(iov[1].buffer.length);
+		p = put_u32(p, (uint32_t)ml);
+		maj = k5msg_get_mic(c->km, &data, 1, p, ml);
+		p += ml;
+		memset(p, 0, pad4(ml));
+		p += pad4(ml);
 		if (GSS_ERROR(maj))
 			rc = GSS_ROUTINE_ERROR(maj) == GSS_S_CONTEXT_EXPIRED ? -EKEYEXPIRED : -EIO;
 	} else {
-		/* §5.3.2.3: {seq, args} sealed in place: header, data, padding
-		 * and trailer make one wrap token */
-		size_t tok =
-		    iov[0].buffer.length + 4 + alen + iov[2].buffer.length + iov[3].buffer.length;
+		/* §5.3.2.3: {seq, args} sealed in place: header, data and
+		 * trailer make one wrap token */
+		size_t tok = hl + 4 + alen + tl;
 		p = put_u32(p, (uint32_t)tok);
-		iov[0].buffer.value = p;
-		p += iov[0].buffer.length;
-		iov[1].buffer.value = p;
+		uint8_t *head = p;
+		p += hl;
+		uint8_t *data = p;
 		p = put_u32(p, gc->seq);
+		gather(p, args, niov);
 		if (!gc->plain) {
-			gather(p, args, niov);
 			/* kept to sign the call again (a resend, a new context) */
 			gc->plain = malloc(alen ? alen : 1);
 			if (!gc->plain)
 				rc = -ENOMEM;
 			else if (alen)
 				memcpy(gc->plain, p, alen);
-		} else {
-			gather(p, args, niov);
 		}
 		p += alen;
-		iov[2].buffer.value = p;
-		p += iov[2].buffer.length;
-		iov[3].buffer.value = p;
-		p += iov[3].buffer.length;
+		uint8_t *tail = p;
+		p += tl;
 		memset(p, 0, pad4(tok));
 		p += pad4(tok);
-		int conf = 0;
 		if (!rc) {
-			maj = gss_wrap_iov(&min, c->gctx, 1, GSS_C_QOP_DEFAULT, &conf, iov, 4);
-			if (GSS_ERROR(maj) || !conf)
+			maj = k5msg_wrap(c->km, head, data, 4 + alen, tail);
+			if (GSS_ERROR(maj))
 				rc = GSS_ROUTINE_ERROR(maj) == GSS_S_CONTEXT_EXPIRED ? -EKEYEXPIRED
 										     : -EIO;
 		}
@@ -483,10 +456,7 @@ static int gss_marshal(const struct nfsd_clnt_auth *a, void **st, const uint8_t 
 			return -ENOMEM;
 		if (rc)
 			return rc;
-		struct cctx *c = gc->ctx;
-		pthread_mutex_lock(&c->mu);
 		rc = call_build(gc, args, niov, msg, mlen, cap, in_msg);
-		pthread_mutex_unlock(&c->mu);
 		if (!rc) {
 			gc->in_msg = ga->service != NFSD_GSS_SVC_PRIVACY;
 			if (gc->in_msg) {
@@ -499,7 +469,7 @@ static int gss_marshal(const struct nfsd_clnt_auth *a, void **st, const uint8_t 
 			return rc;
 		/* the context's own life is over (its ticket expired): a new one */
 		pthread_mutex_lock(&g->mu);
-		ctx_retire(g, c);
+		ctx_retire(g, gc->ctx);
 		pthread_mutex_unlock(&g->mu);
 		call_unsign(gc);
 	}
@@ -514,33 +484,26 @@ static int gss_reply(void *st, uint32_t vflav, const xdr_opaque *verf, uint32_t 
 	struct nfsd_gss_clnt *g = gc->ga->g;
 	struct cctx *c = gc->ctx;
 	uint32_t svc = gc->ga->service;
-	OM_uint32 maj, min;
+	OM_uint32 maj;
 	uint8_t be[4];
 	const uint8_t *body = NULL;
 	size_t blen = 0;
 	if (!c || vflav != NFSD_RPCSEC_GSS)
 		goto bad;
 	xdr_put32(be, gc->seq);
-	gss_buffer_desc in = {4, be}, tok = {verf->len, (void *)verf->val};
-	pthread_mutex_lock(&c->mu);
-	maj = gss_verify_mic(&min, c->gctx, &in, &tok, NULL);
-	if (GSS_ERROR(maj) || astat != NFSD_SUCCESS || svc == NFSD_GSS_SVC_NONE) {
-		pthread_mutex_unlock(&c->mu);
-		if (GSS_ERROR(maj))
-			goto bad;
+	struct iovec in = {be, 4};
+	maj = k5msg_verify_mic(c->km, &in, 1, verf->val, verf->len);
+	if (GSS_ERROR(maj))
+		goto bad;
+	if (astat != NFSD_SUCCESS || svc == NFSD_GSS_SVC_NONE)
 		return 0;
-	}
 	if (svc == NFSD_GSS_SVC_INTEGRITY) {
 		xdr_opaque data, sum;
-		gss_iov_buffer_desc iov[2];
 		maj = GSS_S_BAD_SIG;
 		if (!xdr_dec_opaque(res, &data, (uint32_t)xdr_dec_left(res)) &&
 		    !xdr_dec_opaque(res, &sum, 1024)) {
-			iov[0].type = GSS_IOV_BUFFER_TYPE_DATA;
-			iov[0].buffer = (gss_buffer_desc){data.len, (void *)data.val};
-			iov[1].type = GSS_IOV_BUFFER_TYPE_MIC_TOKEN;
-			iov[1].buffer = (gss_buffer_desc){sum.len, (void *)sum.val};
-			maj = gss_verify_mic_iov(&min, c->gctx, NULL, iov, 2);
+			struct iovec iov = {(void *)data.val, data.len};
+			maj = k5msg_verify_mic(c->km, &iov, 1, sum.val, sum.len);
 			body = data.val;
 			blen = data.len;
 		}
@@ -548,22 +511,13 @@ static int gss_reply(void *st, uint32_t vflav, const xdr_opaque *verf, uint32_t 
 		/* unsealed where it lies: the receive buffer is the caller's
 		 * until the callback returns */
 		xdr_opaque sealed;
-		gss_iov_buffer_desc iov[2];
-		int conf = 0;
 		maj = GSS_S_BAD_SIG;
 		if (!xdr_dec_opaque(res, &sealed, (uint32_t)xdr_dec_left(res))) {
-			iov[0].type = GSS_IOV_BUFFER_TYPE_STREAM;
-			iov[0].buffer = (gss_buffer_desc){sealed.len, (void *)sealed.val};
-			iov[1].type = GSS_IOV_BUFFER_TYPE_DATA;
-			iov[1].buffer = (gss_buffer_desc)GSS_C_EMPTY_BUFFER;
-			maj = gss_unwrap_iov(&min, c->gctx, &conf, NULL, iov, 2);
-			if (!conf)
-				maj = GSS_S_BAD_SIG;
-			body = iov[1].buffer.value;
-			blen = iov[1].buffer.length;
+			uint8_t *plain = NULL;
+			maj = k5msg_unwrap(c->km, (uint8_t *)sealed.val, sealed.len, &plain, &blen);
+			body = plain;
 		}
 	}
-	pthread_mutex_unlock(&c->mu);
 	if (GSS_ERROR(maj) || blen < 4 || xdr_get32(body) != gc->seq)
 		goto bad;
 	xdr_dec_init(res, body + 4, blen - 4, res->arena);
@@ -811,9 +765,15 @@ static int ctx_create(struct nfsd_gss_clnt *g, struct cctx **out, char *why, siz
 				goto out;
 			}
 			atomic_init(&c->refs, 1);
-			pthread_mutex_init(&c->mu, NULL);
+			c->km = k5msg_new(&gctx);
 			c->gctx = gctx;
 			gctx = GSS_C_NO_CONTEXT;
+			if (!c->km) {
+				ctx_put(c);
+				snprintf(why, wlen, "the context's per-message keys: no memory");
+				rc = -ENOMEM;
+				goto out;
+			}
 			memcpy(c->handle, handle, hlen);
 			c->hlen = hlen;
 			c->window = window < WIN_MAX ? window : WIN_MAX;
