@@ -44,16 +44,17 @@
  * holds the name as the mechanism displays it ("user@REALM").
  *
  * Payloads stay where they are: integrity arguments are checked in the
- * receive buffer (gss_verify_mic_iov) and privacy arguments unsealed there
- * in place (gss_unwrap_iov), so a WRITE's data is not copied; integrity
- * results get their MIC over the reply's own iovecs (gss_get_mic_iov) and
- * stay referenced, so a READ's data is neither copied nor moved; privacy
- * results are gathered once into the token's place in one buffer and
- * sealed there (gss_wrap_iov): a READ's data may be a file's mapped
- * pages, never to be sealed in place.  Such pages are MIC'ed before they
- * are sent: a write to the same range in between makes that krb5i reply
- * fail its check at the client, where AUTH_SYS would return the bytes as
- * the send found them (knfsd copies krb5i READ data instead).
+ * receive buffer and privacy arguments unsealed there in place, so a
+ * WRITE's data is not copied; integrity results get their MIC over the
+ * reply's own iovecs and stay referenced, so a READ's data is neither
+ * copied nor moved; privacy results are gathered once into the token's
+ * place in one buffer and sealed there: a READ's data may be a file's
+ * mapped pages, never to be sealed in place.  Such pages are MIC'ed
+ * before they are sent: a write to the same range in between makes that
+ * krb5i reply fail its check at the client, where AUTH_SYS would return
+ * the bytes as the send found them (knfsd copies krb5i READ data
+ * instead).  The tokens are nfsd/k5msg.h's (OpenSSL, for the AES
+ * enctypes; MIT's _iov calls for others), made once a context completes.
  *
  * Not done yet: version 2 channel bindings, and context creation runs
  * gss_accept_sec_context on the loop thread.
