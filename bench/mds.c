@@ -212,6 +212,8 @@ static void sizes_plan(const struct mds_opts *o, struct server_res *r, uint64_t 
 		if (why)
 			bench_mds_at_fail(a, why);
 	}
+	/* the NFSv3 series runs the same sizes */
+	memcpy(r->at3, r->at, sizeof(r->at));
 }
 
 int main(int argc, char **argv)
@@ -247,10 +249,14 @@ int main(int argc, char **argv)
 		bench_mds_braid_stage(&o, eng, work);
 	else
 		bench_mds_series_missing(&braid_res, "not run (--only ganesha)");
+	if (!o.run_braid)
+		bench_mds_series3_missing(&braid_res, "not run (--only ganesha)");
 	if (o.run_ganesha)
 		bench_mds_ganesha_stage(&o, eng, work);
 	else
 		bench_mds_series_missing(&ganesha_res, "not run (--only braid)");
+	if (!o.run_ganesha)
+		bench_mds_series3_missing(&ganesha_res, "not run (--only braid)");
 
 	printf("bench/mds: one directory, creates (GUARDED4 OPEN + CLOSE) and lookups with "
 	       "%u in flight over one NFSv4.1 session on %u connection(s), READDIR by chained "

@@ -5,6 +5,8 @@
  *   mds.c          options, the plan of sizes, main
  *   mds_load.c     the load generator: one NFSv4.1 session to a server,
  *                  creates, lookups and READDIR walks, the series of sizes
+ *   mds_load3.c    the NFSv3 load: MOUNT, CREATE, LOOKUP and READDIRPLUS
+ *                  walks, the same series in a directory of its own
  *   mds_servers.c  braid-mds and NFS-Ganesha as our children, a stage each
  *   mds_report.c   the table, the ratios and the JSON line
  *
@@ -31,6 +33,7 @@
 #define LOOKUPS_DEF	 20000
 #define WALK_CAP_DEF	 2000000
 #define DIR_NAME	 "mds-bench"
+#define DIR_NAME3	 "mds-bench-v3" /* the NFSv3 series' own directory */
 #define READDIR_DIRCOUNT 32768
 #define READDIR_MAXCOUNT 65536
 #define PROGRESS_S	 10.0
@@ -85,6 +88,12 @@ struct server_res {
 	char two_why[128];
 	uint64_t delegs, delays;
 	struct at_size at[NSIZES_MAX];
+	/* NFSv3, on the same server after the NFSv4.1 series */
+	bool ran3;	  /* it served NFSv3: at3 is its */
+	char why3[512];	  /* why it did not */
+	unsigned conns3;  /* connections used */
+	uint64_t delays3; /* NFS3ERR_JUKEBOX retries */
+	struct at_size at3[NSIZES_MAX];
 };
 
 /* The two servers' results, named "braid-mds" and "ganesha" (mds.c). */
@@ -133,6 +142,16 @@ void bench_mds_series_missing(struct server_res *r, const char *why);
  * on it in order, then closed: r->ran, or r->why. */
 void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
 			 int port, pid_t pid);
+
+/* ------------------------------------------------------------ mds_load3.c */
+
+/* r served no NFSv3, for why. */
+void bench_mds_series3_missing(struct server_res *r, const char *why);
+/* NFSv3 to the server on port, its root handle from MOUNT v3 MNT of
+ * mnt_path on mnt_port (pid: whose CPU to count); r's sizes (at3) run in
+ * order: r->ran3, or r->why3. */
+void bench_mds_stage3_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
+			  int port, int mnt_port, const char *mnt_path, pid_t pid);
 
 /* ---------------------------------------------------------- mds_servers.c */
 
