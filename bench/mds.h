@@ -163,7 +163,7 @@ void bench_mds_ganesha_stage(const struct mds_opts *o, struct nfsd_server *eng, 
 /* ----------------------------------------------------------- mds_report.c */
 
 void bench_mds_table_print(const struct mds_opts *o);
-void bench_mds_ratios_print(void);
+void bench_mds_ratios_print(const struct mds_opts *o);
 void bench_mds_json_print(const struct mds_opts *o, const char *fstype, long ncpu);
 
 #endif /* BRAID_BENCH_MDS_H */
