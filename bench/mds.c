@@ -3,7 +3,7 @@
  * bench/mds: metadata operations per second in one directory as it grows
  * to 10^3, 10^5, 10^6 and 10^7 entries, for braid-mds and, in the same run
  * and up to 10^6, for NFS-Ganesha (FSAL VFS exporting a directory of the
- * same filesystem):
+ * same filesystem), over NFSv4.1 and then NFSv3:
  *
  *  - creates: one COMPOUND each, {SEQUENCE, PUTFH dir, OPEN (GUARDED4,
  *    CLAIM_NULL), GETFH, CLOSE (the current stateid, RFC 8881 §16.2.3.1.2)};
@@ -22,6 +22,18 @@
  * our children, one at a time, so /proc/PID/stat gives their CPU alone and
  * each has every core.
  *
+ * The NFSv3 rows (RFC 1813; "v3" in the table, nfs3_* keys) come from the
+ * same server after its NFSv4.1 series, in a directory of their own
+ * (mds-bench-v3, made by MKDIR under the root handle MOUNT v3 MNT gives),
+ * with the same sizes and schedule: creates are CREATE (GUARDED, one call
+ * each) and lookups LOOKUP (the object's attributes in the reply), with
+ * --inflight calls in flight on --conns connections; the walk is
+ * READDIRPLUS (attributes and handle of each entry) by chained cookies and
+ * cookie verifier, with the same dircount and maxcount, counting files.
+ * braid-mds serves MOUNT on its NFS port; Ganesha serves NFSv3 and MOUNT
+ * when it can register them with rpcbind (one that runs, or one we start),
+ * else its v3 figures are null with the reason.
+ *
  * Ganesha's creates are ext4's: for a minute or more after many inodes
  * were freed (an earlier run's directory removed), ext4's inode allocator
  * skips them (recently_deleted()) and each create costs several times the
@@ -32,9 +44,11 @@
  *            [--conns N] [--lookups N] [--readdir-cap N] [--two-compound]
  *            [--only braid|ganesha] [--braid-mds PATH]
  * Last line of output: one JSON object; a figure that could not be measured
- * is null and the reason is printed (never a made-up number).
+ * is null and the reason is printed (never a made-up number; the NFSv3
+ * ratios' reasons are in the JSON too, nfs3_why_null).
  *
- * The parts: this file (options, main), mds_load.c (the load generator),
+ * The parts: this file (options, main), mds_load.c (the NFSv4.1 load
+ * generator and the schedule of sizes), mds_load3.c (the NFSv3 load),
  * mds_servers.c (braid-mds and Ganesha as children), mds_report.c (the
  * table and the JSON line); what they share is in mds.h.
  */

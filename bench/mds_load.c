@@ -3,7 +3,9 @@
  * bench/mds's load generator: one NFSv4.1 session to a server and the
  * directory it works in, creates and lookups with --inflight COMPOUNDs in
  * flight, READDIR walks by chained cookies, and the series of sizes run
- * on it (the stage of one server).  The benchmark is described in mds.c.
+ * on it (the stage of one server).  The schedule of sizes
+ * (bench_mds_series_run) is the NFSv3 load's too (mds_load3.c).  The
+ * benchmark is described in mds.c.
  */
 #include "config.h"
 
