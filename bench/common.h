@@ -146,6 +146,12 @@ void bench_child_not_ready(struct bench_child *ch, int rc, int st, const char *c
 /* Where ganesha.nfsd is (into exe), and that we may run it (FSAL VFS needs
  * root); -ENOENT or -EPERM with why. */
 int bench_ganesha_find(char *exe, size_t exe_len, char *why, size_t len);
+/*
+ * An rpcbind on 127.0.0.1:111, which Ganesha needs to serve NFSv3: the one
+ * that runs, or one we start as rpcb (its log in dir; rpcb->pid 0 when
+ * none was started), for the caller to stop.  -errno with why.
+ */
+int bench_rpcbind_ensure(struct bench_child *rpcb, const char *dir, char *why, size_t len);
 
 /* ------------------------------------------------------------ loopback TCP */
 

@@ -480,50 +480,6 @@ struct ganesha {
 	char why[512];
 };
 
-/*
- * Ganesha 4.3 registers NFS and MOUNT with rpcbind and exits when it
- * cannot ("Cannot register NFS V3 on TCP"); it has no switch to skip that.
- * Use the rpcbind that runs, or start Debian's in the foreground for the
- * length of the stage.  (dbus is optional: without it Ganesha logs CRIT
- * lines and serves anyway.)
- */
-static int rpcbind_ensure(struct bench *b, struct ganesha *g)
-{
-	if (bench_port_accepts(111))
-		return 0;
-	char exe[PATH_MAX];
-	if (!bench_exe_find("rpcbind", exe, sizeof(exe))) {
-		bench_strfmt(
-		    g->why, sizeof(g->why),
-		    "ganesha needs rpcbind, none runs and none is installed (tools/install-deps)");
-		return -ENOENT;
-	}
-	char log[PATH_MAX + 16];
-	bench_strfmt(log, sizeof(log), "%s/rpcbind.log", g->dir);
-	char *argv[] = {exe, "-f", NULL};
-	int rc = bench_child_spawn(&g->rpcb, "rpcbind", argv, log, -1);
-	if (rc) {
-		bench_strfmt(g->why, sizeof(g->why), "cannot start rpcbind: %s", strerror(-rc));
-		return rc;
-	}
-	for (double end = bench_now_s() + 10; bench_now_s() < end; bench_sleep_s(0.05)) {
-		int st;
-		if (bench_child_exited(&g->rpcb, &st)) {
-			char sb[64];
-			bench_status_str(st, sb, sizeof(sb));
-			bench_strfmt(g->why, sizeof(g->why), "rpcbind exited (%s)", sb);
-			bench_log_dump("rpcbind", log);
-			return -ECHILD;
-		}
-		if (bench_port_accepts(111))
-			return 0;
-	}
-	bench_strfmt(g->why, sizeof(g->why), "rpcbind did not come up");
-	bench_child_stop(&g->rpcb, 5);
-	bench_log_dump("rpcbind", log);
-	return -ETIMEDOUT;
-}
-
 static int ganesha_conf_write(struct bench *b, struct ganesha *g, const char *conf,
 			      const char *export_dir)
 {
@@ -643,7 +599,8 @@ static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_
 		bench_strfmt(g->why, sizeof(g->why), "mkdir %s: %s", g->dir, strerror(errno));
 		return -errno;
 	}
-	rc = rpcbind_ensure(b, g);
+	/* (dbus is optional: without it Ganesha logs CRIT lines and serves) */
+	rc = bench_rpcbind_ensure(&g->rpcb, g->dir, g->why, sizeof(g->why));
 	if (rc)
 		return rc;
 	g->nfs_port = bench_port_pick();

@@ -3,7 +3,7 @@
  * bench/mds: metadata operations per second in one directory as it grows
  * to 10^3, 10^5, 10^6 and 10^7 entries, for braid-mds and, in the same run
  * and up to 10^6, for NFS-Ganesha (FSAL VFS exporting a directory of the
- * same filesystem):
+ * same filesystem), over NFSv4.1 and then NFSv3:
  *
  *  - creates: one COMPOUND each, {SEQUENCE, PUTFH dir, OPEN (GUARDED4,
  *    CLAIM_NULL), GETFH, CLOSE (the current stateid, RFC 8881 §16.2.3.1.2)};
@@ -22,6 +22,18 @@
  * our children, one at a time, so /proc/PID/stat gives their CPU alone and
  * each has every core.
  *
+ * The NFSv3 rows (RFC 1813; "v3" in the table, nfs3_* keys) come from the
+ * same server after its NFSv4.1 series, in a directory of their own
+ * (mds-bench-v3, made by MKDIR under the root handle MOUNT v3 MNT gives),
+ * with the same sizes and schedule: creates are CREATE (GUARDED, one call
+ * each) and lookups LOOKUP (the object's attributes in the reply), with
+ * --inflight calls in flight on --conns connections; the walk is
+ * READDIRPLUS (attributes and handle of each entry) by chained cookies and
+ * cookie verifier, with the same dircount and maxcount, counting files.
+ * braid-mds serves MOUNT on its NFS port; Ganesha serves NFSv3 and MOUNT
+ * when it can register them with rpcbind (one that runs, or one we start),
+ * else its v3 figures are null with the reason.
+ *
  * Ganesha's creates are ext4's: for a minute or more after many inodes
  * were freed (an earlier run's directory removed), ext4's inode allocator
  * skips them (recently_deleted()) and each create costs several times the
@@ -32,9 +44,11 @@
  *            [--conns N] [--lookups N] [--readdir-cap N] [--two-compound]
  *            [--only braid|ganesha] [--braid-mds PATH]
  * Last line of output: one JSON object; a figure that could not be measured
- * is null and the reason is printed (never a made-up number).
+ * is null and the reason is printed (never a made-up number; the NFSv3
+ * ratios' reasons are in the JSON too, nfs3_why_null).
  *
- * The parts: this file (options, main), mds_load.c (the load generator),
+ * The parts: this file (options, main), mds_load.c (the NFSv4.1 load
+ * generator and the schedule of sizes), mds_load3.c (the NFSv3 load),
  * mds_servers.c (braid-mds and Ganesha as children), mds_report.c (the
  * table and the JSON line); what they share is in mds.h.
  */
@@ -212,6 +226,8 @@ static void sizes_plan(const struct mds_opts *o, struct server_res *r, uint64_t 
 		if (why)
 			bench_mds_at_fail(a, why);
 	}
+	/* the NFSv3 series runs the same sizes */
+	memcpy(r->at3, r->at, sizeof(r->at));
 }
 
 int main(int argc, char **argv)
@@ -247,10 +263,14 @@ int main(int argc, char **argv)
 		bench_mds_braid_stage(&o, eng, work);
 	else
 		bench_mds_series_missing(&braid_res, "not run (--only ganesha)");
+	if (!o.run_braid)
+		bench_mds_series3_missing(&braid_res, "not run (--only ganesha)");
 	if (o.run_ganesha)
 		bench_mds_ganesha_stage(&o, eng, work);
 	else
 		bench_mds_series_missing(&ganesha_res, "not run (--only braid)");
+	if (!o.run_ganesha)
+		bench_mds_series3_missing(&ganesha_res, "not run (--only braid)");
 
 	printf("bench/mds: one directory, creates (GUARDED4 OPEN + CLOSE) and lookups with "
 	       "%u in flight over one NFSv4.1 session on %u connection(s), READDIR by chained "
@@ -273,11 +293,20 @@ int main(int argc, char **argv)
 				       (unsigned long long)rs[s]->delays);
 			printf("\n");
 		}
+	printf("bench/mds: the v3 rows: NFSv3 on the same server after those, directory %s, "
+	       "CREATE (GUARDED) and LOOKUP with %u in flight on %u connection(s), READDIRPLUS "
+	       "by chained cookies and verifier (%u/%u bytes), the root handle from MOUNT v3\n",
+	       DIR_NAME3, o.inflight, o.conns, READDIR_DIRCOUNT, READDIR_MAXCOUNT);
+	for (int s = 0; s < 2; s++)
+		if (rs[s]->ran3 && rs[s]->delays3)
+			printf("bench/mds: %s: %llu NFS3ERR_JUKEBOX retries (NFSv3)\n", rs[s]->name,
+			       (unsigned long long)rs[s]->delays3);
 	bench_mds_table_print(&o);
-	printf("(per s: creates or lookups, or entries a READDIR walk returned; srv and cli us/op: "
+	printf("(per s: creates or lookups, or entries a READDIR walk returned (v3 readdirplus: "
+	       "files, not . and ..); srv and cli us/op: "
 	       "CPU of the server and of this client per op or entry, from /proc in 10 ms ticks, "
 	       "so rough for rows that took well under a second)\n");
-	bench_mds_ratios_print();
+	bench_mds_ratios_print(&o);
 	bench_mds_json_print(&o, fstype, ncpu);
 
 	nfsd_server_free(eng);

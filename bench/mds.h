@@ -5,6 +5,8 @@
  *   mds.c          options, the plan of sizes, main
  *   mds_load.c     the load generator: one NFSv4.1 session to a server,
  *                  creates, lookups and READDIR walks, the series of sizes
+ *   mds_load3.c    the NFSv3 load: MOUNT, CREATE, LOOKUP and READDIRPLUS
+ *                  walks, the same series in a directory of its own
  *   mds_servers.c  braid-mds and NFS-Ganesha as our children, a stage each
  *   mds_report.c   the table, the ratios and the JSON line
  *
@@ -31,6 +33,7 @@
 #define LOOKUPS_DEF	 20000
 #define WALK_CAP_DEF	 2000000
 #define DIR_NAME	 "mds-bench"
+#define DIR_NAME3	 "mds-bench-v3" /* the NFSv3 series' own directory */
 #define READDIR_DIRCOUNT 32768
 #define READDIR_MAXCOUNT 65536
 #define PROGRESS_S	 10.0
@@ -85,6 +88,12 @@ struct server_res {
 	char two_why[128];
 	uint64_t delegs, delays;
 	struct at_size at[NSIZES_MAX];
+	/* NFSv3, on the same server after the NFSv4.1 series */
+	bool ran3;	  /* it served NFSv3: at3 is its */
+	char why3[512];	  /* why it did not */
+	unsigned conns3;  /* connections used */
+	uint64_t delays3; /* NFS3ERR_JUKEBOX retries */
+	struct at_size at3[NSIZES_MAX];
 };
 
 /* The two servers' results, named "braid-mds" and "ganesha" (mds.c). */
@@ -97,14 +106,52 @@ void bench_mds_size_key(uint64_t n, char *out, size_t len);
 
 /* ------------------------------------------------------------- mds_load.c */
 
+/*
+ * One protocol's load on one server, for bench_mds_series_run: create
+ * count files f<first>.. (bench_mds_file_name) timed into ph (label: print
+ * progress on stderr under it), count lookups of random existing names,
+ * and a walk of the whole directory up to cap entries (0: no cap) by
+ * chained cookies; each returns 0, or -EIO with ph->why.  nfiles: how many
+ * files the directory holds (f0000000000 .. nfiles - 1).
+ */
+struct mds_load_ops {
+	int (*create)(void *ctx, uint64_t first, uint64_t count, const char *label,
+		      struct phase *ph);
+	int (*lookup)(void *ctx, uint64_t count, struct phase *ph);
+	int (*walk)(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks);
+	uint64_t (*nfiles)(void *ctx);
+	const char *walk_name; /* "READDIR" */
+};
+
+/* The name of file idx: "f0000000042". */
+void bench_mds_file_name(uint32_t idx, char *out, size_t len);
 /* Every phase of a not measured, and with no reason yet, gets why. */
 void bench_mds_at_fail(struct at_size *a, const char *why);
+/*
+ * Every size of at (ascending, ended by n 0), in order, with ops on ctx:
+ * grow the directory untimed to the size minus a timed batch of creates
+ * that ends at the size, then lookups and a walk there.  The first failure
+ * ends the series (the later sizes say why).  who: "braid-mds", for
+ * progress lines.
+ */
+void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struct mds_opts *o,
+			  const char *who, struct at_size *at);
 /* r did not run at all, for why. */
 void bench_mds_series_missing(struct server_res *r, const char *why);
 /* A session to the server on port (pid: whose CPU to count), r's sizes run
  * on it in order, then closed: r->ran, or r->why. */
 void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
 			 int port, pid_t pid);
+
+/* ------------------------------------------------------------ mds_load3.c */
+
+/* r served no NFSv3, for why. */
+void bench_mds_series3_missing(struct server_res *r, const char *why);
+/* NFSv3 to the server on port, its root handle from MOUNT v3 MNT of
+ * mnt_path on mnt_port (pid: whose CPU to count); r's sizes (at3) run in
+ * order: r->ran3, or r->why3. */
+void bench_mds_stage3_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
+			  int port, int mnt_port, const char *mnt_path, pid_t pid);
 
 /* ---------------------------------------------------------- mds_servers.c */
 
@@ -116,7 +163,7 @@ void bench_mds_ganesha_stage(const struct mds_opts *o, struct nfsd_server *eng, 
 /* ----------------------------------------------------------- mds_report.c */
 
 void bench_mds_table_print(const struct mds_opts *o);
-void bench_mds_ratios_print(void);
+void bench_mds_ratios_print(const struct mds_opts *o);
 void bench_mds_json_print(const struct mds_opts *o, const char *fstype, long ncpu);
 
 #endif /* BRAID_BENCH_MDS_H */

@@ -3,7 +3,9 @@
  * bench/mds's load generator: one NFSv4.1 session to a server and the
  * directory it works in, creates and lookups with --inflight COMPOUNDs in
  * flight, READDIR walks by chained cookies, and the series of sizes run
- * on it (the stage of one server).  The benchmark is described in mds.c.
+ * on it (the stage of one server).  The schedule of sizes
+ * (bench_mds_series_run) is the NFSv3 load's too (mds_load3.c).  The
+ * benchmark is described in mds.c.
  */
 #include "config.h"
 
@@ -147,7 +149,7 @@ static fattr4 mode_attr(const uint8_t *mode)
 	return (fattr4){.attrmask = {2, mode_bits}, .attr_vals = xdr_opaque_of(mode, 4)};
 }
 
-static void file_name(uint32_t idx, char *out, size_t len)
+void bench_mds_file_name(uint32_t idx, char *out, size_t len)
 {
 	bench_strfmt(out, len, "f%010u", idx);
 }
@@ -343,7 +345,7 @@ static void mcall_done(void *ctx, int rc, COMPOUND4res *res)
 		l->queue = k;
 		k = NULL;
 	} else if (!ok) {
-		file_name(k->idx, name, sizeof(name));
+		bench_mds_file_name(k->idx, name, sizeof(name));
 		load_fail_locked(l, "%s %s: %s", mop_str(k->op), name, why);
 	} else if (k->op == MOP_OPEN) {
 		k->op = MOP_CLOSE;
@@ -364,7 +366,7 @@ static int mcall_send(struct mctx *m, struct mcall *k, unsigned *rr)
 	char name[16], owner[24];
 	nfs_argop4 ops[4];
 	unsigned n = 0;
-	file_name(k->idx, name, sizeof(name));
+	bench_mds_file_name(k->idx, name, sizeof(name));
 	/* an open owner per slot we keep busy, so that no server serializes
 	 * our OPENs on one owner */
 	bench_strfmt(owner, sizeof(owner), "bench-mds-%u", k->idx % m->inflight);
@@ -464,7 +466,7 @@ static int load_drive(struct mctx *m, bool lookup, uint64_t first, uint64_t coun
 		int rc = mcall_send(m, k, &rr);
 		if (rc) {
 			char eb[64], name[16];
-			file_name(k->idx, name, sizeof(name));
+			bench_mds_file_name(k->idx, name, sizeof(name));
 			pthread_mutex_lock(&l.lock);
 			l.issued--;
 			load_fail_locked(&l, "send %s %s: %s", mop_str(k->op), name,
@@ -712,7 +714,7 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 
 	/* the first file: one COMPOUND, or OPEN then CLOSE */
 	char name[16];
-	file_name(0, name, sizeof(name));
+	bench_mds_file_name(0, name, sizeof(name));
 	nfs_argop4 cr[4] = {op_putfh(m->dirfh, m->dirfhlen), op_open_create(m, name, "bench-mds-0"),
 			    op_plain(OP_GETFH), op_close(NULL)};
 	end = bench_now_s() + 120;
@@ -787,18 +789,13 @@ void bench_mds_at_fail(struct at_size *a, const char *why)
 			bench_strfmt(ps[i]->why, sizeof(ps[i]->why), "%s", why);
 }
 
-/*
- * Every size of r->at, in order, on one session to one server: grow the
- * directory, time a batch of creates that ends at the size, then lookups
- * and a READDIR walk there.  The first failure ends the series (the later
- * sizes say why).
- */
-static void series_run(struct mctx *m, const struct mds_opts *o, struct server_res *r)
+void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struct mds_opts *o,
+			  const char *who, struct at_size *at)
 {
 	char stop_why[300] = "";
-	for (unsigned i = 0; i < NSIZES_MAX && r->at[i].n; i++) {
-		struct at_size *a = &r->at[i];
-		char key[24], label[64];
+	for (unsigned i = 0; i < NSIZES_MAX && at[i].n; i++) {
+		struct at_size *a = &at[i];
+		char key[24], label[96];
 		bench_mds_size_key(a->n, key, sizeof(key));
 		if (!a->run)
 			continue;
@@ -806,17 +803,18 @@ static void series_run(struct mctx *m, const struct mds_opts *o, struct server_r
 			bench_mds_at_fail(a, stop_why);
 			continue;
 		}
+		uint64_t nfiles = ops->nfiles(ctx);
 		uint64_t batch = batch_at(a->n);
-		if (m->nfiles + batch > a->n)
-			batch = a->n - m->nfiles;
-		uint64_t grow = a->n - batch - m->nfiles;
+		if (nfiles + batch > a->n)
+			batch = a->n - nfiles;
+		uint64_t grow = a->n - batch - nfiles;
 		if (grow) {
 			struct phase pop = {0};
-			bench_strfmt(label, sizeof(label), "%s: growing the directory to %s",
-				     r->name, key);
+			bench_strfmt(label, sizeof(label), "%s: growing the directory to %s", who,
+				     key);
 			fprintf(stderr, "%s: %s (%llu creates)\n", bench_prog, label,
 				(unsigned long long)grow);
-			if (load_drive(m, false, m->nfiles, grow, label, &pop)) {
+			if (ops->create(ctx, nfiles, grow, label, &pop)) {
 				bench_strfmt(stop_why, sizeof(stop_why), "growing to %s: %s", key,
 					     pop.why);
 				bench_mds_at_fail(a, stop_why);
@@ -824,20 +822,50 @@ static void series_run(struct mctx *m, const struct mds_opts *o, struct server_r
 			}
 			a->populate_rate = pop.secs > 0 ? (double)pop.ops / pop.secs : 0;
 		}
-		fprintf(stderr, "%s: %s at %s: %llu timed creates, %llu lookups, READDIR walk\n",
-			bench_prog, r->name, key, (unsigned long long)batch,
-			(unsigned long long)o->lookups);
-		if (load_drive(m, false, m->nfiles, batch, NULL, &a->create)) {
+		fprintf(stderr, "%s: %s at %s: %llu timed creates, %llu lookups, %s walk\n",
+			bench_prog, who, key, (unsigned long long)batch,
+			(unsigned long long)o->lookups, ops->walk_name);
+		if (ops->create(ctx, ops->nfiles(ctx), batch, NULL, &a->create)) {
 			bench_strfmt(stop_why, sizeof(stop_why), "after create failure at %s: %s",
 				     key, a->create.why);
 			bench_mds_at_fail(a, stop_why);
 			continue;
 		}
-		load_drive(m, true, 0, o->lookups, NULL, &a->lookup);
+		ops->lookup(ctx, o->lookups, &a->lookup);
 		uint64_t cap = o->walk_cap && o->walk_cap < a->n ? o->walk_cap : 0;
-		readdir_walk(m, cap, &a->readdir, &a->walk_capped, &a->walks);
+		ops->walk(ctx, cap, &a->readdir, &a->walk_capped, &a->walks);
 	}
 }
+
+/* The NFSv4.1 session as a series' load. */
+static int v41_create(void *ctx, uint64_t first, uint64_t count, const char *label,
+		      struct phase *ph)
+{
+	return load_drive(ctx, false, first, count, label, ph);
+}
+
+static int v41_lookup(void *ctx, uint64_t count, struct phase *ph)
+{
+	return load_drive(ctx, true, 0, count, NULL, ph);
+}
+
+static int v41_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
+{
+	return readdir_walk(ctx, cap, ph, capped, walks);
+}
+
+static uint64_t v41_nfiles(void *ctx)
+{
+	return ((const struct mctx *)ctx)->nfiles;
+}
+
+static const struct mds_load_ops v41_ops = {
+    .create = v41_create,
+    .lookup = v41_lookup,
+    .walk = v41_walk,
+    .nfiles = v41_nfiles,
+    .walk_name = "READDIR",
+};
 
 /* ----------------------------------------------------------------- stages */
 
@@ -857,6 +885,6 @@ void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, stru
 		return;
 	}
 	r->ran = true;
-	series_run(&m, o, r);
+	bench_mds_series_run(&v41_ops, &m, o, r->name, r->at);
 	mctx_close(&m);
 }

@@ -2,7 +2,8 @@
 /*
  * bench/mds's servers: braid-mds and NFS-Ganesha, each configured in the
  * work directory, started as our child (so that /proc gives its CPU time
- * alone), run through its stage (mds_load.c) and stopped.
+ * alone), run through its stage (the NFSv4.1 series of mds_load.c, then
+ * the NFSv3 series of mds_load3.c, on the same server) and stopped.
  */
 #include "config.h"
 
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench/mds.h"
+#include "nfsd/xdr/mount_prot.h"
 #include "nfsd/xdr/nfs4_prot.h"
 
 /* ------------------------------------------------------------- braid-mds */
@@ -120,15 +122,19 @@ static int braid_start(const struct mds_opts *o, const char *work, struct braid 
 
 struct ganesha {
 	struct bench_child ch;
-	int port;
+	struct bench_child rpcb; /* rpcbind, when we had to start one */
+	int port, mnt_port;
+	bool v3;	/* serving NFSv3 and MOUNT too */
+	char why3[512]; /* why not */
 	char dir[PATH_MAX], export_dir[PATH_MAX + 16];
 	char conf[PATH_MAX + 16], log[PATH_MAX + 16], pidf[PATH_MAX + 16], recov[PATH_MAX + 16];
 };
 
 /*
- * NFSv4.1 and 4.2 on 127.0.0.1 only (no rpcbind needed: without one it
- * logs that it cannot register and serves), one VFS export as the pseudo
- * root, no grace period, numeric owners.
+ * NFSv4.1 and 4.2, and with g->v3 NFSv3 and MOUNT v3 (on MNT_Port), on
+ * 127.0.0.1 only, one VFS export as the pseudo root, no grace period,
+ * numeric owners.  NFSv4 alone needs no rpcbind (without one it logs that
+ * it cannot register and serves); NFSv3 does (bench_rpcbind_ensure).
  */
 static int ganesha_conf_write(struct ganesha *g)
 {
@@ -138,8 +144,9 @@ static int ganesha_conf_write(struct ganesha *g)
 	fprintf(f,
 		"# Written by bench/mds.\n"
 		"NFS_CORE_PARAM {\n"
-		"\tProtocols = 4;\n"
+		"\tProtocols = %s;\n"
 		"\tNFS_Port = %d;\n"
+		"\tMNT_Port = %d;\n"
 		"\tBind_addr = 127.0.0.1;\n"
 		"\tEnable_NLM = false;\n"
 		"\tEnable_RQUOTA = false;\n"
@@ -159,7 +166,7 @@ static int ganesha_conf_write(struct ganesha *g)
 		"\tExport_Id = 1;\n"
 		"\tPath = \"%s\";\n"
 		"\tPseudo = \"/\";\n"
-		"\tProtocols = 4;\n"
+		"\tProtocols = %s;\n"
 		"\tTransports = TCP;\n"
 		"\tAccess_Type = RW;\n"
 		"\tSquash = No_Root_Squash;\n"
@@ -168,10 +175,45 @@ static int ganesha_conf_write(struct ganesha *g)
 		"\t\tName = VFS;\n"
 		"\t}\n"
 		"}\n",
-		g->port, g->recov, g->export_dir);
+		g->v3 ? "3, 4" : "4", g->port, g->mnt_port, g->recov, g->export_dir,
+		g->v3 ? "3, 4" : "4");
 	return fclose(f) ? -errno : 0;
 }
 
+/* Write the config and start ganesha.nfsd; 0 once it answers NULL on NFSv4
+ * (and with g->v3, on NFSv3 and MOUNT v3). */
+static int ganesha_spawn(struct nfsd_server *eng, struct ganesha *g, char *exe, char *why,
+			 size_t len)
+{
+	int rc = ganesha_conf_write(g);
+	if (rc) {
+		bench_strfmt(why, len, "write %s: %s", g->conf, strerror(-rc));
+		return rc;
+	}
+	char *argv[] = {exe,  "-F",    "-L", g->log,	  "-f", g->conf,
+			"-p", g->pidf, "-N", "NIV_EVENT", NULL};
+	rc = bench_child_spawn(&g->ch, "ganesha.nfsd", argv, g->log, -1);
+	if (rc) {
+		bench_strfmt(why, len, "cannot start ganesha.nfsd: %s", strerror(-rc));
+		return rc;
+	}
+	int st = 0;
+	rc = bench_wait_null(eng, &g->ch, g->port, NFS4_PROGRAM, 4, 30, &st);
+	if (!rc && g->v3)
+		rc = bench_wait_null(eng, &g->ch, g->port, NFS4_PROGRAM, 3, 10, &st);
+	if (!rc && g->v3)
+		rc = bench_wait_null(eng, &g->ch, g->mnt_port, MOUNT_PROGRAM, MOUNT_V3, 10, &st);
+	if (rc)
+		bench_child_not_ready(&g->ch, rc, st, bench_ganesha_err_marks, "ganesha.nfsd",
+				      "no error logged", why, len);
+	return rc;
+}
+
+/*
+ * Start Ganesha with NFSv3 when it can serve it (an rpcbind runs or we
+ * start one); when it cannot, or it fails with NFSv3 on, NFSv4 alone, and
+ * g->why3 says why.
+ */
 static int ganesha_start(struct nfsd_server *eng, const char *work, struct ganesha *g, char *why,
 			 size_t len)
 {
@@ -192,23 +234,21 @@ static int ganesha_start(struct nfsd_server *eng, const char *work, struct ganes
 			return -errno;
 		}
 	g->port = bench_port_pick();
-	rc = ganesha_conf_write(g);
-	if (rc) {
-		bench_strfmt(why, len, "write %s: %s", g->conf, strerror(-rc));
-		return rc;
+	g->mnt_port = bench_port_pick();
+	while (g->mnt_port == g->port)
+		g->mnt_port = bench_port_pick();
+	char w[512];
+	g->v3 = !bench_rpcbind_ensure(&g->rpcb, g->dir, w, sizeof(w));
+	if (!g->v3)
+		bench_strfmt(g->why3, sizeof(g->why3), "no NFSv3: %s", w);
+	rc = ganesha_spawn(eng, g, exe, why, len);
+	if (rc && g->v3) {
+		bench_strfmt(g->why3, sizeof(g->why3), "with NFSv3 on, %s", why);
+		fprintf(stderr, "%s: ganesha.nfsd with NFSv3 failed; again with NFSv4 alone\n",
+			bench_prog);
+		g->v3 = false;
+		rc = ganesha_spawn(eng, g, exe, why, len);
 	}
-	char *argv[] = {exe,  "-F",    "-L", g->log,	  "-f", g->conf,
-			"-p", g->pidf, "-N", "NIV_EVENT", NULL};
-	rc = bench_child_spawn(&g->ch, "ganesha.nfsd", argv, g->log, -1);
-	if (rc) {
-		bench_strfmt(why, len, "cannot start ganesha.nfsd: %s", strerror(-rc));
-		return rc;
-	}
-	int st = 0;
-	rc = bench_wait_null(eng, &g->ch, g->port, NFS4_PROGRAM, 4, 30, &st);
-	if (rc)
-		bench_child_not_ready(&g->ch, rc, st, bench_ganesha_err_marks, "ganesha.nfsd",
-				      "no error logged", why, len);
 	return rc;
 }
 
@@ -243,6 +283,8 @@ void bench_mds_braid_stage(const struct mds_opts *o, struct nfsd_server *eng, co
 	}
 	fprintf(stderr, "%s: braid-mds serving on port %d\n", bench_prog, d.port);
 	bench_mds_stage_run(o, eng, &braid_res, d.port, d.ch.pid);
+	/* MOUNT v3 is served on the NFS port; the export is "/" */
+	bench_mds_stage3_run(o, eng, &braid_res, d.port, d.port, "/", d.ch.pid);
 	server_stop(&d.ch, d.log);
 	if (!o->keep)
 		bench_tree_remove(d.dir);
@@ -254,12 +296,27 @@ void bench_mds_ganesha_stage(const struct mds_opts *o, struct nfsd_server *eng, 
 	char why[512];
 	if (ganesha_start(eng, work, &g, why, sizeof(why))) {
 		bench_mds_series_missing(&ganesha_res, why);
+		bench_mds_series3_missing(&ganesha_res, why);
+		if (g.rpcb.pid > 0)
+			bench_child_stop(&g.rpcb, 5);
 		return;
 	}
-	fprintf(stderr, "%s: ganesha.nfsd serving %s on port %d\n", bench_prog, g.export_dir,
-		g.port);
+	if (g.v3)
+		fprintf(stderr, "%s: ganesha.nfsd serving %s on port %d, MOUNT on %d\n", bench_prog,
+			g.export_dir, g.port, g.mnt_port);
+	else
+		fprintf(stderr, "%s: ganesha.nfsd serving %s on port %d, NFSv4 alone (%s)\n",
+			bench_prog, g.export_dir, g.port, g.why3);
 	bench_mds_stage_run(o, eng, &ganesha_res, g.port, g.ch.pid);
+	/* MNT takes the export's path */
+	if (g.v3)
+		bench_mds_stage3_run(o, eng, &ganesha_res, g.port, g.mnt_port, g.export_dir,
+				     g.ch.pid);
+	else
+		bench_mds_series3_missing(&ganesha_res, g.why3);
 	server_stop(&g.ch, g.log);
+	if (g.rpcb.pid > 0)
+		bench_child_stop(&g.rpcb, 5);
 	if (!o->keep) {
 		fprintf(stderr, "%s: removing %s\n", bench_prog, g.dir);
 		bench_tree_remove(g.dir);
