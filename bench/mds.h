@@ -153,6 +153,32 @@ void bench_mds_series3_missing(struct server_res *r, const char *why);
 void bench_mds_stage3_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
 			  int port, int mnt_port, const char *mnt_path, pid_t pid);
 
+/*
+ * One page of a directory listing for bench_mds_walk: from cookie and verf,
+ * the last entry's cookie, the new verifier, the entries returned (got) and
+ * those the walk counts (counted: NFSv3 leaves "." and ".." out), eof.
+ */
+struct bench_mds_page {
+	uint64_t cookie;
+	uint8_t verf[8];
+	uint64_t got, counted;
+	bool eof;
+};
+/* 0, or -EIO with why set. */
+typedef int (*bench_mds_page_fn)(void *ctx, struct bench_mds_page *pg, struct xdr_arena *ar,
+				 char *why, size_t len);
+/*
+ * Walk a directory of nfiles by chained cookies, a page at a time, up to
+ * cap counted entries (0: all), and walk it again while all walks together
+ * counted fewer than WALK_MIN_ENTRIES (one walk of 10^3 entries is one or
+ * two round trips: too short to time); ph gets entries per second, with
+ * server's CPU.  what ("READDIR") and unit ("entries") name them in
+ * messages, name the server.
+ */
+int bench_mds_walk(void *ctx, bench_mds_page_fn page, const char *what, const char *unit,
+		   const char *name, pid_t server, uint64_t nfiles, uint64_t cap, struct phase *ph,
+		   bool *capped, unsigned *walks);
+
 /* ---------------------------------------------------------- mds_servers.c */
 
 /* Start the server under work, run its stage, stop it; its files go

@@ -517,92 +517,93 @@ static int load_drive(struct mctx *m, bool lookup, uint64_t first, uint64_t coun
 
 /* --------------------------------------------------------------- READDIR */
 
-/*
- * Walk the directory by chained cookies, up to cap entries (0: all),
- * counting them, and walk it again while all walks together returned
- * fewer than WALK_MIN_ENTRIES (one walk of 10^3 entries is one or two
- * round trips: too short to time); ph gets entries per second.
- */
-static int readdir_walk(struct mctx *m, uint64_t cap, struct phase *ph, bool *capped,
-			unsigned *walks)
+int bench_mds_walk(void *ctx, bench_mds_page_fn page, const char *what, const char *unit,
+		   const char *name, pid_t server, uint64_t nfiles, uint64_t cap, struct phase *ph,
+		   bool *capped, unsigned *walks)
 {
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 16u << 20);
-	nfs_cookie4 cookie = 0;
-	verifier4 verf = {0};
+	struct bench_mds_page pg = {0};
 	uint64_t seen = 0, total = 0;
-	bool eof = false;
 	int rc = 0;
 	char why[200] = "";
 	*capped = false;
 	*walks = 1;
-	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
+	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(server), u0 = bench_self_cpu_s();
 	for (;;) {
-		if (eof) {
-			if (seen != m->nfiles && *walks == 1)
+		if (pg.eof) {
+			if (seen != nfiles && *walks == 1)
 				fprintf(stderr,
-					"%s: warning: %s READDIR walk returned %llu entries, the "
+					"%s: warning: %s %s walk returned %llu %s, the "
 					"directory has %llu\n",
-					bench_prog, m->res->name, (unsigned long long)seen,
-					(unsigned long long)m->nfiles);
+					bench_prog, name, what, (unsigned long long)seen, unit,
+					(unsigned long long)nfiles);
 			total += seen;
 			if (total >= WALK_MIN_ENTRIES || !seen)
 				break;
 			(*walks)++;
-			seen = cookie = 0;
-			memset(verf, 0, sizeof(verf));
-			eof = false;
+			seen = 0;
+			memset(&pg, 0, sizeof(pg));
 		}
 		if (cap && seen >= cap) {
 			*capped = true;
 			break;
 		}
-		nfs_argop4 ops[2] = {op_putfh(m->dirfh, m->dirfhlen), op_plain(OP_READDIR)};
-		READDIR4args *ra = &ops[1].u.opreaddir;
-		ra->cookie = cookie;
-		memcpy(ra->cookieverf, verf, sizeof(verf));
-		ra->dircount = READDIR_DIRCOUNT;
-		ra->maxcount = READDIR_MAXCOUNT;
-		ra->attr_request = (bitmap4){1, readdir_bits};
-		COMPOUND4res res;
 		xdr_arena_reset(&ar);
-		rc = nfs41c_compound_ex(m->sess, m->c[0], 0, ops, 2, &res, &ar);
-		if (rc || res.status != NFS4_OK) {
-			compound_err(rc, &res, why, sizeof(why));
-			rc = -EIO;
+		pg.got = pg.counted = 0;
+		if ((rc = page(ctx, &pg, &ar, why, sizeof(why))))
 			break;
-		}
-		if (res.resarray.len != 3) {
-			bench_strfmt(why, sizeof(why), "READDIR: %u results", res.resarray.len);
-			rc = -EIO;
-			break;
-		}
-		const READDIR4resok *ok = &res.resarray.val[2].u.opreaddir.u.resok4;
-		uint64_t got = 0;
-		for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
-			cookie = e->cookie;
-			got++;
-		}
-		seen += got;
-		eof = ok->reply.eof;
-		memcpy(verf, ok->cookieverf, sizeof(verf));
-		if (!got && !eof) {
-			bench_strfmt(why, sizeof(why), "READDIR: no entries and no eof at %llu",
-				     (unsigned long long)seen);
+		seen += pg.counted;
+		if (!pg.got && !pg.eof) {
+			bench_strfmt(why, sizeof(why), "%s: no entries and no eof after %llu %s",
+				     what, (unsigned long long)seen, unit);
 			rc = -EIO;
 			break;
 		}
 	}
 	ph->secs = bench_now_s() - t0;
-	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
+	ph->srv_cpu = bench_proc_cpu_s(server) - c0;
 	ph->cli_cpu = bench_self_cpu_s() - u0;
-	ph->ops = eof ? total : total + seen;
+	ph->ops = pg.eof ? total : total + seen;
 	ph->ok = !rc;
 	if (rc)
-		bench_strfmt(ph->why, sizeof(ph->why), "walk %u, after %llu entries: %s", *walks,
-			     (unsigned long long)seen, why);
+		bench_strfmt(ph->why, sizeof(ph->why), "walk %u, after %llu %s: %s", *walks,
+			     (unsigned long long)seen, unit, why);
 	xdr_arena_release(&ar);
 	return rc;
+}
+
+/* One READDIR of the walk (type and fileid of each entry). */
+static int readdir_page(void *ctx, struct bench_mds_page *pg, struct xdr_arena *ar, char *why,
+			size_t len)
+{
+	struct mctx *m = ctx;
+	nfs_argop4 ops[2] = {op_putfh(m->dirfh, m->dirfhlen), op_plain(OP_READDIR)};
+	READDIR4args *ra = &ops[1].u.opreaddir;
+	ra->cookie = pg->cookie;
+	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
+	ra->dircount = READDIR_DIRCOUNT;
+	ra->maxcount = READDIR_MAXCOUNT;
+	ra->attr_request = (bitmap4){1, readdir_bits};
+	COMPOUND4res res;
+	int rc = nfs41c_compound_ex(m->sess, m->c[0], 0, ops, 2, &res, ar);
+	if (rc || res.status != NFS4_OK) {
+		compound_err(rc, &res, why, len);
+		return -EIO;
+	}
+	if (res.resarray.len != 3) {
+		bench_strfmt(why, len, "READDIR: %u results", res.resarray.len);
+		return -EIO;
+	}
+	const READDIR4resok *ok = &res.resarray.val[2].u.opreaddir.u.resok4;
+	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
+		pg->cookie = e->cookie;
+		pg->got++;
+	}
+	pg->counted = pg->got;
+	pg->eof = ok->reply.eof;
+	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
+	return 0;
 }
 
 /* ---------------------------------------------------------------- session */
@@ -851,7 +852,9 @@ static int v41_lookup(void *ctx, uint64_t count, struct phase *ph)
 
 static int v41_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
-	return readdir_walk(ctx, cap, ph, capped, walks);
+	struct mctx *m = ctx;
+	return bench_mds_walk(m, readdir_page, "READDIR", "entries", m->res->name, m->server,
+			      m->nfiles, cap, ph, capped, walks);
 }
 
 static uint64_t v41_nfiles(void *ctx)

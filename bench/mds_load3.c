@@ -386,88 +386,33 @@ static bool name_is_dot(const filename3 *n)
 	       (n->len == 2 && n->val[0] == '.' && n->val[1] == '.');
 }
 
-/*
- * Walk the directory by chained cookies and verifier (RFC 1813 §3.3.17),
- * up to cap files (0: all), counting the files ("." and ".." are not
- * counted), and walk it again while all walks together returned fewer
- * than WALK_MIN_ENTRIES; ph gets files per second.
- */
-static int walk3(struct m3ctx *m, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
+/* One READDIRPLUS of the walk (RFC 1813 §3.3.17): "." and ".." not counted. */
+static int readdirplus_page(void *ctx, struct bench_mds_page *pg, struct xdr_arena *ar, char *why,
+			    size_t len)
 {
-	struct xdr_arena ar;
-	xdr_arena_init(&ar, NULL, 0, 16u << 20);
-	cookie3 cookie = 0;
-	cookieverf3 verf = {0};
-	uint64_t seen = 0, total = 0;
-	bool eof = false;
-	int rc = 0;
-	char why[200] = "";
-	*capped = false;
-	*walks = 1;
-	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
-	for (;;) {
-		if (eof) {
-			if (seen != m->nfiles && *walks == 1)
-				fprintf(stderr,
-					"%s: warning: %s NFSv3 READDIRPLUS walk returned %llu "
-					"files, the directory has %llu\n",
-					bench_prog, m->res->name, (unsigned long long)seen,
-					(unsigned long long)m->nfiles);
-			total += seen;
-			if (total >= WALK_MIN_ENTRIES || !seen)
-				break;
-			(*walks)++;
-			seen = cookie = 0;
-			memset(verf, 0, sizeof(verf));
-			eof = false;
-		}
-		if (cap && seen >= cap) {
-			*capped = true;
-			break;
-		}
-		READDIRPLUS3args a = {.dir.data = xdr_opaque_of(m->dirfh, m->dirfhlen),
-				      .cookie = cookie,
-				      .dircount = READDIR_DIRCOUNT,
-				      .maxcount = READDIR_MAXCOUNT};
-		memcpy(a.cookieverf, verf, sizeof(verf));
-		struct nfsd_call_opts co = nfs3_call_opts(NFSPROC3_READDIRPLUS, &a, m->uid, m->gid);
-		READDIRPLUS3res res;
-		xdr_arena_reset(&ar);
-		int err = nfsd_clnt_call(m->c[0], &co,
-					 nfs3_proc_desc(NFSPROC3_READDIRPLUS)->dec_res, &res, &ar);
-		if (err || res.status != NFS3_OK) {
-			call3_err(err, err ? 0 : res.status, why, sizeof(why));
-			rc = -EIO;
-			break;
-		}
-		const READDIRPLUS3resok *ok = &res.u.resok;
-		uint64_t got = 0, files = 0;
-		for (const entryplus3 *e = ok->reply.entries; e; e = e->nextentry) {
-			cookie = e->cookie;
-			got++;
-			files += !name_is_dot(&e->name);
-		}
-		seen += files;
-		eof = ok->reply.eof;
-		memcpy(verf, ok->cookieverf, sizeof(verf));
-		if (!got && !eof) {
-			bench_strfmt(why, sizeof(why),
-				     "READDIRPLUS: no entries and no eof after %llu files",
-				     (unsigned long long)seen);
-			rc = -EIO;
-			break;
-		}
+	struct m3ctx *m = ctx;
+	READDIRPLUS3args a = {.dir.data = xdr_opaque_of(m->dirfh, m->dirfhlen),
+			      .cookie = pg->cookie,
+			      .dircount = READDIR_DIRCOUNT,
+			      .maxcount = READDIR_MAXCOUNT};
+	memcpy(a.cookieverf, pg->verf, sizeof(pg->verf));
+	struct nfsd_call_opts co = nfs3_call_opts(NFSPROC3_READDIRPLUS, &a, m->uid, m->gid);
+	READDIRPLUS3res res;
+	int err = nfsd_clnt_call(m->c[0], &co, nfs3_proc_desc(NFSPROC3_READDIRPLUS)->dec_res, &res,
+				 ar);
+	if (err || res.status != NFS3_OK) {
+		call3_err(err, err ? 0 : res.status, why, len);
+		return -EIO;
 	}
-	ph->secs = bench_now_s() - t0;
-	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
-	ph->cli_cpu = bench_self_cpu_s() - u0;
-	ph->ops = eof ? total : total + seen;
-	ph->ok = !rc;
-	if (rc)
-		bench_strfmt(ph->why, sizeof(ph->why), "walk %u, after %llu files: %s", *walks,
-			     (unsigned long long)seen, why);
-	xdr_arena_release(&ar);
-	return rc;
+	const READDIRPLUS3resok *ok = &res.u.resok;
+	for (const entryplus3 *e = ok->reply.entries; e; e = e->nextentry) {
+		pg->cookie = e->cookie;
+		pg->got++;
+		pg->counted += !name_is_dot(&e->name);
+	}
+	pg->eof = ok->reply.eof;
+	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
+	return 0;
 }
 
 /* ------------------------------------------------------------ the series */
@@ -484,7 +429,9 @@ static int v3_lookup(void *ctx, uint64_t count, struct phase *ph)
 
 static int v3_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
-	return walk3(ctx, cap, ph, capped, walks);
+	struct m3ctx *m = ctx;
+	return bench_mds_walk(m, readdirplus_page, "NFSv3 READDIRPLUS", "files", m->res->name,
+			      m->server, m->nfiles, cap, ph, capped, walks);
 }
 
 static uint64_t v3_nfiles(void *ctx)
