@@ -753,13 +753,8 @@ void bench_json_num(const char *k, bool ok, double v, int prec)
 	bench_json_val(ok, v, prec);
 }
 
-void bench_json_str(const char *k, const char *s)
+void bench_json_quote(const char *s)
 {
-	bench_json_key(k);
-	if (!s) {
-		printf("null");
-		return;
-	}
 	putchar('"');
 	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')
@@ -770,6 +765,16 @@ void bench_json_str(const char *k, const char *s)
 			putchar(*s);
 	}
 	putchar('"');
+}
+
+void bench_json_str(const char *k, const char *s)
+{
+	bench_json_key(k);
+	if (!s) {
+		printf("null");
+		return;
+	}
+	bench_json_quote(s);
 }
 
 /* Busy and total jiffies of all cores (/proc/stat "cpu" line): busy is

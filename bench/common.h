@@ -186,5 +186,7 @@ void bench_json_key(const char *k);
 void bench_json_val(bool ok, double v, int prec);
 void bench_json_num(const char *k, bool ok, double v, int prec);
 void bench_json_str(const char *k, const char *s);
+/* s as a JSON string, escaped (for a nested object's keys and values). */
+void bench_json_quote(const char *s);
 
 #endif /* BRAID_BENCH_COMMON_H */

@@ -350,21 +350,6 @@ void bench_mds_ratios_print(const struct mds_opts *o)
 	}
 }
 
-/* s as a JSON string. */
-static void jstr(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 /* The NFSv3 keys: as the NFSv4.1 ones with nfs3_ after the server's
  * prefix, and why each ratio that is null is. */
 static void json3_print(const struct mds_opts *o)
@@ -412,9 +397,9 @@ static void json3_print(const struct mds_opts *o)
 		if (ratio_eval(&r3[i].d, &v, why, sizeof(why)))
 			continue;
 		printf("%s", first ? "" : ",");
-		jstr(r3[i].key);
+		bench_json_quote(r3[i].key);
 		putchar(':');
-		jstr(why);
+		bench_json_quote(why);
 		first = false;
 	}
 	putchar('}');
