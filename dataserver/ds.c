@@ -44,6 +44,10 @@ const struct conf_schema ds_conf_schema[] = {
 	  .desc = "Idle objects kept open." },
 	{ "ds", NULL, "listen", CONF_ADDRS, CONF_REPEAT, .def = "0.0.0.0:2049", S(listen),
 	  .desc = "Addresses to serve NFS and the control protocol on (port 0: any free port)." },
+	{ "ds", NULL, "rdma_listen", CONF_ADDRS, CONF_REPEAT, S(rdma_listen),
+	  .desc = "Addresses of RDMA devices (a RoCE NIC's, soft-RoCE's netdev's) to serve NFS on "
+		  "over RPC-over-RDMA, port 20049 by convention; advertised to clients that reach "
+		  "the MDS over RDMA (netid rdma); none: TCP only." },
 	{ "ds", NULL, "advertise", CONF_ADDRS, CONF_REPEAT, S(advertise),
 	  .desc = "Addresses clients are told to use, when they differ from listen (NAT, "
 		  "wildcard listen); default: listen." },
@@ -518,6 +522,17 @@ static void *reg_main(void *arg)
 	}
 	struct reg_addrs adv, ctl;
 	reg_addrs_fill(ds->set.advertise.n ? &ds->set.advertise : &ds->set.listen, &adv);
+	/* RDMA addresses too, under netid rdma/rdma6: the MDS gives them to
+	 * clients that reach it over RDMA */
+	for (unsigned i = 0; i < ds->set.rdma_listen.n && adv.n < BRAID_CTL_ADDRS_MAX; i++) {
+		const char *netid;
+		if (uaddr_of(&ds->set.rdma_listen.addr[i], adv.buf[adv.n], sizeof(adv.buf[0]),
+			     &netid))
+			continue;
+		adv.na[adv.n].na_r_netid = xdr_string_of(strcmp(netid, "tcp6") ? "rdma" : "rdma6");
+		adv.na[adv.n].na_r_addr = xdr_string_of(adv.buf[adv.n]);
+		adv.n++;
+	}
 	reg_addrs_fill(ds->set.ctl_advertise.n ? &ds->set.ctl_advertise
 					       : ds->set.advertise.n ? &ds->set.advertise
 								     : &ds->set.listen,
@@ -863,6 +878,30 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 			addr_set_port(&ds->set.listen.addr[i], ds->ports[i]);
 	}
 	ds->nports = set->listen.n;
+	for (unsigned i = 0; i < set->rdma_listen.n; i++) {
+		const struct sockaddr_storage *ss = &set->rdma_listen.addr[i];
+		char a[80];
+		const char *netid;
+		uaddr_of(ss, a, sizeof(a), &netid);
+		if (addr_is_wildcard(ss)) {
+			snprintf(msg, msglen, "[ds] rdma_listen %s: give the RDMA device's own address", a);
+			rc = -EINVAL;
+			goto fail;
+		}
+		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6);
+		if ((rc = nfsd_server_listen_rdma(ds->srv, (const struct sockaddr *)ss, len))) {
+			snprintf(msg, msglen, "rdma_listen on %s: %s%s", a, strerror(-rc),
+				 rc == -ENODEV || rc == -EADDRNOTAVAIL
+					 ? " (no RDMA device has that address: rdma link show)"
+				 : rc == -ENOTSUP ? " (built --without-rdma)"
+						  : "");
+			goto fail;
+		}
+		if (!addr_port(ss))
+			addr_set_port(&ds->set.rdma_listen.addr[i],
+				      nfsd_server_listen_rdma_port(ds->srv, i));
+	}
 	if ((rc = nfsd_server_start(ds->srv))) {
 		snprintf(msg, msglen, "RPC server start: %s", strerror(-rc));
 		goto fail;

@@ -32,6 +32,7 @@ struct ds_settings {
 	uint64_t block_size;  /* CRC block of a new store */
 	int64_t max_open;
 	struct conf_addrs listen;
+	struct conf_addrs rdma_listen; /* RPC-over-RDMA (RFC 8166); n == 0: none */
 	struct conf_addrs advertise;  /* what clients are told; n == 0: listen */
 	struct conf_addrs ctl_advertise; /* where the MDS calls; n == 0: advertise */
 	char key_file[PATH_MAX];

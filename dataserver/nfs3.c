@@ -166,6 +166,8 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 					     &r->u.resok.data, &eof));
 	r->u.resok.count = r->u.resok.data.len;
 	r->u.resok.eof = eof;
+	if (r->status == NFS3_OK) /* RFC 8267: over RDMA, into the write chunk */
+		nfsd_req_payload(req, r->u.resok.data.val, r->u.resok.data.len);
 	return NFSD_SUCCESS;
 }
 

@@ -108,8 +108,11 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 	nfsstat4 st = io_ids(c, &id, &a->stateid, CTL_CAP_READ, &uid, &gid);
 	if (st)
 		return st;
-	return errno_to_nfs4(
+	st = errno_to_nfs4(
 	    ds_io_read(ds, c->req, &id, uid, gid, a->offset, a->count, &r->data, &r->eof));
+	if (!st) /* RFC 8267: over RDMA, into the client's write chunk */
+		nfsd_req_payload(c->req, r->data.val, r->data.len);
+	return st;
 }
 
 static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)

@@ -43,6 +43,10 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "listen", CONF_ADDRS, CONF_REPEAT, .def = "0.0.0.0:2049", S(listen),
 	  .desc = "Addresses to serve NFSv4.1/4.2, MOUNT and the data servers' control "
 		  "protocol on (port 0: any free port)." },
+	{ "mds", NULL, "rdma_listen", CONF_ADDRS, CONF_REPEAT, S(rdma_listen),
+	  .desc = "Addresses to serve NFS on over RPC-over-RDMA (RFC 8166), port 20049 by "
+		  "convention: an RDMA device's address, or 0.0.0.0 for every RDMA device; "
+		  "none: TCP only." },
 	{ "mds", NULL, "exports", CONF_STRING, .def = "/etc/braid/exports", S(exports),
 	  .desc = "Exports file, in /etc/exports syntax (braid-exports(5))." },
 	{ "mds", NULL, "key_file", CONF_STRING, .def = "/etc/braid/cluster.key", S(key_file),
@@ -762,6 +766,25 @@ static int listen_all(struct braid_mds *mds, char *msg, size_t msglen)
 		mds->ports[i] = nfsd_server_listen_port(mds->srv, i);
 	}
 	mds->nports = mds->set.listen.n;
+	for (unsigned i = 0; i < mds->set.rdma_listen.n; i++) {
+		const struct sockaddr_storage *ss = &mds->set.rdma_listen.addr[i];
+		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6);
+		int rc = nfsd_server_listen_rdma(mds->srv, (const struct sockaddr *)ss, len);
+		if (rc) {
+			char a[INET6_ADDRSTRLEN] = "?";
+			const void *ap = ss->ss_family == AF_INET
+						 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+						 : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+			inet_ntop(ss->ss_family, ap, a, sizeof(a));
+			snprintf(msg, msglen, "rdma_listen on %s: %s%s", a, strerror(-rc),
+				 rc == -ENODEV || rc == -EADDRNOTAVAIL
+					 ? " (no RDMA device has that address: rdma link show)"
+				 : rc == -ENOTSUP ? " (built --without-rdma)"
+						  : "");
+			return rc;
+		}
+	}
 	return 0;
 }
 

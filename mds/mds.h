@@ -31,6 +31,7 @@ enum mds_delegations {
 struct mds_settings {
 	char store_dir[PATH_MAX];      /* the LMDB metadata store */
 	struct conf_addrs listen;      /* NFSv4.1/4.2, MOUNT v3 and the control protocol */
+	struct conf_addrs rdma_listen; /* NFS over RPC-over-RDMA (RFC 8166); n == 0: none */
 	char exports[PATH_MAX];	       /* /etc/exports syntax */
 	char key_file[PATH_MAX];       /* cluster key shared with braid-ds */
 	char keytab[PATH_MAX];	       /* RPCSEC_GSS acceptor keys; "": no GSS */

@@ -475,6 +475,7 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 		return NFSD_SUCCESS;
 	ok->count = ok->data.len;
 	ok->eof = eof;
+	nfsd_req_payload(req, ok->data.val, ok->data.len); /* RFC 8267 (RDMA) */
 	return NFSD_SUCCESS;
 }
 

@@ -789,6 +789,8 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 	if (rc)
 		return io_status(rc);
 	ok->eof = eof;
+	/* RFC 8267: over RDMA, into the client's write chunk */
+	nfsd_req_payload(c->req, ok->data.val, ok->data.len);
 	return NFS4_OK;
 }
 

@@ -259,6 +259,26 @@ static int dev_lookup(struct braid_mds *mds, const uint8_t id[NFS4_DEVICEID4_SIZ
 }
 
 /* RFC 8881 §18.40 */
+/*
+ * A client gets the data servers' addresses of its own transport: one that
+ * reached us over RDMA gets their RDMA addresses (netid rdma/rdma6), or
+ * TCP where a data server has none; one over TCP never sees an RDMA
+ * address (it may have no RDMA device, and would wait on each before
+ * falling back).
+ */
+static void dev_addrs_for_transport(struct layout_device *dev, bool rdma)
+{
+	unsigned n = 0, have = 0;
+	for (unsigned k = 0; k < dev->naddrs; k++)
+		have += !strncmp(dev->addrs[k].netid, "rdma", 4) == rdma;
+	if (!have)
+		rdma = false;
+	for (unsigned k = 0; k < dev->naddrs; k++)
+		if (!strncmp(dev->addrs[k].netid, "rdma", 4) == rdma)
+			dev->addrs[n++] = dev->addrs[k];
+	dev->naddrs = n;
+}
+
 static nfsstat4 op_getdeviceinfo(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
 	GETDEVICEINFO4args *a = &arg->u.opgetdeviceinfo;
@@ -273,6 +293,7 @@ static nfsstat4 op_getdeviceinfo(struct nfs41_compound *c, nfs_argop4 *arg, nfs_
 		return NFS4ERR_SERVERFAULT;
 	if (dev_lookup(mds, a->gdia_device_id, info, dev) || !ops->device_versions(dev))
 		return NFS4ERR_NOENT;
+	dev_addrs_for_transport(dev, !strcmp(nfsd_conn_xprt_name(c->req->conn), "rdma"));
 	xdr_opaque body;
 	if (ops->encode_devaddr(dev, c->arena, &body))
 		return NFS4ERR_SERVERFAULT;

@@ -28,10 +28,18 @@ enum nfsd_backend { NFSD_BACKEND_URING = 1, NFSD_BACKEND_EPOLL = 2 };
 
 /*
  * A transport under a connection.  The connection logic (records, queues,
- * flow control) is shared; a transport only moves bytes and reports back
- * through the loop's completion handlers.  TCP has two (io_uring, epoll);
- * RPC-over-RDMA (RFC 8166) is meant to be a third, delivering whole
- * messages to nfsd_svc_record() and sending the same iovec replies.
+ * flow control) is shared; a stream transport only moves bytes and reports
+ * back through the loop's completion handlers.  TCP has two (io_uring,
+ * epoll).
+ *
+ * A message transport (RPC-over-RDMA, nfsd/rdma.c) sets 'msg': it receives
+ * on its own (nfsd_loop_watch), hands each whole call to nfsd_svc_record()
+ * with c->rb set to the buffer holding it, takes each finished reply
+ * through queue_reply() (it owns the request from then on and frees it
+ * with nfsd_req_free once sent), takes the engine's own queued messages
+ * (back-channel calls) through start_send() and reports them sent with
+ * nfsd_conn_send_done(), and tears down through kill(), which ends with
+ * nfsd_conn_closed().  arm_recv and wait_connect are unused.
  */
 struct nfsd_xprt_ops {
 	const char *name;
@@ -40,12 +48,20 @@ struct nfsd_xprt_ops {
 	void (*start_send)(struct nfsd_conn *c, struct msghdr *m);
 	void (*wait_connect)(struct nfsd_conn *c); /* outgoing connect pending */
 	void (*detach)(struct nfsd_conn *c);       /* before the fd closes */
+	bool msg;                                  /* a message transport: */
+	void (*queue_reply)(struct nfsd_conn *c, struct nfsd_req *r);
+	void (*kill)(struct nfsd_conn *c);
 };
 
-/* Receive buffer; requests decoded from it hold a reference (loop thread only). */
+/*
+ * Receive buffer; requests decoded from it hold a reference (loop thread
+ * only).  release, when set, takes it back instead of free() (a message
+ * transport's registered memory).
+ */
 struct nfsd_rbuf {
 	unsigned refs;
 	size_t cap;
+	void (*release)(struct nfsd_rbuf *rb);
 	uint8_t data[];
 };
 
@@ -70,12 +86,27 @@ enum nfsd_op_kind {
 	NFSD_OP_WAKE,
 	NFSD_OP_TICK,
 	NFSD_OP_CONNECT,
+	NFSD_OP_FN, /* a watched fd (nfsd_loop_watch): fn */
 };
 struct nfsd_op {
 	uint8_t kind;
 	struct nfsd_conn *conn;
 	int listen_idx;
+	/* NFSD_OP_FN */
+	int fd;
+	bool armed, in_epoll;
+	void (*fn)(struct nfsd_loop *l, struct nfsd_op *op, int res);
+	void *arg;
 };
+
+/*
+ * Call op->fn(l, op, res) on l's thread once op->fd is readable (res > 0;
+ * < 0 an error).  One-shot: fn watches again if it wants more.  Only on
+ * l's thread.  nfsd_loop_unwatch stops a watch; it returns true when fn
+ * will still be called once (res -ECANCELED, io_uring), false when not.
+ */
+void nfsd_loop_watch(struct nfsd_loop *l, struct nfsd_op *op);
+bool nfsd_loop_unwatch(struct nfsd_loop *l, struct nfsd_op *op);
 
 /* An outgoing call awaiting its reply (owned by its connection or client). */
 struct nfsd_call {
@@ -111,6 +142,7 @@ struct nfsd_post_fn {
 struct nfsd_conn {
 	struct nfsd_loop *loop;
 	const struct nfsd_xprt_ops *xprt;
+	void *xprt_priv; /* a message transport's own state */
 	atomic_uint refs;
 	int fd;
 	struct sockaddr_storage peer;
@@ -217,6 +249,7 @@ struct nfsd_server {
 	atomic_uint rr;
 	struct nfsd_listener listeners[8];
 	unsigned nlisteners;
+	struct nfsd_rdma *rdma; /* RPC-over-RDMA listeners (nfsd/rdma.c); NULL: none */
 	const struct nfsd_program *progs[16];
 	unsigned nprogs;
 	const struct nfsd_auth_flavor *flavors[8];
@@ -236,6 +269,14 @@ bool nfsd_loop_is_current(const struct nfsd_loop *l);
 bool nfsd_conn_queue_bytes(struct nfsd_conn *c, const uint8_t *p, size_t len);
 void nfsd_conn_mark_dirty(struct nfsd_conn *c);
 void nfsd_conn_kill(struct nfsd_conn *c);
+/* a message transport: what start_send was given went (n bytes), or
+ * failed (n <= 0: the connection dies) */
+void nfsd_conn_send_done(struct nfsd_conn *c, ssize_t n);
+/* a message transport finished tearing down after kill(): the engine
+ * lets go of the connection */
+void nfsd_conn_closed(struct nfsd_conn *c);
+/* a connection made by a transport joins loop l (from any thread) */
+void nfsd_loop_post_conn(struct nfsd_loop *l, struct nfsd_conn *c);
 /* take more records / receive again after what paused it changed (loop
  * thread; nothing while dead or a receive is armed) */
 void nfsd_conn_resume(struct nfsd_conn *c);
@@ -245,6 +286,10 @@ void nfsd_conn_start_connect(struct nfsd_conn *c);
 struct nfsd_req *nfsd_req_alloc(struct nfsd_loop *l);
 void nfsd_req_free(struct nfsd_loop *l, struct nfsd_req *req);
 void nfsd_rbuf_put(struct nfsd_rbuf *rb);
+
+/* rdma.c: loop 0 starts watching the RDMA listeners; the server goes */
+void nfsd_rdma_loop_start(struct nfsd_loop *l);
+void nfsd_rdma_server_free(struct nfsd_server *s);
 
 /* svc.c: a complete record arrived. */
 void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len);

@@ -47,13 +47,18 @@ static struct nfsd_rbuf *rbuf_new(size_t cap)
 		return NULL;
 	rb->refs = 1;
 	rb->cap = cap;
+	rb->release = NULL;
 	return rb;
 }
 
 void nfsd_rbuf_put(struct nfsd_rbuf *rb)
 {
-	if (rb && --rb->refs == 0)
-		free(rb);
+	if (rb && --rb->refs == 0) {
+		if (rb->release)
+			rb->release(rb);
+		else
+			free(rb);
+	}
 }
 
 static void outq_reset(struct nfsd_outq *q)
@@ -202,7 +207,7 @@ bool nfsd_loop_is_current(const struct nfsd_loop *l)
 	return l->srv->started && pthread_equal(pthread_self(), l->thr);
 }
 
-static void loop_post_conn(struct nfsd_loop *l, struct nfsd_conn *c)
+void nfsd_loop_post_conn(struct nfsd_loop *l, struct nfsd_conn *c)
 {
 	pthread_mutex_lock(&l->post_lock);
 	c->next = l->posted_conns;
@@ -376,7 +381,8 @@ static void conn_finish_close(struct nfsd_conn *c)
 	struct nfsd_loop *l = c->loop;
 	if (!c->closed_fd) {
 		c->xprt->detach(c);
-		close(c->fd);
+		if (c->fd >= 0)
+			close(c->fd);
 		c->closed_fd = true;
 	}
 	if (c->prev)
@@ -408,11 +414,21 @@ void nfsd_conn_kill(struct nfsd_conn *c)
 	if (c->dead)
 		return;
 	c->dead = true;
+	if (c->xprt && c->xprt->msg) {
+		/* the transport drains its work, then nfsd_conn_closed() */
+		c->xprt->kill(c);
+		return;
+	}
 	if (c->ops_pending) {
 		/* In-flight operations complete (with errors) before we close. */
 		shutdown(c->fd, SHUT_RDWR);
 		return;
 	}
+	conn_finish_close(c);
+}
+
+void nfsd_conn_closed(struct nfsd_conn *c)
+{
 	conn_finish_close(c);
 }
 
@@ -650,6 +666,11 @@ static void conn_flush(struct nfsd_conn *c)
 
 static void conn_process(struct nfsd_conn *c);
 
+void nfsd_conn_send_done(struct nfsd_conn *c, ssize_t n)
+{
+	conn_send_done(c, n);
+}
+
 static void conn_send_done(struct nfsd_conn *c, ssize_t n)
 {
 	struct nfsd_outq *q = &c->q[!c->cur];
@@ -716,6 +737,8 @@ static bool conn_make_room(struct nfsd_conn *c)
 static void conn_process(struct nfsd_conn *c)
 {
 	struct nfsd_loop *l = c->loop;
+	if (c->xprt->msg)
+		return; /* its transport receives by itself */
 	while (!c->dead && !conn_paused(c)) {
 		size_t off, len;
 		int rc;
@@ -751,7 +774,7 @@ static void conn_process(struct nfsd_conn *c)
 
 void nfsd_conn_resume(struct nfsd_conn *c)
 {
-	if (!c->dead && !c->recv_armed)
+	if (!c->dead && !c->recv_armed && !c->xprt->msg)
 		conn_process(c);
 }
 
@@ -803,6 +826,10 @@ void nfsd_loop_add_conn(struct nfsd_loop *l, struct nfsd_conn *c)
 	if (l->conns)
 		l->conns->prev = c;
 	l->conns = c;
+	if (c->xprt && c->xprt->msg) {
+		c->xprt->attach(c);
+		return;
+	}
 	c->xprt = l->backend == NFSD_BACKEND_URING ? &uring_xprt : &epoll_xprt;
 	c->xprt->attach(c);
 	if (c->connecting) {
@@ -863,7 +890,7 @@ static void listener_accepted(struct nfsd_server *s, int fd)
 		return;
 	}
 	s->loops[0].st.conns_accepted++;
-	loop_post_conn(l, c);
+	nfsd_loop_post_conn(l, c);
 }
 
 static void uring_arm_accept(struct nfsd_loop *l, struct nfsd_listener *ln)
@@ -991,6 +1018,10 @@ static void uring_handle(struct nfsd_loop *l, struct io_uring_cqe *cqe)
 		if (!atomic_load(&l->stop))
 			uring_arm_tick(l);
 		return;
+	case NFSD_OP_FN:
+		op->armed = false;
+		op->fn(l, op, cqe->res);
+		return;
 	}
 	/* A connection operation: hold the connection while we handle it. */
 	struct nfsd_conn *c = op->conn;
@@ -1007,11 +1038,46 @@ static void uring_handle(struct nfsd_loop *l, struct io_uring_cqe *cqe)
 	nfsd_conn_put(c);
 }
 
+void nfsd_loop_watch(struct nfsd_loop *l, struct nfsd_op *op)
+{
+	op->kind = NFSD_OP_FN;
+	if (l->backend == NFSD_BACKEND_URING) {
+		struct io_uring_sqe *sqe = uring_sqe(l);
+		io_uring_prep_poll_add(sqe, op->fd, POLLIN);
+		io_uring_sqe_set_data(sqe, op);
+		op->armed = true;
+		return;
+	}
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = op };
+	if (epoll_ctl(l->epfd, op->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, op->fd, &ev) == 0) {
+		op->in_epoll = true;
+		op->armed = true;
+	}
+}
+
+bool nfsd_loop_unwatch(struct nfsd_loop *l, struct nfsd_op *op)
+{
+	if (l->backend == NFSD_BACKEND_URING) {
+		if (!op->armed)
+			return false;
+		struct io_uring_sqe *sqe = uring_sqe(l);
+		io_uring_prep_cancel(sqe, op, 0);
+		io_uring_sqe_set_data(sqe, NULL);
+		return true;
+	}
+	if (op->in_epoll)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, op->fd, NULL);
+	op->in_epoll = op->armed = false;
+	return false;
+}
+
 static void uring_run(struct nfsd_loop *l)
 {
-	if (l->idx == 0)
+	if (l->idx == 0) {
 		for (unsigned i = 0; i < l->srv->nlisteners; i++)
 			uring_arm_accept(l, &l->srv->listeners[i]);
+		nfsd_rdma_loop_start(l);
+	}
 	uring_arm_wake(l);
 	uring_arm_tick(l);
 	while (!atomic_load(&l->stop)) {
@@ -1063,6 +1129,8 @@ out:
 static void epoll_run(struct nfsd_loop *l)
 {
 	struct epoll_event evs[128];
+	if (l->idx == 0)
+		nfsd_rdma_loop_start(l);
 	uint64_t next_tick = nfsd_now_ns() + TICK_MS * 1000000ull;
 	while (!atomic_load(&l->stop)) {
 		loop_dirty_empty(l, true);
@@ -1090,6 +1158,10 @@ static void epoll_run(struct nfsd_loop *l)
 				}
 				break;
 			}
+			case NFSD_OP_FN:
+				op->armed = false;
+				op->fn(l, op, (int)evs[i].events);
+				break;
 			default:
 				epoll_handle_conn(op->conn, evs[i].events);
 				break;
@@ -1386,6 +1458,7 @@ void nfsd_server_free(struct nfsd_server *s)
 			close(l->evfd);
 		pthread_mutex_destroy(&l->post_lock);
 	}
+	nfsd_rdma_server_free(s);
 	free(s->loops);
 	free(s);
 }
@@ -1403,5 +1476,12 @@ void nfsd_server_stats(struct nfsd_server *s, struct nfsd_server_stats *st)
 		st->conns_closed += x->conns_closed;
 		st->records_too_big += x->records_too_big;
 		st->worker_reqs += x->worker_reqs;
+		st->rdma_conns += x->rdma_conns;
+		st->rdma_calls += x->rdma_calls;
+		st->rdma_errors += x->rdma_errors;
+		st->rdma_read_bytes += x->rdma_read_bytes;
+		st->rdma_write_bytes += x->rdma_write_bytes;
+		st->rdma_reply_chunk_bytes += x->rdma_reply_chunk_bytes;
+		st->rdma_inline_bytes += x->rdma_inline_bytes;
 	}
 }

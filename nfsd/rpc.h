@@ -206,6 +206,14 @@ int nfsd_server_add_flavor(struct nfsd_server *s, const struct nfsd_auth_flavor 
 /* Listen on a TCP address; port 0 picks one (read it back with _port). */
 int nfsd_server_listen(struct nfsd_server *s, const struct sockaddr *sa, socklen_t len);
 int nfsd_server_listen_port(struct nfsd_server *s, unsigned idx);
+/*
+ * Listen for RPC-over-RDMA version 1 (RFC 8166, nfsd/rdma.c) on an
+ * address of an RDMA device (a RoCE NIC's IP, soft-RoCE's netdev); port 0
+ * picks one.  -ENOTSUP when built without rdma-core, -ENODEV when no RDMA
+ * device has that address.
+ */
+int nfsd_server_listen_rdma(struct nfsd_server *s, const struct sockaddr *sa, socklen_t len);
+int nfsd_server_listen_rdma_port(struct nfsd_server *s, unsigned idx);
 /* Start the loops and workers; returns immediately. */
 int nfsd_server_start(struct nfsd_server *s);
 /* Stop and free everything; joins every thread. */
@@ -215,6 +223,11 @@ const char *nfsd_server_backend(const struct nfsd_server *s);
 struct nfsd_server_stats {
 	uint64_t calls, replies, garbage, auth_errors, conns_accepted, conns_closed,
 		records_too_big, worker_reqs;
+	/* RPC-over-RDMA: connections accepted, calls received, RDMA_ERRORs
+	 * sent, bytes pulled by RDMA Read (read chunks), pushed by RDMA Write
+	 * into write chunks and into reply chunks, and sent inline */
+	uint64_t rdma_conns, rdma_calls, rdma_errors, rdma_read_bytes, rdma_write_bytes,
+		rdma_reply_chunk_bytes, rdma_inline_bytes;
 };
 void nfsd_server_stats(struct nfsd_server *s, struct nfsd_server_stats *st);
 
@@ -261,6 +274,8 @@ struct nfsd_req {
 	const char *prog_name;      /* the program's name, once p is set */
 	struct nfsd_drc *drc;       /* recorded as running in this cache (drc_key) */
 	struct nfsd_drc_key *drc_key; /* arena memory */
+	const void *pay_ptr;        /* nfsd_req_payload */
+	uint32_t pay_len;
 	struct iovec iov[32];
 	uint8_t scratch[512];
 	uint8_t arena_buf[4096];
@@ -296,6 +311,16 @@ size_t nfsd_req_res_len(const struct nfsd_req *req);
 void nfsd_req_res_copy(const struct nfsd_req *req, void *dst);
 int nfsd_req_res_take(struct nfsd_req *req, struct iovec *iov, unsigned max);
 void nfsd_req_res_rewind(struct nfsd_req *req);
+
+/*
+ * The reply's bulk data (RFC 8267's DDP-eligible item: a READ's data, the
+ * first one of a COMPOUND) is p[0..len), encoded later as an opaque from
+ * that memory.  A transport that can place it by itself (RPC-over-RDMA,
+ * into the caller's write chunk) does; others send it inline as always.
+ */
+void nfsd_req_payload(struct nfsd_req *req, const void *p, uint32_t len);
+/* The transport a connection uses: "tcp/io_uring", "tcp/epoll", "rdma". */
+const char *nfsd_conn_xprt_name(const struct nfsd_conn *conn);
 
 /* Finish a request a handler kept with NFSD_ASYNC (any thread). */
 void nfsd_req_done(struct nfsd_req *req, int status);

@@ -216,6 +216,10 @@ void nfsd_svc_queue_reply(struct nfsd_conn *c, struct nfsd_req *r)
 		return;
 	}
 	r->next = NULL;
+	if (c->xprt->msg) {
+		c->xprt->queue_reply(c, r);
+		return;
+	}
 	if (!c->backlog && outq_append(c, r)) {
 		nfsd_conn_mark_dirty(c);
 		return;
@@ -319,6 +323,20 @@ void nfsd_svc_req_returned(struct nfsd_loop *l, struct nfsd_req *r)
 		nfsd_svc_queue_reply(c, r);
 	nfsd_conn_resume(c);
 	nfsd_conn_put(c);
+}
+
+void nfsd_req_payload(struct nfsd_req *r, const void *p, uint32_t len)
+{
+	if (r->pay_ptr || !len)
+		return;
+	r->pay_ptr = p;
+	r->pay_len = len;
+	r->enc.ref_always = p;
+}
+
+const char *nfsd_conn_xprt_name(const struct nfsd_conn *c)
+{
+	return c->xprt ? c->xprt->name : "?";
 }
 
 const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *r)

@@ -229,6 +229,7 @@ void xdr_enc_init(struct xdr_enc *e, struct iovec *iov, unsigned maxiov, void *b
 	e->arena = arena;
 	e->len = 0;
 	e->err = 0;
+	e->ref_always = NULL;
 }
 
 int xdr_enc_void(struct xdr_enc *e, const void *v)
@@ -361,7 +362,7 @@ static int xdr_enc_body(struct xdr_enc *e, const uint8_t *src, uint32_t len, uin
 	uint32_t pad = (4 - (len & 3)) & 3;
 	uint8_t *p;
 
-	if (len >= XDR_REF_MIN) {
+	if (len >= XDR_REF_MIN || (len && src == e->ref_always)) {
 		if (prefix) {
 			p = xdr_enc_reserve(e, 4);
 			if (!p)

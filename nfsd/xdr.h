@@ -202,6 +202,9 @@ struct xdr_enc {
 	struct xdr_arena *arena;
 	size_t len; /* total bytes encoded */
 	int err;
+	/* an opaque whose bytes are here is referenced however short (a
+	 * READ's data: a transport may move it by itself, nfsd_req_payload) */
+	const void *ref_always;
 };
 
 void xdr_enc_init(struct xdr_enc *e, struct iovec *iov, unsigned maxiov, void *buf,
