@@ -670,7 +670,7 @@ static void send_or_queue(struct rconn *rc, struct rsend *s)
 		rsend_free(rc, s);
 		return;
 	}
-	if (rc->sendq || !try_send(rc, s))
+	if (!try_send(rc, s))
 		sendq_add(rc, s);
 }
 
@@ -894,14 +894,19 @@ static void conn_kick(struct rconn *rc)
 		if (!rc->readq)
 			rc->readq_tail = NULL;
 	}
-	while (rc->sendq) {
-		struct rsend *s = rc->sendq;
-		if (!try_send(rc, s))
-			break;
-		rc->sendq = s->next;
-		if (!rc->sendq)
-			rc->sendq_tail = NULL;
+	/* any that can go, not only the first: a reply waiting for a pool
+	 * buffer must not hold back the replies that would free one */
+	struct rsend **pp = &rc->sendq;
+	while (*pp && !rc->dying) {
+		struct rsend *s = *pp, *next = s->next;
+		if (try_send(rc, s))
+			*pp = next; /* s is posted or freed: not touched again */
+		else
+			pp = &s->next;
 	}
+	rc->sendq_tail = NULL;
+	for (struct rsend *s = rc->sendq; s; s = s->next)
+		rc->sendq_tail = s;
 }
 
 /* One received message, n bytes at p. */
@@ -1278,13 +1283,15 @@ fail_conn:
 	c->closed_fd = true;
 	nfsd_conn_put(c);
 fail:
-	if (rc) {
-		rc->id = NULL; /* rejected and destroyed below */
-		conn_destroy(rc);
-	}
+	if (id->qp)
+		rdma_destroy_qp(id);
 reject:
 	rdma_reject(id, NULL, 0);
 	rdma_destroy_id(id);
+	if (rc) {
+		rc->id = NULL; /* gone above; the rest goes here */
+		conn_destroy(rc);
+	}
 }
 
 static void listen_event(struct nfsd_loop *l, struct nfsd_op *op, int res)
