@@ -677,6 +677,7 @@ static void client_out(struct nfsd_req *req, struct braid_mds *mds,
 		const char *netid;
 		uaddr_of(&i->peer, sa_port(&i->peer), ua, sizeof(ua), &netid);
 		o->cl_peer = acopy(req, ua, BRAID_ADMIN_UADDR_MAX);
+		o->cl_transport = acopy(req, i->transport, 8);
 	}
 	unsigned opens = 0, locks = 0, delegs = 0;
 	mds_state_client_counts(mds, i->clientid, &opens, &locks, &delegs);

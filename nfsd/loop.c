@@ -681,6 +681,8 @@ static void conn_send_done(struct nfsd_conn *c, ssize_t n)
 		return;
 	}
 	q->sent += (size_t)n;
+	if (!c->xprt->msg)
+		c->loop->st.tcp_bytes_out += (uint64_t)n;
 	if (q->sent < q->enc.len) {
 		conn_start_send(c);
 		return;
@@ -816,6 +818,8 @@ static void conn_recv_done(struct nfsd_conn *c, ssize_t n)
 	} else {
 		c->rb_end += (size_t)n;
 	}
+	if (n > 0)
+		c->loop->st.tcp_bytes_in += (uint64_t)n;
 	conn_process(c);
 }
 
@@ -1483,5 +1487,8 @@ void nfsd_server_stats(struct nfsd_server *s, struct nfsd_server_stats *st)
 		st->rdma_write_bytes += x->rdma_write_bytes;
 		st->rdma_reply_chunk_bytes += x->rdma_reply_chunk_bytes;
 		st->rdma_inline_bytes += x->rdma_inline_bytes;
+		st->rdma_inline_in_bytes += x->rdma_inline_in_bytes;
+		st->tcp_bytes_in += x->tcp_bytes_in;
+		st->tcp_bytes_out += x->tcp_bytes_out;
 	}
 }

@@ -723,9 +723,9 @@ void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server 
 	     offsetof(struct nfsd_server_stats, auth_errors)},
 	    {"braid_rpc_records_too_big_total", "Records over the size limit (connection closed).",
 	     offsetof(struct nfsd_server_stats, records_too_big)},
-	    {"braid_connections_accepted_total", "TCP connections accepted.",
+	    {"braid_connections_accepted_total", "Connections accepted (TCP and RDMA).",
 	     offsetof(struct nfsd_server_stats, conns_accepted)},
-	    {"braid_connections_closed_total", "TCP connections closed.",
+	    {"braid_connections_closed_total", "Connections closed (TCP and RDMA).",
 	     offsetof(struct nfsd_server_stats, conns_closed)},
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
@@ -734,6 +734,46 @@ void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server 
 		nfsd_metrics_family(o, f[i].name, "counter", f[i].help);
 		nfsd_metrics_sample_u64(o, f[i].name, NULL, v);
 	}
+	/* per transport: TCP, and RPC-over-RDMA (nfsd/rdma.c) */
+	nfsd_metrics_family(o, "braid_transport_calls_total", "counter",
+			    "RPC calls received, by transport.");
+	nfsd_metrics_sample_u64(o, "braid_transport_calls_total", "transport=\"tcp\"",
+				st.calls - st.rdma_calls);
+	nfsd_metrics_sample_u64(o, "braid_transport_calls_total", "transport=\"rdma\"",
+				st.rdma_calls);
+	nfsd_metrics_family(o, "braid_transport_bytes_total", "counter",
+			    "Bytes received (in) and sent (out), by transport; for RDMA, "
+			    "inline messages and RDMA Read and Write data together.");
+	nfsd_metrics_sample_u64(o, "braid_transport_bytes_total",
+				"transport=\"tcp\",direction=\"in\"", st.tcp_bytes_in);
+	nfsd_metrics_sample_u64(o, "braid_transport_bytes_total",
+				"transport=\"tcp\",direction=\"out\"", st.tcp_bytes_out);
+	nfsd_metrics_sample_u64(o, "braid_transport_bytes_total",
+				"transport=\"rdma\",direction=\"in\"",
+				st.rdma_inline_in_bytes + st.rdma_read_bytes);
+	nfsd_metrics_sample_u64(o, "braid_transport_bytes_total",
+				"transport=\"rdma\",direction=\"out\"",
+				st.rdma_inline_bytes + st.rdma_write_bytes + st.rdma_reply_chunk_bytes);
+	nfsd_metrics_family(o, "braid_rdma_connections_accepted_total", "counter",
+			    "RPC-over-RDMA connections accepted.");
+	nfsd_metrics_sample_u64(o, "braid_rdma_connections_accepted_total", NULL, st.rdma_conns);
+	nfsd_metrics_family(o, "braid_rdma_bytes_total", "counter",
+			    "RPC-over-RDMA bytes by how they moved: inline sends received "
+			    "(inline_in) and sent (inline_out), read chunks pulled by RDMA Read, "
+			    "write chunks and reply chunks pushed by RDMA Write.");
+	nfsd_metrics_sample_u64(o, "braid_rdma_bytes_total", "kind=\"inline_in\"",
+				st.rdma_inline_in_bytes);
+	nfsd_metrics_sample_u64(o, "braid_rdma_bytes_total", "kind=\"inline_out\"",
+				st.rdma_inline_bytes);
+	nfsd_metrics_sample_u64(o, "braid_rdma_bytes_total", "kind=\"read_chunk\"",
+				st.rdma_read_bytes);
+	nfsd_metrics_sample_u64(o, "braid_rdma_bytes_total", "kind=\"write_chunk\"",
+				st.rdma_write_bytes);
+	nfsd_metrics_sample_u64(o, "braid_rdma_bytes_total", "kind=\"reply_chunk\"",
+				st.rdma_reply_chunk_bytes);
+	nfsd_metrics_family(o, "braid_rdma_errors_sent_total", "counter",
+			    "RDMA_ERROR replies sent (ERR_VERS, ERR_CHUNK).");
+	nfsd_metrics_sample_u64(o, "braid_rdma_errors_sent_total", NULL, st.rdma_errors);
 }
 
 /* ------------------------------------------------------------------ HTTP */

@@ -258,6 +258,7 @@ struct nfs41_client_info {
 	unsigned sessions;
 	bool has_peer; /* peer: of the connection it last bound to a session */
 	struct sockaddr_storage peer;
+	char transport[8]; /* of that connection: "tcp" or "rdma" */
 	/* operations served in its sessions alive (SEQUENCE's COMPOUNDs) */
 	uint64_t ops, op_errors, op_ns;
 };

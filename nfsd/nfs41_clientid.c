@@ -202,6 +202,11 @@ unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out
 						seq = r->seq;
 						i->peer = *nfsd_conn_peer(r->conn);
 						i->has_peer = true;
+						snprintf(i->transport, sizeof(i->transport), "%s",
+							 strcmp(nfsd_conn_xprt_name(r->conn),
+								"rdma")
+								 ? "tcp"
+								 : "rdma");
 					}
 				}
 		}

@@ -915,6 +915,7 @@ static void recv_msg(struct rconn *rc, const uint8_t *p, size_t n)
 	struct nfsd_loop *l = rc->c->loop;
 	struct rdma_hdr h;
 	size_t hl = 0;
+	l->st.rdma_inline_in_bytes += n;
 	int err = rdma_hdr_decode(p, n, &h, &hl);
 	if (err == RDMA_DECODE_SHORT) {
 		l->st.garbage++;

@@ -227,7 +227,9 @@ struct nfsd_server_stats {
 	 * sent, bytes pulled by RDMA Read (read chunks), pushed by RDMA Write
 	 * into write chunks and into reply chunks, and sent inline */
 	uint64_t rdma_conns, rdma_calls, rdma_errors, rdma_read_bytes, rdma_write_bytes,
-		rdma_reply_chunk_bytes, rdma_inline_bytes;
+		rdma_reply_chunk_bytes, rdma_inline_bytes, rdma_inline_in_bytes;
+	/* TCP: bytes received and sent */
+	uint64_t tcp_bytes_in, tcp_bytes_out;
 };
 void nfsd_server_stats(struct nfsd_server *s, struct nfsd_server_stats *st);
 

@@ -1017,6 +1017,8 @@ static int c_clients(struct braidctl *b, int argc, char **argv)
 				j_i64(&j, "lease_remaining_ms", c->cl_lease_left_ms);
 				j_u64(&j, "sessions", c->cl_sessions);
 				j_str(&j, "peer", c->cl_peer.len ? peer : "");
+				j_strn(&j, "transport", (const uint8_t *)c->cl_transport.val,
+				       c->cl_transport.len);
 				j_u64(&j, "opens", c->cl_opens);
 				j_u64(&j, "locks", c->cl_locks);
 				j_u64(&j, "delegations", c->cl_delegations);
@@ -1042,6 +1044,9 @@ static int c_clients(struct braidctl *b, int argc, char **argv)
 			snprintf(nr, sizeof(nr), "%" PRIu64, c->cl_recalls);
 			char princ[160];
 			client_principal(princ, sizeof(princ), c);
+			if (c->cl_transport.len == 4 && !memcmp(c->cl_transport.val, "rdma", 4) &&
+			    strlen(peer) + 8 < sizeof(peer))
+				strcat(peer, " (rdma)");
 			t_row(&t, id, owner, princ, peer, lease, ns, no, nl,
 			      c->cl_layouts ? "yes" : "no", ng, nr);
 		}
