@@ -126,27 +126,63 @@ show_logs() {
 	done
 }
 
-start_braid() {
-	local mds=$MDS_BIN ds=$DS_BIN nds=${BRAID_NDS:-2} nics=${BRAID_DS_NICS:-1}
-	local mline=
-	( umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; echo ) > "$T/cluster.key"
-	chmod 600 "$T/cluster.key"
-	printf '%s\n' "${BRAID_EXPORTS:-/ *(rw,no_root_squash,insecure)}" > "$T/exports"
-	if [[ ${BRAID_METRICS:-} = yes ]]; then
-		MDS_METRICS=127.0.0.1:$(free_port) || hard "no free port"
-		mline="metrics_listen = $MDS_METRICS"
-	fi
-	cat > "$T/mds.conf" <<EOF
+# The daemons' settings, as text: shared by start_braid (daemons on this
+# host) and rdma-qemu-v41.sh (daemons inside the guest), which differ only
+# in paths and addresses.  DIR is the directory the daemon sees holding
+# cluster.key, exports and the stores (mds, ds1, ds2 ...).
+#
+# cluster_files DIR: a fresh cluster key and the exports file
+# (BRAID_EXPORTS) in DIR
+cluster_files() {
+	( umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; echo ) > "$1/cluster.key"
+	chmod 600 "$1/cluster.key"
+	printf '%s\n' "${BRAID_EXPORTS:-/ *(rw,no_root_squash,insecure)}" > "$1/exports"
+}
+
+# mds_conf DIR LISTEN [LINE...]: braid-mds's config, then each LINE that is
+# not empty
+mds_conf() {
+	cat <<EOF
 [mds]
-store_dir = $T/mds
-listen = 127.0.0.1:0
-exports = $T/exports
-key_file = $T/cluster.key
+store_dir = $1/mds
+listen = $2
+exports = $1/exports
+key_file = $1/cluster.key
 # a fresh store: no client to wait for; and leave the host's rpcbind alone
 grace_time = 0
 rpcbind = no
 EOF
-	optlines "$mline" "${BRAID_MDS_CONF:-}" >> "$T/mds.conf"
+	optlines "${@:3}"
+}
+
+# ds_conf DIR I LISTEN ADVERTISE MDS [LINE...]: data server I's config
+# (clients are told ADVERTISE, the MDS calls it at LISTEN), then each LINE
+# that is not empty
+ds_conf() {
+	cat <<EOF
+[ds]
+store_dir = $1/ds$2
+listen = $3
+advertise = $4
+ctl_advertise = $3
+key_file = $1/cluster.key
+mds = $5
+hostname = ${BRAID_DS_NAME:-posix}-ds$2-$$
+loops = 1
+workers = 4
+EOF
+	optlines "${@:6}"
+}
+
+start_braid() {
+	local mds=$MDS_BIN ds=$DS_BIN nds=${BRAID_NDS:-2} nics=${BRAID_DS_NICS:-1}
+	local mline=
+	cluster_files "$T"
+	if [[ ${BRAID_METRICS:-} = yes ]]; then
+		MDS_METRICS=127.0.0.1:$(free_port) || hard "no free port"
+		mline="metrics_listen = $MDS_METRICS"
+	fi
+	mds_conf "$T" 127.0.0.1:0 "$mline" "${BRAID_MDS_CONF:-}" > "$T/mds.conf"
 	LOGS+=("$T/mds.log")
 	start braid-mds "$T/mds.log" "$mds" -c "$T/mds.conf" --ready-fd 3 3> "$T/mds.ready"
 	PORT=$(wait_ready braid-mds "${PIDS[-1]}" "$T/mds.ready") || { show_logs; hard "braid-mds did not start"; }
@@ -169,19 +205,7 @@ EOF
 			DS_METRICS[$i]=127.0.0.1:$(free_port) || hard "no free port"
 			mline="metrics_listen = ${DS_METRICS[$i]}"
 		fi
-		cat > "$T/ds$i.conf" <<EOF
-[ds]
-store_dir = $T/ds$i
-listen = 127.0.0.1:$p
-advertise = $adv
-ctl_advertise = 127.0.0.1:$p
-key_file = $T/cluster.key
-mds = 127.0.0.1:$PORT
-hostname = ${BRAID_DS_NAME:-posix}-ds$i-$$
-loops = 1
-workers = 4
-EOF
-		optlines "$mline" "${BRAID_DS_CONF:-}" >> "$T/ds$i.conf"
+		ds_conf "$T" "$i" "127.0.0.1:$p" "$adv" "127.0.0.1:$PORT" "$mline" "${BRAID_DS_CONF:-}" > "$T/ds$i.conf"
 		LOGS+=("$T/ds$i.log")
 		start "braid-ds $i" "$T/ds$i.log" "$ds" -c "$T/ds$i.conf" --ready-fd 3 3> "$T/ds$i.ready"
 		wait_ready "braid-ds $i" "${PIDS[-1]}" "$T/ds$i.ready" > /dev/null ||

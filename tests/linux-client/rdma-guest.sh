@@ -1,0 +1,195 @@
+# rdma-guest.sh -- guest workload of rdma-qemu-v41.sh: braid-mds and its
+# braid-ds data servers run INSIDE the guest, beside the stock kernel
+# client, on soft-RoCE (rdma_rxe over eth0: the host kernel has no RDMA).
+#
+# Run by clientvm --no-mount under busybox sh as root.  /files holds the
+# daemons' configs (mds.conf, ds1.conf ...), cluster.key, exports,
+# posix.sh and vmtool; braid-mds, braid-ds, braidctl and rdma-core's
+# programs are on PATH (clientvm --bin).  From the host (--env):
+#   GUEST_IP     the guest's address, where everything listens (10.0.2.15)
+#   MDS_PORT     braid-mds's TCP port;  NDS  the data servers
+#   BRAID_DIR    where the configs put the key, exports and stores
+#   EXPECT_XPRT  tcp | rdma: the transport mountstats must show
+#   BIG_MIB      the file written and read back through layouts (16)
+#   POSIX_DIRN, POSIX_LARGE_MIB  posix.sh's sizes
+# and from clientvm: SERVER PORT MOUNT_OPTS MNT (the mount's address, port
+# and options).  Steps:
+#   rxe     rdma link add rxe0 on eth0; ibv_devinfo sees it active; an
+#           rping between two processes of the guest over 10.0.2.15
+#           (rxe's loopback: both ends on the one device).
+#   start   braid-mds, then the data servers (each READY on its
+#           --ready-fd); braidctl ds list shows them all up.
+#   posix   the POSIX workload (posix.sh) on its own mount.
+#   big     a BIG_MIB file of random bytes under /striped (1 MiB segments
+#           across the data servers), read back after drop_caches: byte-
+#           exact; mountstats: xprt EXPECT_XPRT, pnfs=LAYOUT_FLEX_FILES,
+#           LAYOUTGETs, every READ and WRITE through a layout (braid-mds
+#           refuses data I/O anyway: data_io = refuse); braidctl's layout
+#           of the file (judged on the host: the @@LAYOUT line);
+#           the client's transports (sunrpc sysfs), for the record.
+#   stop    SIGTERM to every daemon, the data servers first: each must
+#           exit with status 0.
+# Ends with RDMA-GUEST-OK and status 0 only if every check passed.
+
+FAILS=0
+W=rdma.$(hostname)
+PIDS=""
+
+T() { read up idle < /proc/uptime; echo "@@CLIENTVM T=$up $*"; }
+step() { echo "== $*"; T "$1"; }
+ok() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+logs() {
+	for l in "$BRAID_DIR"/*.log; do
+		[ -f "$l" ] || continue
+		echo "---- tail of $l"; tail -30 "$l"
+	done
+	echo "---- dmesg (tail)"; dmesg | grep -v 'speed is unknown' | tail -20
+}
+die() {
+	echo "FAIL: $* (cannot go on)"
+	logs
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	echo "RDMA-GUEST-FAILED"
+	exit 1
+}
+dropcaches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+md5() { md5sum < "$1" | cut -d' ' -f1; }
+ctl() { braidctl --mds "$GUEST_IP:$MDS_PORT" --key "$BRAID_DIR/cluster.key" "$@"; }
+
+# ------------------------------------------------------------------ rxe
+step rxe "soft-RoCE: rxe0 on eth0"
+# rxe logs "eth0 speed is unknown" on every port query: keep the console for us
+echo 4 > /proc/sys/kernel/printk
+rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 type rxe netdev eth0"
+dev=$(ibv_devinfo -d rxe0) || die "ibv_devinfo -d rxe0 (is the rxe provider in the guest?)"
+case $dev in *PORT_ACTIVE*) ok "rxe0 port 1 active";; *) fail "rxe0 port not active: $dev";; esac
+echo "rxe0: $(echo "$dev" | grep -E 'active_mtu|link_layer' | tr -s ' \t' ' ')"
+for g in 0 1; do echo "rxe0 gid $g: $(cat /sys/class/infiniband/rxe0/ports/1/gids/$g 2>/dev/null)" \
+	"$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$g 2>/dev/null)"; done
+for f in /proc/sys/sunrpc/rdma_max_inline_read /proc/sys/sunrpc/rdma_max_inline_write; do
+	echo "client ${f##*/} = $(cat $f 2>/dev/null)"
+done
+rping -s -a "$GUEST_IP" -C 2 > /tmp/rping-s.log 2>&1 &
+rs=$!
+sleep 1
+if timeout 60 rping -c -a "$GUEST_IP" -C 2 -v > /tmp/rping-c.log 2>&1 && wait $rs; then
+	ok "rping over rxe0 ($GUEST_IP to itself)"
+else
+	fail "rping over rxe0: client: $(cat /tmp/rping-c.log) server: $(cat /tmp/rping-s.log)"
+	kill $rs 2>/dev/null
+fi
+
+# ------------------------------------------------------------------ start
+step start "braid-mds and $NDS braid-ds in the guest"
+mkdir -p "$BRAID_DIR" || die "mkdir $BRAID_DIR"
+cp /files/cluster.key /files/exports "$BRAID_DIR/" && chmod 600 "$BRAID_DIR/cluster.key" ||
+	die "cp cluster.key exports to $BRAID_DIR"
+# wait_ready NAME PID FILE: until FILE has "READY ..." (--ready-fd)
+wait_ready() {
+	local n=0 line
+	while [ $n -lt 600 ]; do
+		line=
+		[ -s "$3" ] && read -r line < "$3"
+		case $line in READY*) ok "$1 ready ($line)"; return 0;; esac
+		kill -0 "$2" 2>/dev/null || die "$1 exited before it was ready"
+		sleep 0.1; n=$((n + 1))
+	done
+	die "$1 not ready after 60 s"
+}
+braid-mds -c /files/mds.conf --ready-fd 3 3> "$BRAID_DIR/mds.ready" > "$BRAID_DIR/mds.log" 2>&1 &
+PIDS="$! $PIDS"
+wait_ready braid-mds $! "$BRAID_DIR/mds.ready"
+i=1
+while [ $i -le "$NDS" ]; do
+	braid-ds -c /files/ds$i.conf --ready-fd 3 3> "$BRAID_DIR/ds$i.ready" > "$BRAID_DIR/ds$i.log" 2>&1 &
+	PIDS="$! $PIDS"
+	wait_ready "braid-ds $i" $! "$BRAID_DIR/ds$i.ready"
+	i=$((i + 1))
+done
+i=0 up=0
+while [ $i -lt 300 ]; do
+	up=$(ctl --json ds list 2>/dev/null | grep -o '"state": "up"' | wc -l)
+	[ "$up" -ge "$NDS" ] && break
+	sleep 0.1; i=$((i + 1))
+done
+[ "$up" -ge "$NDS" ] || { ctl ds list; die "only $up of $NDS data servers up after 30 s"; }
+ok "braidctl ds list: $up data servers up"
+T cluster-up
+
+# ------------------------------------------------------------------ posix
+step posix "the POSIX workload (posix.sh) over $MOUNT_OPTS"
+( cd / && EXPORT=/ sh /files/posix.sh )
+prc=$?
+if [ $prc = 0 ]; then ok "posix.sh passed"; else fail "posix.sh exited with status $prc"; fi
+
+# ------------------------------------------------------------------ big
+step big "a $BIG_MIB MiB file under /striped, read back through layouts"
+nfs-mount "$SERVER:$PORT" / "$MNT" "$MOUNT_OPTS" || die "mount $SERVER:$PORT/ on $MNT ($MOUNT_OPTS)"
+echo "mount: $(grep " $MNT nfs4 " /proc/mounts)"
+F=$MNT/striped/$W/f$BIG_MIB
+mkdir -p "$MNT/striped/$W" || die "mkdir $MNT/striped/$W"
+dd if=/dev/urandom of=/tmp/big bs=1M count="$BIG_MIB" 2>/dev/null || die "dd to guest /tmp"
+sum=$(md5 /tmp/big)
+T big-write-start
+dd if=/tmp/big of="$F" bs=1M conv=fsync 2>/dev/null || fail "dd $BIG_MIB MiB to $F"
+T big-write-done
+dropcaches
+T big-read-start
+if cmp /tmp/big "$F"; then ok "$F: the $BIG_MIB MiB read back are the bytes written ($sum)"
+else fail "$F: read back differs from the bytes written"; fi
+T big-read-done
+rm -f /tmp/big
+# on one line (the console's log stays short)
+echo "@@LAYOUT $(ctl --json layout "/striped/$W/f$BIG_MIB" 2>&1 | tr '\n' ' ' | tr -s ' ')"
+# mountstats of this mount: the transport, the layout driver, the counters
+awk -v on=" mounted on $MNT " '/^device /{m = index($0, on) > 0} m' /proc/self/mountstats > /tmp/ms
+echo "--- mountstats of $MNT"; grep -E 'xprt:|nfsv4:|events:| (READ|WRITE|LAYOUTGET|GETDEVICEINFO):' /tmp/ms
+xprt=$(awk '$1 == "xprt:" { print $2; exit }' /tmp/ms)
+if [ "$xprt" = "$EXPECT_XPRT" ]; then ok "mountstats: xprt: $xprt"
+else fail "mountstats: xprt: '$xprt', expected $EXPECT_XPRT"; fi
+if grep -q 'nfsv4:.*pnfs=LAYOUT_FLEX_FILES' /tmp/ms; then ok "mountstats: pnfs=LAYOUT_FLEX_FILES"
+else fail "mountstats: no pnfs=LAYOUT_FLEX_FILES"; fi
+op() { awk -v o="$1:" '$1 == o { print $2; exit }' /tmp/ms; }
+lg=$(op LAYOUTGET)
+if [ "${lg:-0}" -gt 0 ]; then ok "mountstats: LAYOUTGET $lg"; else fail "mountstats: no LAYOUTGET"; fi
+# the events line's last two counters: READs and WRITEs sent through a layout
+set -- $(awk '$1 == "events:" { print $(NF - 1), $NF; exit }' /tmp/ms)
+pr=${1:-0} pw=${2:-0} r=$(op READ) w=$(op WRITE)
+if [ "${r:-0}" -le "$pr" ] && [ "${w:-0}" -le "$pw" ] && [ "$pw" -gt 0 ]; then
+	ok "mountstats: READ $r and WRITE $w, all through layouts (pnfs_read $pr, pnfs_write $pw)"
+else
+	fail "mountstats: READ ${r:-0} WRITE ${w:-0} but pnfs_read $pr pnfs_write $pw"
+fi
+echo "--- the client's transports (sunrpc sysfs)"
+for x in /sys/kernel/sunrpc/xprt-switches/switch-*/xprt-*; do
+	[ -d "$x" ] && echo "transport ${x##*/} $(cat $x/dstaddr 2>/dev/null)" \
+		"$(grep -h dst_port $x/xprt_info 2>/dev/null)"
+done
+rm -rf "$MNT/striped/$W"
+cd /
+timeout 20 umount "$MNT" || fail "umount $MNT"
+
+# ------------------------------------------------------------------ stop
+step stop "stop the daemons (data servers first)"
+for p in $PIDS; do
+	kill "$p" 2>/dev/null
+	i=0
+	while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do
+		# a zombie is gone for this purpose: wait reaps it below
+		grep -q '^State:.*Z' /proc/$p/status 2>/dev/null && break
+		sleep 0.1; i=$((i + 1))
+	done
+	[ $i -lt 100 ] || { fail "daemon $p ignored SIGTERM for 10 s"; kill -9 "$p"; }
+	wait "$p"; s=$?
+	if [ $s = 0 ]; then ok "daemon $p exited 0 on SIGTERM"; else fail "daemon $p exited with status $s on SIGTERM"; fi
+done
+PIDS=
+T done
+if [ $FAILS -ne 0 ]; then
+	logs
+	echo "RDMA-GUEST-FAILED: $FAILS check(s) failed"
+	exit 1
+fi
+echo RDMA-GUEST-OK
+exit 0
