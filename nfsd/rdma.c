@@ -85,6 +85,7 @@ void nfsd_rdma_server_free(struct nfsd_server *s)
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "nfsd/rdma_hdr.h"
 
@@ -212,6 +213,18 @@ struct nfsd_rdma {
 static const struct nfsd_xprt_ops rdma_xprt;
 static struct rwr write_wr = { WR_WRITE };
 
+/* BRAID_RDMA_TRACE=1: one line on stderr per message, reply and failure */
+static int trace_on = -1;
+#define RTRACE(...)                                                                       \
+	do {                                                                              \
+		if (trace_on < 0) {                                                       \
+			const char *e_ = getenv("BRAID_RDMA_TRACE");                      \
+			trace_on = e_ && *e_ && strcmp(e_, "0");                          \
+		}                                                                         \
+		if (trace_on)                                                             \
+			fprintf(stderr, "rdma: " __VA_ARGS__);                            \
+	} while (0)
+
 static void set_nonblock(int fd)
 {
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -283,6 +296,7 @@ static bool pool_grow(struct rpool *p)
 	g->mr = ibv_reg_mr(p->dev->pd, g->mem, sz,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!g->mr) {
+		RTRACE("cannot register %zu bytes of buffers: %s\n", sz, strerror(errno));
 		free(g->mem);
 		free(g);
 		return false;
@@ -577,6 +591,10 @@ static int try_send(struct rconn *rc, struct rsend *s)
 		pay_pad = (4 - (pay_len & 3)) & 3;
 	}
 	size_t M = L - pay_len - pay_pad; /* what goes inline or in the reply chunk */
+	RTRACE("reply xid %08x len %zu payload %u (%s) rest %zu wch %u reply chunk %u(%llu)\n",
+	       r->xid, L, r->pay_len, pay_len ? "write chunk" : pi < 0 && r->pay_len ? "not found" : "inline",
+	       M, h->nwch, h->nreply,
+	       (unsigned long long)(h->has_reply ? chunk_total(h->reply, h->nreply) : 0));
 	/* the header: fixed part, empty read list, the write list, the reply chunk */
 	size_t wl = 4;
 	for (unsigned k = 0; k < h->nwch; k++)
@@ -797,6 +815,7 @@ static int start_reads(struct rconn *rc, struct rmsg *m)
 		return 0;
 	struct rmsg *b = pool_take(rc->pool);
 	if (!b) {
+		RTRACE("xid %08x: waiting for a buffer\n", h->xid);
 		pool_wait(rc);
 		return 0;
 	}
@@ -853,6 +872,8 @@ static int start_reads(struct rconn *rc, struct rmsg *m)
 			msg_put(b);
 		return 1;
 	}
+	RTRACE("xid %08x: %u RDMA Reads posted, call of %zu bytes\n", b->hdr.xid, b->reads_left,
+	       b->len);
 	if (!b->reads_left)
 		dispatch(rc, b);
 	return 1;
@@ -864,6 +885,7 @@ static void read_done(struct rconn *rc, struct rmsg *b, bool ok)
 		b->read_failed = true;
 	if (--b->reads_left)
 		return;
+	RTRACE("xid %08x: reads done%s\n", b->hdr.xid, b->read_failed ? " (failed)" : "");
 	if (b->read_failed || rc->dying) {
 		msg_put(b);
 		return;
@@ -917,6 +939,8 @@ static void recv_msg(struct rconn *rc, const uint8_t *p, size_t n)
 	size_t hl = 0;
 	l->st.rdma_inline_in_bytes += n;
 	int err = rdma_hdr_decode(p, n, &h, &hl);
+	RTRACE("recv %zu bytes: xid %08x proc %u err %d reads %u wch %u reply %u\n", n, h.xid,
+	       h.proc, err, err ? 0 : h.nread, err ? 0 : h.nwch, err ? 0 : h.nreply);
 	if (err == RDMA_DECODE_SHORT) {
 		l->st.garbage++;
 		return; /* not even an xid: nothing to answer */
@@ -970,8 +994,11 @@ static void poll_cq(struct rconn *rc)
 		for (int i = 0; i < n; i++) {
 			struct rwr *w = (struct rwr *)(uintptr_t)wc[i].wr_id;
 			bool ok = wc[i].status == IBV_WC_SUCCESS;
-			if (!ok && !rc->dying)
+			if (!ok && !rc->dying) {
+				RTRACE("work request (kind %u) failed: %s; closing\n", w->kind,
+				       ibv_wc_status_str(wc[i].status));
 				nfsd_conn_kill(rc->c);
+			}
 			switch (w->kind) {
 			case WR_RECV: {
 				struct rbufdesc *d = (struct rbufdesc *)w;
@@ -1265,8 +1292,11 @@ static void accept_one(struct nfsd_server *s, struct rdma_cm_id *id,
 	struct rdma_conn_param ap = {
 		.private_data = priv,
 		.private_data_len = sizeof(priv),
-		.responder_resources = cp->initiator_depth,
-		.initiator_depth = cp->responder_resources,
+		/* the request's values are already ours (as rdma_cm reports
+		 * them): the peer's responder resources are our initiator
+		 * depth, the RDMA Reads we may have outstanding */
+		.responder_resources = cp->responder_resources,
+		.initiator_depth = cp->initiator_depth,
 		.rnr_retry_count = 7,
 	};
 	if (ap.responder_resources > rc->dev->attr.max_qp_rd_atom)

@@ -119,8 +119,15 @@ T cluster-up
 
 # ------------------------------------------------------------------ posix
 step posix "the POSIX workload (posix.sh) over $MOUNT_OPTS"
+# a hung mount never returns (hard): show what the daemons said before the
+# host's timeout kills the guest
+( sleep "${RDMA_WATCHDOG:-300}"; echo "== watchdog: still running after ${RDMA_WATCHDOG:-300}s"
+  logs; echo "---- the daemons' other RDMA lines"; grep -h 'rdma: [^r]' "$BRAID_DIR"/*.log | tail -40
+  cat /proc/self/mountstats | grep -E 'xprt:|^device' ) &
+wd=$!
 ( cd / && EXPORT=/ sh /files/posix.sh )
 prc=$?
+kill $wd 2>/dev/null
 if [ $prc = 0 ]; then ok "posix.sh passed"; else fail "posix.sh exited with status $prc"; fi
 
 # ------------------------------------------------------------------ big
@@ -165,7 +172,40 @@ echo "--- the client's transports (sunrpc sysfs)"
 for x in /sys/kernel/sunrpc/xprt-switches/switch-*/xprt-*; do
 	[ -d "$x" ] && echo "transport ${x##*/} $(cat $x/dstaddr 2>/dev/null)" \
 		"$(grep -h dst_port $x/xprt_info 2>/dev/null)"
+done > /tmp/xprts
+cat /tmp/xprts
+# each data server: the client reached it over the mount's transport (its
+# RDMA port over RDMA: the MDS gave the client RDMA addresses), and it
+# moved file data that way (WRITE by read chunks, READ by write chunks)
+metric() { # HOST:PORT NAME LABELS -> the sample's value (0 if none)
+	n=$2; [ -n "$3" ] && n="$2{$3}"
+	wget -qO- "http://$1/metrics" 2>/dev/null |
+		awk -v n="$n" 'index($0, n " ") == 1 { v = $2 } END { print v + 0 }'
+}
+i=1
+while [ $i -le $NDS ]; do
+	if [ "$EXPECT_XPRT" = rdma ]; then
+		dp=$((20049 + i))
+		if grep -q "^transport xprt-[0-9]*-rdma $GUEST_IP dst_port=$dp\$" /tmp/xprts; then
+			ok "data server $i: the client reached it over RDMA (port $dp)"
+		else fail "data server $i: no RDMA transport of the client to port $dp"; fi
+		m=$GUEST_IP:$((20061 + i))
+		rb=$(metric $m braid_rdma_bytes_total 'kind="read_chunk"')
+		wb=$(metric $m braid_rdma_bytes_total 'kind="write_chunk"')
+		if [ "$rb" -ge 4194304 ] && [ "$wb" -ge 4194304 ]; then
+			ok "data server $i: $rb bytes in by RDMA Read, $wb out by RDMA Write"
+		else fail "data server $i: RDMA Read $rb and Write $wb bytes (want 4 MiB each at least)"; fi
+	fi
+	i=$((i + 1))
 done
+if [ "$EXPECT_XPRT" = rdma ]; then
+	m=$GUEST_IP:20061
+	rc=$(metric $m braid_rdma_bytes_total 'kind="reply_chunk"')
+	nc=$(metric $m braid_rdma_connections_accepted_total '')
+	if [ "$rc" -gt 0 ] && [ "$nc" -gt 0 ]; then
+		ok "braid-mds: $nc RDMA connections, $rc bytes of replies by reply chunk"
+	else fail "braid-mds: $nc RDMA connections, $rc reply-chunk bytes"; fi
+fi
 rm -rf "$MNT/striped/$W"
 cd /
 timeout 20 umount "$MNT" || fail "umount $MNT"

@@ -15,13 +15,17 @@
 # here, braidctl's layout of that file must place its 16 segments on both
 # data servers.
 #
-# By default the client mounts over TCP (vers=4.1): the harness is proved
-# while braid has no RDMA transport.  BRAID_RDMA_MOUNT=1: the daemons get
-# [mds] rdma_listen = 10.0.2.15:20049 and [ds] rdma_listen =
-# 10.0.2.15:20050, 20051, and the client mounts with
-# vers=4.1,proto=rdma,port=20049: mountstats must show xprt: rdma, and the
-# same checks must pass.  (Daemons without the transport refuse the
-# unknown key: the run fails at their start.)
+# The daemons get [mds] rdma_listen = 10.0.2.15:20049 and [ds]
+# rdma_listen = 10.0.2.15:20050, 20051 (and metrics on 20061, 20062, 20063),
+# and the client mounts with vers=4.1,proto=rdma,port=20049: mountstats
+# must show xprt: rdma, the client's transports to each data server must be
+# RDMA ones (its sunrpc xprt switches), and each data server must have
+# moved file data by RDMA Read (WRITE) and RDMA Write (READ), the MDS its
+# large READDIRs by reply chunks (their braid_rdma_bytes_total).
+# BRAID_RDMA_MOUNT=0 runs the same over TCP (the harness alone).
+# BRAID_RDMA_TRACE=1 makes the daemons log every RDMA message; with
+# RDMA_WATCHDOG=S the guest prints the daemons' logs after S seconds of
+# the POSIX workload (a hung hard mount otherwise shows nothing).
 #
 # Environment: top_builddir (the daemons), BRAID_RDMA_MOUNT, RDMA_TIMEOUT
 # (the guest's, default 600 s), KEEP=1 (keep the temporary directory),
@@ -75,23 +79,23 @@ cp "$here/posix.sh" "$T/files/posix.sh" || hard "cp posix.sh"
 EXP="no_root_squash,insecure"
 BRAID_EXPORTS="/ *(rw,$EXP)"$'\n'"/striped *(rw,$EXP,layout=segments:segment_size=1M)"
 BRAID_DS_NAME=rdma
-MLINE= XPRT=tcp PORT=$MDS_PORT MOPTS=vers=4.1
-if [[ ${BRAID_RDMA_MOUNT:-0} = 1 ]]; then
-	MLINE="rdma_listen = $GUEST_IP:20049"
+MLINE="metrics_listen = $GUEST_IP:20061" XPRT=tcp PORT=$MDS_PORT MOPTS=vers=4.1
+if [[ ${BRAID_RDMA_MOUNT:-1} = 1 ]]; then
+	MLINE+=$'\n'"rdma_listen = $GUEST_IP:20049"
 	XPRT=rdma PORT=20049 MOPTS=vers=4.1,proto=rdma
 fi
 cluster_files "$T/files"
 mds_conf "$BRAID_DIR" "$GUEST_IP:$MDS_PORT" "data_io = refuse" "$MLINE" > "$T/files/mds.conf"
 for ((i = 1; i <= NDS; i++)); do
-	p=$((20000 + i)) dline=
-	[[ $XPRT = rdma ]] && dline="rdma_listen = $GUEST_IP:$((20049 + i))"
+	p=$((20000 + i)) dline="metrics_listen = $GUEST_IP:$((20061 + i))"
+	[[ $XPRT = rdma ]] && dline+=$'\n'"rdma_listen = $GUEST_IP:$((20049 + i))"
 	ds_conf "$BRAID_DIR" "$i" "$GUEST_IP:$p" "$GUEST_IP:$p" "$GUEST_IP:$MDS_PORT" "$dline" \
 		> "$T/files/ds$i.conf"
 done
 
 # the sanitizers' settings reach the daemons in the guest as they would here
 SAN_ENV=()
-for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS BRAID_RDMA_TRACE RDMA_WATCHDOG; do
 	[[ -n ${!v:-} ]] && SAN_ENV+=(--env "$v=${!v}")
 done
 
