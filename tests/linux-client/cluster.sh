@@ -260,3 +260,29 @@ stop_servers() {
 	done
 	PIDS=()
 }
+
+# rdma_guest_prepare: what a guest that runs braid itself on soft-RoCE
+# needs (rdma-qemu-v41.sh, bench/rdma.sh): the daemons (MDS_BIN, DS_BIN,
+# CTL_BIN, from top_builddir or BRAID_MDS, BRAID_DS, BRAIDCTL), rdma-core's
+# programs and the rxe verbs provider libibverbs dlopen()s by its
+# /etc/libibverbs.d entry (RDMA_BINS: clientvm arguments), and the guest's
+# library rdma-cluster.sh in $T/files; skip() when one is missing.
+rdma_guest_prepare() {
+	local p f
+	MDS_BIN=${BRAID_MDS:-$top_builddir/braid-mds} DS_BIN=${BRAID_DS:-$top_builddir/braid-ds}
+	CTL_BIN=${BRAIDCTL:-$top_builddir/braidctl}
+	[[ -x $MDS_BIN ]] || skip "braid-mds not built ($MDS_BIN; set top_builddir or BRAID_MDS)"
+	[[ -x $DS_BIN ]] || skip "braid-ds not built ($DS_BIN; set top_builddir or BRAID_DS)"
+	[[ -x $CTL_BIN ]] || skip "braidctl not built ($CTL_BIN; set top_builddir or BRAIDCTL)"
+	RDMA_BINS=()
+	for p in rdma:iproute2 rping:rdmacm-utils ibv_devinfo:ibverbs-utils; do
+		f=$(PATH=$PATH:/sbin:/usr/sbin command -v "${p%%:*}") ||
+			skip "${p%%:*} not installed (Debian package ${p#*:}; tools/install-deps)"
+		RDMA_BINS+=(--bin "$f")
+	done
+	RXE_LIB=$(ls -1 /usr/lib/*/libibverbs/librxe-rdmav*.so 2>/dev/null | head -1)
+	[[ -n $RXE_LIB && -e /etc/libibverbs.d/rxe.driver ]] ||
+		skip "the rxe verbs provider is not installed (ibverbs-providers; tools/install-deps)"
+	RDMA_BINS+=(--bin "$RXE_LIB" --file /etc/libibverbs.d/rxe.driver)
+	cp "$here/rdma-cluster.sh" "$T/files/" || hard "cp rdma-cluster.sh"
+}

@@ -47,25 +47,6 @@ hard() { echo "$PROG: ERROR: $*" >&2; exit 99; }
 GUEST_IP=10.0.2.15 MDS_PORT=2049 NDS=2 BIG_MIB=16
 BRAID_DIR=/tmp/braid # the daemons' key, exports and stores, in the guest
 
-MDS_BIN=${BRAID_MDS:-$top_builddir/braid-mds} DS_BIN=${BRAID_DS:-$top_builddir/braid-ds}
-CTL_BIN=${BRAIDCTL:-$top_builddir/braidctl}
-[[ -x $MDS_BIN ]] || skip "braid-mds not built ($MDS_BIN; set top_builddir or BRAID_MDS)"
-[[ -x $DS_BIN ]] || skip "braid-ds not built ($DS_BIN; set top_builddir or BRAID_DS)"
-[[ -x $CTL_BIN ]] || skip "braidctl not built ($CTL_BIN; set top_builddir or BRAIDCTL)"
-command -v python3 > /dev/null || skip "python3 not installed (it reads braidctl's JSON)"
-# rdma-core in the guest: the programs, and the rxe provider libibverbs
-# dlopen()s by its /etc/libibverbs.d entry
-RDMA_BINS=()
-for p in rdma:iproute2 rping:rdmacm-utils ibv_devinfo:ibverbs-utils; do
-	f=$(PATH=$PATH:/sbin:/usr/sbin command -v "${p%%:*}") ||
-		skip "${p%%:*} not installed (Debian package ${p#*:}; tools/install-deps)"
-	RDMA_BINS+=(--bin "$f")
-done
-RXE_LIB=$(ls -1 /usr/lib/*/libibverbs/librxe-rdmav*.so 2>/dev/null | head -1)
-[[ -n $RXE_LIB && -e /etc/libibverbs.d/rxe.driver ]] ||
-	skip "the rxe verbs provider is not installed (ibverbs-providers; tools/install-deps)"
-RDMA_BINS+=(--bin "$RXE_LIB" --file /etc/libibverbs.d/rxe.driver)
-
 T=$(mktemp -d "${TMPDIR:-/tmp}/braid-rdma.XXXXXX") || hard "mktemp"
 # shellcheck source=cluster.sh
 . "$here/cluster.sh"
@@ -73,6 +54,8 @@ trap cluster_cleanup EXIT
 trap 'exit 99' INT TERM
 
 vm_prepare qemu # and vmtool, for posix.sh
+rdma_guest_prepare
+command -v python3 > /dev/null || skip "python3 not installed (it reads braidctl's JSON)"
 cp "$here/posix.sh" "$T/files/posix.sh" || hard "cp posix.sh"
 
 # ------------------------------------------------------------------ settings
