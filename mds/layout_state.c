@@ -1016,7 +1016,14 @@ static void releases_run(struct mds_layout *lo)
 	pthread_mutex_unlock(&lo->mu);
 	while (r) {
 		struct lo_release *next = r->next;
-		mds_data_release(lo->mds, r->ino);
+		/* stopping: what is left stays for the orphan sweep of the next
+		 * start, rather than a call each to data servers that may be
+		 * gone already (each waits up to ds_timeout) */
+		pthread_mutex_lock(&lo->mu);
+		bool stop = lo->stop;
+		pthread_mutex_unlock(&lo->mu);
+		if (!stop)
+			mds_data_release(lo->mds, r->ino);
 		free(r);
 		r = next;
 	}

@@ -86,6 +86,8 @@ void nfsd_rdma_server_free(struct nfsd_server *s)
 #include <rdma/rdma_cma.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "nfsd/rdma_hdr.h"
 
@@ -127,6 +129,7 @@ struct rmsg {
 	bool read_failed;
 	size_t len; /* the assembled call */
 	struct rmsg *next;
+	struct rmsg *iprev, *inext; /* on its connection's reading list */
 	struct nfsd_rbuf rb; /* last: its data follows */
 };
 
@@ -156,6 +159,7 @@ struct rsend {
 	int sbuf;           /* send buffer index, -1 none yet */
 	unsigned nwr;       /* work requests it took */
 	struct rsend *next;
+	struct rsend *iprev, *inext; /* posted: on its connection's inflight list */
 };
 
 struct rbufdesc {
@@ -187,12 +191,20 @@ struct rconn {
 	struct rconn *wnext;               /* pool waiters */
 	bool waiting;                      /* on pool->waiters */
 	unsigned sq_total;
+	/* what is posted and holds memory: sends until their completion,
+	 * calls until their last RDMA Read completes */
+	struct rsend *inflight;
+	struct rmsg *reading;
 	/* teardown: dying (killed), kill_ran (its posted step ran), closing
-	 * (nothing outstanding: the watches are being dropped) */
+	 * (the watches are being dropped), the deadline of the flushes */
 	bool dying, kill_ran, closing;
 	unsigned watches; /* armed watches whose callback is still to come */
 	struct nfsd_post_fn killfn;
+	int tfd;
+	struct nfsd_op t_op;
 };
+
+#define RDMA_FLUSH_WAIT_S 5 /* a dying connection's flushes, at most */
 
 struct rlisten {
 	struct nfsd_server *srv;
@@ -415,8 +427,35 @@ static uint8_t *sbuf_ptr(struct rconn *rc, int i)
 	return rc->region + (size_t)(RDMA_CREDITS + i) * RDMA_INLINE;
 }
 
+static void inflight_del(struct rconn *rc, struct rsend *s)
+{
+	if (s->iprev)
+		s->iprev->inext = s->inext;
+	else if (rc->inflight == s)
+		rc->inflight = s->inext;
+	else
+		return; /* not on it */
+	if (s->inext)
+		s->inext->iprev = s->iprev;
+	s->iprev = s->inext = NULL;
+}
+
+static void reading_del(struct rconn *rc, struct rmsg *m)
+{
+	if (m->iprev)
+		m->iprev->inext = m->inext;
+	else if (rc->reading == m)
+		rc->reading = m->inext;
+	else
+		return;
+	if (m->inext)
+		m->inext->iprev = m->iprev;
+	m->iprev = m->inext = NULL;
+}
+
 static void rsend_free(struct rconn *rc, struct rsend *s)
 {
+	inflight_del(rc, s);
 	if (s->sbuf >= 0)
 		rc->sfree[rc->nsfree++] = s->sbuf;
 	if (s->stage)
@@ -507,6 +546,11 @@ static int post_send(struct rconn *rc, struct rsend *s, size_t len)
 		return -1;
 	rc->sq_free--;
 	s->nwr++;
+	s->iprev = NULL;
+	s->inext = rc->inflight;
+	if (rc->inflight)
+		rc->inflight->iprev = s;
+	rc->inflight = s;
 	return 0;
 }
 
@@ -866,10 +910,17 @@ static int start_reads(struct rconn *rc, struct rmsg *m)
 	o += m->len - in_off;
 	b->len = o;
 	msg_put(m);
+	if (b->reads_left) {
+		b->iprev = NULL;
+		b->inext = rc->reading;
+		if (rc->reading)
+			rc->reading->iprev = b;
+		rc->reading = b;
+	}
 	if (b->read_failed) {
 		nfsd_conn_kill(rc->c);
 		if (!b->reads_left)
-			msg_put(b);
+			msg_put(b); /* else freed when its last read completes, or at teardown */
 		return 1;
 	}
 	RTRACE("xid %08x: %u RDMA Reads posted, call of %zu bytes\n", b->hdr.xid, b->reads_left,
@@ -885,6 +936,7 @@ static void read_done(struct rconn *rc, struct rmsg *b, bool ok)
 		b->read_failed = true;
 	if (--b->reads_left)
 		return;
+	reading_del(rc, b);
 	RTRACE("xid %08x: reads done%s\n", b->hdr.xid, b->read_failed ? " (failed)" : "");
 	if (b->read_failed || rc->dying) {
 		msg_put(b);
@@ -984,7 +1036,7 @@ static void recv_msg(struct rconn *rc, const uint8_t *p, size_t n)
 
 /* ------------------------------------------------------------ completions */
 
-static void conn_teardown_maybe(struct rconn *rc);
+static void conn_teardown_maybe(struct rconn *rc, bool force);
 
 static void poll_cq(struct rconn *rc)
 {
@@ -1049,7 +1101,7 @@ static void cq_event(struct nfsd_loop *l, struct nfsd_op *op, int res)
 		}
 	}
 	if (rc->dying)
-		conn_teardown_maybe(rc);
+		conn_teardown_maybe(rc, false);
 }
 
 static void cm_event(struct nfsd_loop *l, struct nfsd_op *op, int res)
@@ -1073,7 +1125,7 @@ static void cm_event(struct nfsd_loop *l, struct nfsd_op *op, int res)
 		rc->watches++;
 	}
 	if (rc->dying)
-		conn_teardown_maybe(rc);
+		conn_teardown_maybe(rc, false);
 }
 
 /* ------------------------------------------------------------ connections */
@@ -1082,6 +1134,16 @@ static void conn_destroy(struct rconn *rc)
 {
 	if (rc->id && rc->id->qp)
 		rdma_destroy_qp(rc->id);
+	/* nothing posted completes any more: what it held goes */
+	while (rc->inflight)
+		rsend_free(rc, rc->inflight);
+	while (rc->reading) {
+		struct rmsg *m = rc->reading;
+		reading_del(rc, m);
+		msg_put(m);
+	}
+	if (rc->tfd >= 0)
+		close(rc->tfd);
 	while (rc->sendq) {
 		struct rsend *s = rc->sendq;
 		rc->sendq = s->next;
@@ -1108,22 +1170,25 @@ static void conn_destroy(struct rconn *rc)
 
 /*
  * Teardown, always from the top of a callback of this loop (a watch, the
- * posted step), never inside one of our own calls: the queue pair is put
- * in error so every work request posted completes (flushed), and the
- * completion watch stays armed until none is left; then the watches are
- * dropped, and once the last one has reported, the queue pair goes, and
- * the connection with it.
+ * posted step), never inside one of our own calls.  The queue pair is put
+ * in error, so what was posted completes, flushed; the completion watch
+ * stays armed until every send and RDMA Read has, or until
+ * RDMA_FLUSH_WAIT_S has passed (a provider that never flushes: rxe does
+ * not flush a user queue pair's receives, which we therefore never wait
+ * for).  Then the watches are dropped, and once the last has reported, the
+ * queue pair goes, what was still posted is freed, and the connection
+ * with it.
  */
-static void conn_teardown_maybe(struct rconn *rc)
+static void conn_teardown_maybe(struct rconn *rc, bool force)
 {
 	if (!rc->kill_ran)
 		return;
 	if (!rc->closing) {
-		if (rc->recv_posted || rc->sq_free != rc->sq_total)
+		if (!force && rc->sq_free != rc->sq_total)
 			return; /* flushes still to come through the watch */
 		rc->closing = true;
-		struct nfsd_op *ops[2] = { &rc->cq_op, &rc->cm_op };
-		for (int i = 0; i < 2; i++)
+		struct nfsd_op *ops[3] = { &rc->cq_op, &rc->cm_op, &rc->t_op };
+		for (int i = 0; i < 3; i++)
 			if (ops[i]->armed && !nfsd_loop_unwatch(rc->c->loop, ops[i]))
 				rc->watches--;
 	}
@@ -1136,12 +1201,32 @@ static void conn_teardown_maybe(struct rconn *rc)
 	nfsd_conn_closed(c);
 }
 
+static void flush_deadline(struct nfsd_loop *l, struct nfsd_op *op, int res)
+{
+	struct rconn *rc = op->arg;
+	(void)l;
+	rc->watches--;
+	if (res >= 0 && !rc->closing)
+		RTRACE("connection closing: flushes still missing after %d s\n", RDMA_FLUSH_WAIT_S);
+	conn_teardown_maybe(rc, res >= 0);
+}
+
 static void kill_step(struct nfsd_loop *l, void *arg)
 {
-	struct rconn *rc = arg;
-	(void)l;
-	rc->kill_ran = true;
-	conn_teardown_maybe(rc);
+	struct nfsd_conn *c = arg;
+	struct rconn *rc = c->xprt_priv;
+	if (rc) { /* (NULL: the server closed it meanwhile) */
+		rc->kill_ran = true;
+		rc->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		struct itimerspec its = { .it_value = { .tv_sec = RDMA_FLUSH_WAIT_S } };
+		if (rc->tfd >= 0 && timerfd_settime(rc->tfd, 0, &its, NULL) == 0) {
+			rc->t_op = (struct nfsd_op){ .fd = rc->tfd, .fn = flush_deadline, .arg = rc };
+			nfsd_loop_watch(l, &rc->t_op);
+			rc->watches++;
+		}
+		conn_teardown_maybe(rc, rc->tfd < 0);
+	}
+	nfsd_conn_put(c);
 }
 
 static void rdma_kill(struct nfsd_conn *c)
@@ -1154,7 +1239,8 @@ static void rdma_kill(struct nfsd_conn *c)
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 	ibv_modify_qp(rc->qp, &qa, IBV_QP_STATE);
 	rc->killfn.fn = kill_step;
-	rc->killfn.arg = rc;
+	rc->killfn.arg = c;
+	nfsd_conn_get(c);
 	nfsd_loop_post_fn(c->loop, &rc->killfn);
 }
 
@@ -1214,6 +1300,7 @@ static void accept_one(struct nfsd_server *s, struct rdma_cm_id *id,
 		goto reject;
 	rc->srv = s;
 	rc->id = id;
+	rc->tfd = -1;
 	rc->send_inline = 1024; /* RFC 8797: without the peer's sizes */
 	if (cp->private_data && cp->private_data_len >= 8) {
 		const uint8_t *pd = cp->private_data;

@@ -98,12 +98,23 @@ cluster_stop() {
 for p in $PIDS; do
 	kill "$p" 2>/dev/null
 	i=0
-	while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do
+	# 30 s: braid-mds may be in a control call to a data server stopped
+	# just before it (bounded by its ds_timeout, 20 s)
+	while kill -0 "$p" 2>/dev/null && [ $i -lt 300 ]; do
 		# a zombie is gone for this purpose: wait reaps it below
 		grep -q '^State:.*Z' /proc/$p/status 2>/dev/null && break
 		sleep 0.1; i=$((i + 1))
 	done
-	[ $i -lt 100 ] || { fail "daemon $p ignored SIGTERM for 10 s"; kill -9 "$p"; }
+	if [ $i -ge 300 ]; then
+		fail "daemon $p ignored SIGTERM for 30 s"
+		# where each of its threads waits, for the record
+		for t in /proc/$p/task/*; do
+			echo "thread ${t##*/} $(cat $t/comm) wchan $(cat $t/wchan) syscall $(cut -d' ' -f1 $t/syscall)"
+			sed 's/^/    /' $t/stack 2>/dev/null | head -8
+		done
+		command -v eu-stack > /dev/null && eu-stack -p "$p" 2>&1 | head -150
+		kill -9 "$p"
+	fi
 	wait "$p"; s=$?
 	if [ $s = 0 ]; then ok "daemon $p exited 0 on SIGTERM"; else fail "daemon $p exited with status $s on SIGTERM"; fi
 done
