@@ -181,6 +181,7 @@ static uint32_t min32(uint32_t a, uint32_t b)
 
 /* RFC 8881 §18.36.3: the server may lower what the client offers. */
 static nfsstat4 chan_negotiate(const struct nfs41_server *s, const CREATE_SESSION4args *ca,
+			       const struct nfsd_conn *conn, uint32_t *ird_buf,
 			       channel_attrs4 *fore, channel_attrs4 *back)
 {
 	const channel_attrs4 *f = &ca->csa_fore_chan_attrs, *b = &ca->csa_back_chan_attrs;
@@ -199,6 +200,18 @@ static nfsstat4 chan_negotiate(const struct nfs41_server *s, const CREATE_SESSIO
 	    min32(f->ca_maxresponsesize_cached, s->o.max_resp_cached), fore->ca_maxresponsesize);
 	fore->ca_maxoperations = min32(f->ca_maxoperations, s->o.max_ops);
 	fore->ca_maxrequests = min32(f->ca_maxrequests, s->o.max_slots);
+	/* over RDMA, the connection's own limits: no more slots than credits
+	 * (a call beyond them waits for a receive), and the inbound RDMA Read
+	 * depth we accepted when the client asks for one (RFC 8881 §18.36) */
+	uint32_t credits, ird;
+	if (conn && nfsd_conn_rdma_limits(conn, &credits, &ird)) {
+		fore->ca_maxrequests = min32(fore->ca_maxrequests, credits);
+		if (f->ca_rdma_ird.len) {
+			*ird_buf = min32(f->ca_rdma_ird.val[0], ird);
+			fore->ca_rdma_ird.len = 1;
+			fore->ca_rdma_ird.val = ird_buf;
+		}
+	}
 	*back = *b;
 	back->ca_headerpadsize = 0;
 	back->ca_maxrequests = min32(b->ca_maxrequests, BACK_MAX_SLOTS);
@@ -221,6 +234,8 @@ static struct nfs41_session *session_new_locked(struct nfs41_server *s, struct n
 	ss->clientid = clp->id;
 	ss->flags = flags;
 	ss->fore = *fore;
+	ss->fore.ca_rdma_ird.len = 0; /* (request memory) */
+	ss->fore.ca_rdma_ird.val = NULL;
 	ss->back = *back;
 	ss->nslots = n;
 	pthread_mutex_init(&ss->lock, NULL);
@@ -251,7 +266,10 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 	channel_attrs4 fore, back;
 	uint32_t flavor, uid, gid;
 
-	nfsstat4 st = chan_negotiate(s, ca, &fore, &back);
+	uint32_t *ird_buf = xdr_arena_alloc(c->arena, sizeof(*ird_buf));
+	if (!ird_buf)
+		return NFS4ERR_SERVERFAULT;
+	nfsstat4 st = chan_negotiate(s, ca, c->req ? c->req->conn : NULL, ird_buf, &fore, &back);
 	if (!st)
 		st = cb_sec_pick(ca->csa_sec_parms.len, ca->csa_sec_parms.val, &flavor, &uid, &gid);
 	if (st)

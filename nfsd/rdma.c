@@ -68,6 +68,12 @@ int nfsd_server_listen_rdma_port(struct nfsd_server *s, unsigned idx)
 	return -ENOENT;
 }
 
+bool nfsd_conn_rdma_limits(const struct nfsd_conn *c, uint32_t *credits, uint32_t *ird)
+{
+	(void)c, (void)credits, (void)ird;
+	return false;
+}
+
 void nfsd_rdma_loop_start(struct nfsd_loop *l)
 {
 	(void)l;
@@ -191,6 +197,7 @@ struct rconn {
 	struct rconn *wnext;               /* pool waiters */
 	bool waiting;                      /* on pool->waiters */
 	unsigned sq_total;
+	uint32_t ird; /* responder resources accepted */
 	/* what is posted and holds memory: sends until their completion,
 	 * calls until their last RDMA Read completes */
 	struct rsend *inflight;
@@ -1390,6 +1397,7 @@ static void accept_one(struct nfsd_server *s, struct rdma_cm_id *id,
 		ap.responder_resources = (uint8_t)rc->dev->attr.max_qp_rd_atom;
 	if (ap.initiator_depth > rc->dev->attr.max_qp_init_rd_atom)
 		ap.initiator_depth = (uint8_t)rc->dev->attr.max_qp_init_rd_atom;
+	rc->ird = ap.responder_resources;
 	if (rdma_accept(id, &ap))
 		goto fail_conn;
 	s->loops[0].st.conns_accepted++;
@@ -1495,6 +1503,16 @@ fail:
 	rdma_destroy_event_channel(ln->ch);
 	memset(ln, 0, sizeof(*ln));
 	return rc ? rc : -ENODEV;
+}
+
+bool nfsd_conn_rdma_limits(const struct nfsd_conn *c, uint32_t *credits, uint32_t *ird)
+{
+	const struct rconn *rc = c->xprt == &rdma_xprt ? c->xprt_priv : NULL;
+	if (!rc)
+		return false;
+	*credits = RDMA_CREDITS;
+	*ird = rc->ird;
+	return true;
 }
 
 int nfsd_server_listen_rdma_port(struct nfsd_server *s, unsigned idx)

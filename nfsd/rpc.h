@@ -321,6 +321,12 @@ void nfsd_req_res_rewind(struct nfsd_req *req);
  * into the caller's write chunk) does; others send it inline as always.
  */
 void nfsd_req_payload(struct nfsd_req *req, const void *p, uint32_t len);
+/*
+ * An RPC-over-RDMA connection's limits: the credits it grants (calls in
+ * flight) and its inbound RDMA Read depth (the peer's RDMA Reads of our
+ * memory it takes).  false for other transports.
+ */
+bool nfsd_conn_rdma_limits(const struct nfsd_conn *conn, uint32_t *credits, uint32_t *ird);
 /* The transport a connection uses: "tcp/io_uring", "tcp/epoll", "rdma". */
 const char *nfsd_conn_xprt_name(const struct nfsd_conn *conn);
 
