@@ -26,7 +26,12 @@
 #           LAYOUTGETs, every READ and WRITE through a layout (braid-mds
 #           refuses data I/O anyway: data_io = refuse); braidctl's layout
 #           of the file (judged on the host: the @@LAYOUT line);
-#           the client's transports (sunrpc sysfs), for the record.
+#           the client's transports (sunrpc sysfs): over RDMA, each data
+#           server's RDMA port among them, and each data server moved >=
+#           4 MiB by RDMA Read and by RDMA Write, braid-mds sent reply
+#           chunks (their metrics); braidctl recall of the file: the
+#           client returns the layout (CB_LAYOUTRECALL over the RDMA
+#           back channel, RFC 8167; braid-mds counts it returned).
 #   stop    SIGTERM to every daemon, the data servers first: each must
 #           exit with status 0.
 # Ends with RDMA-GUEST-OK and status 0 only if every check passed.
@@ -37,6 +42,12 @@ PIDS=""
 
 # shellcheck source=rdma-cluster.sh
 . /files/rdma-cluster.sh
+
+metric() { # HOST:PORT NAME LABELS -> the sample's value (0 if none)
+	n=$2; [ -n "$3" ] && n="$2{$3}"
+	wget -qO- "http://$1/metrics" 2>/dev/null |
+		awk -v n="$n" 'index($0, n " ") == 1 { v = $2 } END { print v + 0 }'
+}
 
 # ------------------------------------------------------------------ rxe, start
 rxe_up
@@ -72,6 +83,22 @@ if cmp /tmp/big "$F"; then ok "$F: the $BIG_MIB MiB read back are the bytes writ
 else fail "$F: read back differs from the bytes written"; fi
 T big-read-done
 rm -f /tmp/big
+# the back channel over RDMA (RFC 8167): a recall of the file's layouts
+# goes to the client as CB_LAYOUTRECALL on its RDMA connection, and the
+# client returns them (braid-mds counts the recall returned, not revoked)
+if [ "$EXPECT_XPRT" = rdma ]; then
+	mm=$GUEST_IP:20061
+	cat "$F" > /dev/null # holds a read layout again
+	r0=$(metric $mm braid_mds_layout_recalls_completed_total 'outcome="returned"')
+	ctl recall "/striped/$W/f$BIG_MIB" || fail "braidctl recall /striped/$W/f$BIG_MIB"
+	i=0 r1=$r0
+	while [ $i -lt 150 ] && [ "$r1" -le "$r0" ]; do
+		sleep 0.2; i=$((i + 1))
+		r1=$(metric $mm braid_mds_layout_recalls_completed_total 'outcome="returned"')
+	done
+	if [ "$r1" -gt "$r0" ]; then ok "CB_LAYOUTRECALL over RDMA: the client returned the layout"
+	else fail "the recalled layout was not returned within 30 s (CB_LAYOUTRECALL over RDMA)"; fi
+fi
 # on one line (the console's log stays short)
 echo "@@LAYOUT $(ctl --json layout "/striped/$W/f$BIG_MIB" 2>&1 | tr '\n' ' ' | tr -s ' ')"
 # mountstats of this mount: the transport, the layout driver, the counters
@@ -102,11 +129,6 @@ cat /tmp/xprts
 # each data server: the client reached it over the mount's transport (its
 # RDMA port over RDMA: the MDS gave the client RDMA addresses), and it
 # moved file data that way (WRITE by read chunks, READ by write chunks)
-metric() { # HOST:PORT NAME LABELS -> the sample's value (0 if none)
-	n=$2; [ -n "$3" ] && n="$2{$3}"
-	wget -qO- "http://$1/metrics" 2>/dev/null |
-		awk -v n="$n" 'index($0, n " ") == 1 { v = $2 } END { print v + 0 }'
-}
 i=1
 while [ $i -le $NDS ]; do
 	if [ "$EXPECT_XPRT" = rdma ]; then
