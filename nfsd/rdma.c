@@ -652,12 +652,20 @@ static int try_send(struct rconn *rc, struct rsend *s)
 		wl += 8 + 16 * h->wch[k].n;
 	size_t hl_msg = 16 + 4 + wl + 4;
 	bool nomsg = hl_msg + M > rc->send_inline;
-	if (nomsg && (!h->has_reply || M > chunk_total(h->reply, h->nreply))) {
-		/* no room inline and no reply chunk large enough */
+	/* RDMA_NOMSG echoes every reply segment with its length written, as
+	 * the write list echoes its chunks: that header too must fit the
+	 * peer's receive (RFC 8797) */
+	size_t hl = nomsg ? hl_msg + 4 + 16 * h->nreply : hl_msg;
+	if ((nomsg && (!h->has_reply || M > chunk_total(h->reply, h->nreply))) ||
+	    hl > rc->send_inline) {
+		/* no room inline and no reply chunk large enough, or the
+		 * header itself too long for the peer: ERR_CHUNK */
 		free(s->raw);
 		s->raw = malloc(20);
-		if (!s->raw)
+		if (!s->raw) {
+			rsend_free(rc, s);
 			return 1;
+		}
 		rdma_hdr_error(s->raw, r->xid, RDMA_CREDITS, RDMA_ERR_CHUNK);
 		s->rawlen = 20;
 		l->st.rdma_errors++;
@@ -665,9 +673,6 @@ static int try_send(struct rconn *rc, struct rsend *s)
 		s->r = NULL;
 		return try_send(rc, s);
 	}
-	size_t hl = nomsg ? hl_msg + 4 + 16 * h->nreply : hl_msg;
-	if (hl > RDMA_INLINE)
-		goto fail;
 	unsigned need = 1;
 	if (pay_len)
 		need += chunk_wrs(h->wseg, h->wch[0].n, pay_len);

@@ -4,8 +4,9 @@
 #
 # Run by clientvm --no-mount under busybox sh as root.  /files holds the
 # daemons' configs (mds.conf, ds1.conf ...), cluster.key, exports,
-# posix.sh and vmtool; braid-mds, braid-ds, braidctl and rdma-core's
-# programs are on PATH (clientvm --bin).  From the host (--env):
+# posix.sh and vmtool; braid-mds, braid-ds, braidctl, rdma-probe (over
+# RDMA) and rdma-core's programs are on PATH (clientvm --bin).  From the
+# host (--env):
 #   GUEST_IP     the guest's address, where everything listens (10.0.2.15)
 #   MDS_PORT     braid-mds's TCP port;  NDS  the data servers
 #   BRAID_DIR    where the configs put the key, exports and stores
@@ -32,6 +33,20 @@
 #           chunks (their metrics); braidctl recall of the file: the
 #           client returns the layout (CB_LAYOUTRECALL over the RDMA
 #           back channel, RFC 8167; braid-mds counts it returned).
+#   probe   (EXPECT_XPRT=rdma) rdma-probe, our own RPC-over-RDMA client,
+#           against braid-mds's RDMA port (the mount's PORT), NFSv3 and
+#           MOUNT v3: MNT; WRITE of 1 MiB by read chunk and READ by write
+#           chunk, byte-exact; 600 CREATEs and READDIRPLUS (64 KiB pages)
+#           by reply chunk (RDMA_NOMSG), every name back; the granted
+#           credits (64) of NULLs in flight; ERR_VERS for version 2, ERR_CHUNK for
+#           RDMA_MSGP, a bad list discriminator, 65 write segments and a
+#           4 MiB read chunk; an error reply or a disconnect for bogus
+#           steering tags or offsets in read and write chunks, an inline
+#           message over 4 KiB and twice the credits at once, each followed
+#           by a new connection that is served (rdma-probe.c's header has
+#           the details); it
+#           must exit 0, and braid-mds must have counted the RDMA_ERRORs it
+#           sent (braid_rdma_errors_sent_total).
 #   stop    SIGTERM to every daemon, the data servers first: each must
 #           exit with status 0.
 # Ends with RDMA-GUEST-OK and status 0 only if every check passed.
@@ -156,6 +171,20 @@ fi
 rm -rf "$MNT/striped/$W"
 cd /
 timeout 20 umount "$MNT" || fail "umount $MNT"
+
+# ------------------------------------------------------------------ probe
+if [ "$EXPECT_XPRT" = rdma ]; then
+	step probe "rdma-probe: our own RPC-over-RDMA client against braid-mds ($GUEST_IP:$PORT)"
+	e0=$(metric $GUEST_IP:20061 braid_rdma_errors_sent_total '')
+	timeout 120 rdma-probe "$GUEST_IP" "$PORT"
+	prc=$?
+	T probe-done
+	if [ $prc = 0 ]; then ok "rdma-probe passed"
+	else fail "rdma-probe exited with status $prc (its FAIL lines above)"; fi
+	e1=$(metric $GUEST_IP:20061 braid_rdma_errors_sent_total '')
+	if [ $((e1 - e0)) -ge 5 ]; then ok "braid-mds: $((e1 - e0)) RDMA_ERRORs sent to the probe"
+	else fail "braid-mds: braid_rdma_errors_sent_total went from $e0 to $e1 (the probe drew 5 at least)"; fi
+fi
 
 # ------------------------------------------------------------------ stop
 step stop "stop the daemons (data servers first)"

@@ -13,7 +13,14 @@
 # and writes a 16 MiB file through flexfiles layouts (1 MiB segments on
 # both data servers) and reads it back, checking /proc/self/mountstats;
 # here, braidctl's layout of that file must place its 16 segments on both
-# data servers.
+# data servers.  Over RDMA the guest then runs rdma-probe (our own
+# RPC-over-RDMA client, tests/linux-client/rdma-probe.c, in with --bin)
+# against braid-mds's NFSv3 and MOUNT: WRITE by read chunk, READ by write
+# chunk, a 600-entry READDIRPLUS by reply chunks, the credit limit in
+# flight, and a bad peer's messages (wrong version, RDMA_MSGP, malformed
+# and over-limit chunk lists, bogus steering tags, an oversized inline
+# message, a credit overrun) answered by RDMA_ERROR or a disconnect, the
+# server serving new connections after each.
 #
 # The daemons get [mds] rdma_listen = 10.0.2.15:20049 and [ds]
 # rdma_listen = 10.0.2.15:20050, 20051 (and metrics on 20061, 20062, 20063),
@@ -27,11 +34,13 @@
 # RDMA_WATCHDOG=S the guest prints the daemons' logs after S seconds of
 # the POSIX workload (a hung hard mount otherwise shows nothing).
 #
-# Environment: top_builddir (the daemons), BRAID_RDMA_MOUNT, RDMA_TIMEOUT
-# (the guest's, default 600 s), KEEP=1 (keep the temporary directory),
-# CI=true (what would skip is an error: CI's hosts have everything,
-# tools/install-deps).  Exit status (automake): 0 pass, 1 a check failed,
-# 77 skip (no VM environment, rdma-core programs or daemons), 99 hard error.
+# Environment: top_builddir (the daemons and tests/linux-client/rdma-probe,
+# which make check builds; RDMA_PROBE names another), BRAID_RDMA_MOUNT,
+# RDMA_TIMEOUT (the guest's, default 600 s), KEEP=1 (keep the temporary
+# directory), CI=true (what would skip is an error: CI's hosts have
+# everything, tools/install-deps).  Exit status (automake): 0 pass, 1 a
+# check failed, 77 skip (no VM environment, rdma-core programs, daemons or
+# rdma-probe), 99 hard error.
 set -u
 PROG=rdma-qemu-v41.sh
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +55,8 @@ hard() { echo "$PROG: ERROR: $*" >&2; exit 99; }
 
 GUEST_IP=10.0.2.15 MDS_PORT=2049 NDS=2 BIG_MIB=16
 BRAID_DIR=/tmp/braid # the daemons' key, exports and stores, in the guest
+
+PROBE_BIN=${RDMA_PROBE:-$top_builddir/tests/linux-client/rdma-probe}
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/braid-rdma.XXXXXX") || hard "mktemp"
 # shellcheck source=cluster.sh
@@ -66,6 +77,9 @@ MLINE="metrics_listen = $GUEST_IP:20061" XPRT=tcp PORT=$MDS_PORT MOPTS=vers=4.1
 if [[ ${BRAID_RDMA_MOUNT:-1} = 1 ]]; then
 	MLINE+=$'\n'"rdma_listen = $GUEST_IP:20049"
 	XPRT=rdma PORT=20049 MOPTS=vers=4.1,proto=rdma
+	# rdma-guest.sh's probe step: dynamic, so in with --bin (and its libraries)
+	[[ -x $PROBE_BIN ]] || skip "rdma-probe not built ($PROBE_BIN: make check builds it; set RDMA_PROBE)"
+	RDMA_BINS+=(--bin "$PROBE_BIN=/usr/bin/rdma-probe")
 fi
 cluster_files "$T/files"
 mds_conf "$BRAID_DIR" "$GUEST_IP:$MDS_PORT" "data_io = refuse" "$MLINE" > "$T/files/mds.conf"
