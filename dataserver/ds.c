@@ -880,9 +880,12 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	ds->nports = set->listen.n;
 	for (unsigned i = 0; i < set->rdma_listen.n; i++) {
 		const struct sockaddr_storage *ss = &set->rdma_listen.addr[i];
-		char a[80];
-		const char *netid;
-		uaddr_of(ss, a, sizeof(a), &netid);
+		char a[INET6_ADDRSTRLEN] = "?";
+		inet_ntop(ss->ss_family,
+			  ss->ss_family == AF_INET
+				  ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+				  : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr,
+			  a, sizeof(a));
 		if (addr_is_wildcard(ss)) {
 			snprintf(msg, msglen, "[ds] rdma_listen %s: give the RDMA device's own address", a);
 			rc = -EINVAL;
@@ -892,10 +895,7 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 							 : sizeof(struct sockaddr_in6);
 		if ((rc = nfsd_server_listen_rdma(ds->srv, (const struct sockaddr *)ss, len))) {
 			snprintf(msg, msglen, "rdma_listen on %s: %s%s", a, strerror(-rc),
-				 rc == -ENODEV || rc == -EADDRNOTAVAIL
-					 ? " (no RDMA device has that address: rdma link show)"
-				 : rc == -ENOTSUP ? " (built --without-rdma)"
-						  : "");
+				 nfsd_rdma_listen_hint(rc));
 			goto fail;
 		}
 		if (!addr_port(ss))

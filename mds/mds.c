@@ -747,44 +747,38 @@ static int op_table_build(struct braid_mds *mds, char *msg, size_t msglen)
 	return 0;
 }
 
+/* Listen on one address, TCP or RPC-over-RDMA; the error says where and why. */
+static int listen_one(struct braid_mds *mds, const struct sockaddr_storage *ss, bool rdma,
+		      char *msg, size_t msglen)
+{
+	socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						 : sizeof(struct sockaddr_in6);
+	int rc = rdma ? nfsd_server_listen_rdma(mds->srv, (const struct sockaddr *)ss, len)
+		      : nfsd_server_listen(mds->srv, (const struct sockaddr *)ss, len);
+	if (rc) {
+		char a[INET6_ADDRSTRLEN] = "?";
+		const void *ap = ss->ss_family == AF_INET
+					 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+					 : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+		inet_ntop(ss->ss_family, ap, a, sizeof(a));
+		snprintf(msg, msglen, "%s on %s: %s%s", rdma ? "rdma_listen" : "listen", a,
+			 strerror(-rc), rdma ? nfsd_rdma_listen_hint(rc) : "");
+	}
+	return rc;
+}
+
 static int listen_all(struct braid_mds *mds, char *msg, size_t msglen)
 {
+	int rc;
 	for (unsigned i = 0; i < mds->set.listen.n; i++) {
-		const struct sockaddr_storage *ss = &mds->set.listen.addr[i];
-		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-							 : sizeof(struct sockaddr_in6);
-		int rc = nfsd_server_listen(mds->srv, (const struct sockaddr *)ss, len);
-		if (rc) {
-			char a[INET6_ADDRSTRLEN] = "?";
-			const void *ap = ss->ss_family == AF_INET
-						 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
-						 : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
-			inet_ntop(ss->ss_family, ap, a, sizeof(a));
-			snprintf(msg, msglen, "listen on %s: %s", a, strerror(-rc));
+		if ((rc = listen_one(mds, &mds->set.listen.addr[i], false, msg, msglen)))
 			return rc;
-		}
 		mds->ports[i] = nfsd_server_listen_port(mds->srv, i);
 	}
 	mds->nports = mds->set.listen.n;
-	for (unsigned i = 0; i < mds->set.rdma_listen.n; i++) {
-		const struct sockaddr_storage *ss = &mds->set.rdma_listen.addr[i];
-		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-							 : sizeof(struct sockaddr_in6);
-		int rc = nfsd_server_listen_rdma(mds->srv, (const struct sockaddr *)ss, len);
-		if (rc) {
-			char a[INET6_ADDRSTRLEN] = "?";
-			const void *ap = ss->ss_family == AF_INET
-						 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
-						 : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
-			inet_ntop(ss->ss_family, ap, a, sizeof(a));
-			snprintf(msg, msglen, "rdma_listen on %s: %s%s", a, strerror(-rc),
-				 rc == -ENODEV || rc == -EADDRNOTAVAIL
-					 ? " (no RDMA device has that address: rdma link show)"
-				 : rc == -ENOTSUP ? " (built --without-rdma)"
-						  : "");
+	for (unsigned i = 0; i < mds->set.rdma_listen.n; i++)
+		if ((rc = listen_one(mds, &mds->set.rdma_listen.addr[i], true, msg, msglen)))
 			return rc;
-		}
-	}
 	return 0;
 }
 

@@ -54,6 +54,20 @@
 
 #include "nfsd/engine.h"
 
+const char *nfsd_rdma_listen_hint(int err)
+{
+	switch (err) {
+	case -ENODEV:
+	case -EADDRNOTAVAIL:
+		return " (no RDMA device has that address: rdma link show; for soft-RoCE, "
+		       "rdma link add rxe0 type rxe netdev DEV)";
+	case -ENOTSUP:
+		return " (built --without-rdma)";
+	default:
+		return "";
+	}
+}
+
 #ifndef HAVE_RDMA
 
 int nfsd_server_listen_rdma(struct nfsd_server *s, const struct sockaddr *sa, socklen_t len)

@@ -214,6 +214,9 @@ int nfsd_server_listen_port(struct nfsd_server *s, unsigned idx);
  */
 int nfsd_server_listen_rdma(struct nfsd_server *s, const struct sockaddr *sa, socklen_t len);
 int nfsd_server_listen_rdma_port(struct nfsd_server *s, unsigned idx);
+/* What to tell an operator about nfsd_server_listen_rdma's error ("" or
+ * " (...)"). */
+const char *nfsd_rdma_listen_hint(int err);
 /* Start the loops and workers; returns immediately. */
 int nfsd_server_start(struct nfsd_server *s);
 /* Stop and free everything; joins every thread. */
