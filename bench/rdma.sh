@@ -56,22 +56,26 @@ BRAID_DS_NAME=bench
 cluster_files "$T/files"
 mds_conf "$BRAID_DIR" "$GUEST_IP:$MDS_PORT" "data_io = refuse" \
 	"rdma_listen = $GUEST_IP:20049" > "$T/files/mds.conf"
+DIRECT=${DIRECT:-1}
+dline="rdma_listen = $GUEST_IP:20050"$'\n'"metrics_listen = $GUEST_IP:20062"
+[[ $DIRECT = 1 ]] && dline+=$'\n'"direct_io = yes"
 ds_conf "$BRAID_DIR" 1 "$GUEST_IP:20001" "$GUEST_IP:20001" "$GUEST_IP:$MDS_PORT" \
-	"rdma_listen = $GUEST_IP:20050" > "$T/files/ds1.conf"
+	"$dline" > "$T/files/ds1.conf"
 vm_lock
 T0=$SECONDS
 "$here/clientvm" --backend qemu --no-mount --mem $((MIB * 3 + 768)) \
 	--timeout $((300 + MIB * ROUNDS * 4)) \
-	--modules crc32_generic,rdma_rxe,rdma_ucm,rpcrdma \
+	--modules crc32_generic,rdma_rxe,rdma_ucm,rpcrdma,brd,ext4,crc32c_generic \
 	--bin "$MDS_BIN=/usr/bin/braid-mds" --bin "$DS_BIN=/usr/bin/braid-ds" \
 	--bin "$CTL_BIN=/usr/bin/braidctl" "${RDMA_BINS[@]}" --files "$T/files" \
 	${RDMA_DEBUG_BIN:+--bin "$RDMA_DEBUG_BIN"} \
 	--env "GUEST_IP=$GUEST_IP" --env "MDS_PORT=$MDS_PORT" --env "NDS=$NDS" \
-	--env "BRAID_DIR=$BRAID_DIR" --env "MIB=$MIB" --env "ROUNDS=$ROUNDS" \
+	--env "BRAID_DIR=$BRAID_DIR" --env "MIB=$MIB" --env "ROUNDS=$ROUNDS" --env "DIRECT=$DIRECT" \
 	"$GUEST_IP:$MDS_PORT" "$T/files/rdma-guest.sh" > "$T/vm.log" 2>&1
 rc=$?
 [[ $rc = 0 ]] || { tail -40 "$T/vm.log" >&2; hard "the guest failed (clientvm exit $rc)"; }
 echo "$PROG: the guest ran $((SECONDS - T0)) s" >&2
+grep -E '^(data server store|@@ZEROCOPY)' "$T/vm.log" >&2
 grep '^@@BENCH ' "$T/vm.log" | python3 -c '
 import json, statistics, sys
 rows = [l.split()[1:] for l in sys.stdin]  # round xprt op mib secs user_s sys_s

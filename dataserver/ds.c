@@ -153,11 +153,15 @@ static void *buf_alloc(struct ds_bufpool *p)
 	madvise(data, span, MADV_HUGEPAGE);
 #endif
 	*(struct ds_bufpool **)hdr = p;
+	if (p->srv)
+		nfsd_server_rdma_register(p->srv, data, span);
 	return data;
 }
 
 static void buf_unmap(struct ds_bufpool *p, void *b)
 {
+	if (p->srv)
+		nfsd_server_rdma_unregister(p->srv, b);
 	munmap((uint8_t *)b - BUF_HDR, BUF_HDR + buf_span(p));
 }
 
@@ -902,6 +906,7 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 			addr_set_port(&ds->set.rdma_listen.addr[i],
 				      nfsd_server_listen_rdma_port(ds->srv, i));
 	}
+	ds->bufs.srv = ds->srv; /* its RDMA listeners are set up */
 	if ((rc = nfsd_server_start(ds->srv))) {
 		snprintf(msg, msglen, "RPC server start: %s", strerror(-rc));
 		goto fail;
@@ -947,7 +952,8 @@ int braid_ds_stop(struct braid_ds *ds)
 	if (ds->scrub_running)
 		pthread_join(ds->scrub_thread, NULL);
 	if (ds->srv)
-		nfsd_server_free(ds->srv);
+		nfsd_server_free(ds->srv); /* (with it every RDMA registration) */
+	ds->bufs.srv = NULL;
 	ds_mover_free(ds->mover); /* no COPY runs: the workers are gone */
 	ds_nfs41_stop(ds);
 	braid_auth_free(ds->auth);

@@ -23,6 +23,10 @@ struct ds_bufpool {
 	void **free;
 	unsigned nfree, cap;
 	size_t size;
+	/* set once serving: each buffer is registered with its RDMA devices
+	 * for its life (nfsd_server_rdma_register), so RDMA Write sends a
+	 * READ's data from it */
+	struct nfsd_server *srv;
 };
 
 struct braid_ds {

@@ -1488,6 +1488,7 @@ void nfsd_server_stats(struct nfsd_server *s, struct nfsd_server_stats *st)
 		st->rdma_reply_chunk_bytes += x->rdma_reply_chunk_bytes;
 		st->rdma_inline_bytes += x->rdma_inline_bytes;
 		st->rdma_inline_in_bytes += x->rdma_inline_in_bytes;
+		st->rdma_write_zerocopy_bytes += x->rdma_write_zerocopy_bytes;
 		st->tcp_bytes_in += x->tcp_bytes_in;
 		st->tcp_bytes_out += x->tcp_bytes_out;
 	}

@@ -774,6 +774,11 @@ void nfsd_metrics_collect_server(struct nfsd_metrics_out *o, struct nfsd_server 
 	nfsd_metrics_family(o, "braid_rdma_errors_sent_total", "counter",
 			    "RDMA_ERROR replies sent (ERR_VERS, ERR_CHUNK).");
 	nfsd_metrics_sample_u64(o, "braid_rdma_errors_sent_total", NULL, st.rdma_errors);
+	nfsd_metrics_family(o, "braid_rdma_write_zerocopy_bytes_total", "counter",
+			    "Of the write-chunk bytes, those sent by RDMA Write from where the "
+			    "READ's data lay (registered memory), not from a copy.");
+	nfsd_metrics_sample_u64(o, "braid_rdma_write_zerocopy_bytes_total", NULL,
+				st.rdma_write_zerocopy_bytes);
 }
 
 /* ------------------------------------------------------------------ HTTP */

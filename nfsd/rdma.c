@@ -88,6 +88,17 @@ bool nfsd_conn_rdma_limits(const struct nfsd_conn *c, uint32_t *credits, uint32_
 	return false;
 }
 
+int nfsd_server_rdma_register(struct nfsd_server *s, void *addr, size_t len)
+{
+	(void)s, (void)addr, (void)len;
+	return 0;
+}
+
+void nfsd_server_rdma_unregister(struct nfsd_server *s, void *addr)
+{
+	(void)s, (void)addr;
+}
+
 void nfsd_rdma_loop_start(struct nfsd_loop *l)
 {
 	(void)l;
@@ -128,6 +139,7 @@ struct rwr {
 
 struct rdev {
 	struct ibv_context *verbs;
+	unsigned idx; /* in rreg.mr */
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	struct rdev *next;
@@ -235,11 +247,26 @@ struct rlisten {
 	uint16_t port;
 };
 
+/*
+ * Memory the server's procedures reply from (nfsd_server_rdma_register:
+ * braid-ds's read buffers), registered with every device's PD, so a READ's
+ * data goes by RDMA Write from where it lies.
+ */
+#define RDMA_MAX_DEVS 4
+struct rreg {
+	void *addr;
+	size_t len;
+	struct ibv_mr *mr[RDMA_MAX_DEVS]; /* by the device's index */
+	struct rreg *next;
+};
+
 struct nfsd_rdma {
 	struct rlisten ln[RDMA_MAX_LISTEN];
 	unsigned n;
-	pthread_mutex_t mu; /* devs */
+	pthread_mutex_t mu; /* devs, regs */
 	struct rdev *devs;
+	unsigned ndevs;
+	struct rreg *regs;
 	struct rpool **pools; /* per loop: a list, one per device */
 };
 
@@ -284,6 +311,15 @@ static struct rdev *dev_get(struct nfsd_rdma *R, struct ibv_context *verbs)
 		d = NULL;
 		goto out;
 	}
+	if (R->ndevs == RDMA_MAX_DEVS) {
+		ibv_dealloc_pd(d->pd);
+		free(d);
+		d = NULL;
+		goto out;
+	}
+	d->idx = R->ndevs++;
+	for (struct rreg *g = R->regs; g; g = g->next)
+		g->mr[d->idx] = ibv_reg_mr(d->pd, g->addr, g->len, IBV_ACCESS_LOCAL_WRITE);
 	d->next = R->devs;
 	R->devs = d;
 out:
@@ -586,6 +622,21 @@ static int payload_iov(const struct nfsd_req *r)
 	return -1;
 }
 
+/* The lkey of registered memory holding [p, p + len) on d, or 0: none. */
+static uint32_t reg_lkey(struct nfsd_rdma *R, const struct rdev *d, const void *p, size_t len)
+{
+	uint32_t lkey = 0;
+	pthread_mutex_lock(&R->mu);
+	for (struct rreg *g = R->regs; g; g = g->next)
+		if ((const uint8_t *)p >= (uint8_t *)g->addr &&
+		    (const uint8_t *)p + len <= (uint8_t *)g->addr + g->len) {
+			lkey = g->mr[d->idx] ? g->mr[d->idx]->lkey : 0;
+			break;
+		}
+	pthread_mutex_unlock(&R->mu);
+	return lkey;
+}
+
 /*
  * Gather the reply (after its record mark) into dst, leaving out
  * [skip_at, skip_at + skip_len) of the stream.
@@ -694,7 +745,9 @@ static int try_send(struct rconn *rc, struct rsend *s)
 		need += chunk_wrs(h->reply, h->nreply, M);
 	if (rc->sq_free < need)
 		return 0;
-	if ((pay_len || nomsg) && !s->stage) {
+	/* the payload from where it lies when that memory is registered */
+	uint32_t pay_lkey = pay_len ? reg_lkey(rc->srv->rdma, rc->dev, r->pay_ptr, pay_len) : 0;
+	if (((pay_len && !pay_lkey) || nomsg) && !s->stage) {
 		s->stage = pool_take(rc->pool);
 		if (!s->stage) {
 			pool_wait(rc);
@@ -703,7 +756,12 @@ static int try_send(struct rconn *rc, struct rsend *s)
 	}
 	uint32_t wused[RDMA_MAX_SEGS] = { 0 }, rused[RDMA_MAX_SEGS] = { 0 };
 	size_t off = 0;
-	if (pay_len) {
+	if (pay_len && pay_lkey) {
+		if (write_chunk(rc, h->wseg, h->wch[0].n, r->pay_ptr, pay_len, pay_lkey, wused))
+			goto fail;
+		l->st.rdma_write_bytes += pay_len;
+		l->st.rdma_write_zerocopy_bytes += pay_len;
+	} else if (pay_len) {
 		memcpy(s->stage->rb.data, r->pay_ptr, pay_len);
 		if (write_chunk(rc, h->wseg, h->wch[0].n, s->stage->rb.data, pay_len, s->stage->lkey,
 				wused))
@@ -1524,6 +1582,49 @@ fail:
 	return rc ? rc : -ENODEV;
 }
 
+int nfsd_server_rdma_register(struct nfsd_server *s, void *addr, size_t len)
+{
+	struct nfsd_rdma *R = s->rdma;
+	if (!R)
+		return 0; /* no RDMA listener: nothing to do */
+	struct rreg *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->addr = addr;
+	g->len = len;
+	pthread_mutex_lock(&R->mu);
+	for (struct rdev *d = R->devs; d; d = d->next)
+		g->mr[d->idx] = ibv_reg_mr(d->pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
+	g->next = R->regs;
+	R->regs = g;
+	pthread_mutex_unlock(&R->mu);
+	return 0;
+}
+
+static void reg_free(struct rreg *g)
+{
+	for (unsigned i = 0; i < RDMA_MAX_DEVS; i++)
+		if (g->mr[i])
+			ibv_dereg_mr(g->mr[i]);
+	free(g);
+}
+
+void nfsd_server_rdma_unregister(struct nfsd_server *s, void *addr)
+{
+	struct nfsd_rdma *R = s->rdma;
+	if (!R)
+		return;
+	pthread_mutex_lock(&R->mu);
+	for (struct rreg **pp = &R->regs; *pp; pp = &(*pp)->next)
+		if ((*pp)->addr == addr) {
+			struct rreg *g = *pp;
+			*pp = g->next;
+			reg_free(g);
+			break;
+		}
+	pthread_mutex_unlock(&R->mu);
+}
+
 bool nfsd_conn_rdma_limits(const struct nfsd_conn *c, uint32_t *credits, uint32_t *ird)
 {
 	const struct rconn *rc = c->xprt == &rdma_xprt ? c->xprt_priv : NULL;
@@ -1566,6 +1667,11 @@ void nfsd_rdma_server_free(struct nfsd_server *s)
 			pool_free(p);
 		}
 	free(R->pools);
+	while (R->regs) {
+		struct rreg *g = R->regs;
+		R->regs = g->next;
+		reg_free(g);
+	}
 	while (R->devs) {
 		struct rdev *d = R->devs;
 		R->devs = d->next;

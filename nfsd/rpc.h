@@ -214,6 +214,15 @@ int nfsd_server_listen_port(struct nfsd_server *s, unsigned idx);
  */
 int nfsd_server_listen_rdma(struct nfsd_server *s, const struct sockaddr *sa, socklen_t len);
 int nfsd_server_listen_rdma_port(struct nfsd_server *s, unsigned idx);
+/*
+ * Memory replies carry payloads from (nfsd_req_payload), e.g. a server's
+ * read buffers: registered with every RDMA device the server uses, now and
+ * later, so RDMA Write sends from it without a copy.  Call after the RDMA
+ * listeners are set up (before, or without any, it is a no-op); unregister
+ * before the memory goes, and only when no reply still refers to it.
+ */
+int nfsd_server_rdma_register(struct nfsd_server *s, void *addr, size_t len);
+void nfsd_server_rdma_unregister(struct nfsd_server *s, void *addr);
 /* What to tell an operator about nfsd_server_listen_rdma's error ("" or
  * " (...)"). */
 const char *nfsd_rdma_listen_hint(int err);
@@ -230,7 +239,8 @@ struct nfsd_server_stats {
 	 * sent, bytes pulled by RDMA Read (read chunks), pushed by RDMA Write
 	 * into write chunks and into reply chunks, and sent inline */
 	uint64_t rdma_conns, rdma_calls, rdma_errors, rdma_read_bytes, rdma_write_bytes,
-		rdma_reply_chunk_bytes, rdma_inline_bytes, rdma_inline_in_bytes;
+		rdma_reply_chunk_bytes, rdma_inline_bytes, rdma_inline_in_bytes,
+		rdma_write_zerocopy_bytes; /* of rdma_write_bytes: from registered memory */
 	/* TCP: bytes received and sent */
 	uint64_t tcp_bytes_in, tcp_bytes_out;
 };

@@ -55,6 +55,18 @@ fi
 
 }
 
+# ramdisk_store DIR MIB: an ext2 file system on a MIB MiB ramdisk (brd,
+# loaded again with that size) mounted on DIR, for a data server store
+# that O_DIRECT works on (tmpfs refuses it); needs --modules brd,ext4,
+# crc32c_generic
+ramdisk_store() {
+	k=$(find /lib/modules -name brd.ko | head -1)
+	rmmod brd 2>/dev/null
+	insmod "$k" rd_nr=1 rd_size=$(($2 * 1024)) || die "insmod brd rd_size=$(($2 * 1024))"
+	mke2fs -q /dev/ram0 > /dev/null || die "mke2fs /dev/ram0"
+	mkdir -p "$1" && mount -t ext2 /dev/ram0 "$1" || die "mount /dev/ram0 on $1"
+}
+
 cluster_start() {
 step start "braid-mds and $NDS braid-ds in the guest"
 mkdir -p "$BRAID_DIR" || die "mkdir $BRAID_DIR"

@@ -33,6 +33,9 @@
 #           chunks (their metrics); braidctl recall of the file: the
 #           client returns the layout (CB_LAYOUTRECALL over the RDMA
 #           back channel, RFC 8167; braid-mds counts it returned).
+#           The last data server's store is ext2 on a ramdisk with
+#           direct_io: its READ data must go by RDMA Write straight from
+#           its registered read buffers (braid_rdma_write_zerocopy_bytes).
 #   probe   (EXPECT_XPRT=rdma) rdma-probe, our own RPC-over-RDMA client,
 #           against braid-mds's RDMA port (the mount's PORT), NFSv3 and
 #           MOUNT v3: MNT; WRITE of 1 MiB by read chunk and READ by write
@@ -66,6 +69,10 @@ metric() { # HOST:PORT NAME LABELS -> the sample's value (0 if none)
 
 # ------------------------------------------------------------------ rxe, start
 rxe_up
+# the last data server's store: ext2 on a ramdisk, O_DIRECT (direct_io in
+# its config): its READs come into its registered read buffers and go to
+# the client by RDMA Write from there, without a copy
+ramdisk_store "$BRAID_DIR/ds$NDS" 96
 cluster_start
 
 # ------------------------------------------------------------------ posix
@@ -157,6 +164,12 @@ while [ $i -le $NDS ]; do
 		if [ "$rb" -ge 4194304 ] && [ "$wb" -ge 4194304 ]; then
 			ok "data server $i: $rb bytes in by RDMA Read, $wb out by RDMA Write"
 		else fail "data server $i: RDMA Read $rb and Write $wb bytes (want 4 MiB each at least)"; fi
+		if [ $i = "$NDS" ]; then
+			zc=$(metric $m braid_rdma_write_zerocopy_bytes_total '')
+			if [ "$zc" -ge 4194304 ]; then
+				ok "data server $i (O_DIRECT store): $zc bytes by RDMA Write from its registered buffers, no copy"
+			else fail "data server $i (O_DIRECT store): $zc bytes without a copy (want 4 MiB at least)"; fi
+		fi
 	fi
 	i=$((i + 1))
 done

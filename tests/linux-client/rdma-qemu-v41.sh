@@ -86,6 +86,8 @@ mds_conf "$BRAID_DIR" "$GUEST_IP:$MDS_PORT" "data_io = refuse" "$MLINE" > "$T/fi
 for ((i = 1; i <= NDS; i++)); do
 	p=$((20000 + i)) dline="metrics_listen = $GUEST_IP:$((20061 + i))"
 	[[ $XPRT = rdma ]] && dline+=$'\n'"rdma_listen = $GUEST_IP:$((20049 + i))"
+	# the last data server's store takes O_DIRECT (a ramdisk: rdma-guest.sh)
+	((i == NDS)) && dline+=$'\n'"direct_io = yes"
 	ds_conf "$BRAID_DIR" "$i" "$GUEST_IP:$p" "$GUEST_IP:$p" "$GUEST_IP:$MDS_PORT" "$dline" \
 		> "$T/files/ds$i.conf"
 done
@@ -100,7 +102,7 @@ vm_lock
 echo "$PROG: VM ready, lock held after ${SECONDS}s; mount over $XPRT ($MOPTS)" >&2
 T0=$SECONDS
 "$here/clientvm" --backend qemu --no-mount --mem 1024 --timeout "${RDMA_TIMEOUT:-600}" \
-	--modules crc32_generic,rdma_rxe,rdma_ucm,rpcrdma \
+	--modules crc32_generic,rdma_rxe,rdma_ucm,rpcrdma,brd,ext4,crc32c_generic \
 	--bin "$MDS_BIN=/usr/bin/braid-mds" --bin "$DS_BIN=/usr/bin/braid-ds" \
 	--bin "$CTL_BIN=/usr/bin/braidctl" "${RDMA_BINS[@]}" \
 	--files "$T/files" --mount-opts "$MOPTS" \
