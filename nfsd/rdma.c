@@ -782,6 +782,11 @@ static int try_send(struct rconn *rc, struct rsend *s)
 		}
 	}
 	p = rdma_hdr_put32(p, 0); /* end of write list */
+	if (nomsg && off + M > s->stage->rb.cap) {
+		/* (a reply larger than a buffer: max_record bounds both) */
+		RTRACE("reply xid %08x: %zu bytes do not fit a buffer\n", r->xid, off + M);
+		goto fail;
+	}
 	if (nomsg) {
 		uint8_t *body = s->stage->rb.data + off;
 		gather(r, body, pay_len ? pay_at : SIZE_MAX, pay_len + pay_pad);
