@@ -12,7 +12,9 @@ rxe_up
 # Write from there (no copy); else the guest's tmpfs, through the page
 # cache (a copy into a registered buffer before each RDMA Write)
 if [ "${DIRECT:-1}" = 1 ]; then
-	ramdisk_store "$BRAID_DIR/ds1" $((MIB * 3))
+	# room for every round's files: removed objects go back to the store
+	# once their layouts are returned, not at rm
+	ramdisk_store "$BRAID_DIR/ds1" $((MIB * 2 * ROUNDS + 64))
 	echo "data server store: ext2 on /dev/ram0, O_DIRECT"
 fi
 cluster_start

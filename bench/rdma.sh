@@ -4,7 +4,9 @@
 #
 # The host kernel has no RDMA, so everything runs in one qemu guest (TCG,
 # one vCPU) on soft-RoCE, as tests/linux-client/rdma-qemu-v41.sh does:
-# braid-mds and one braid-ds (stores on the guest's tmpfs) listening on
+# braid-mds and one braid-ds (its store ext2 on a ramdisk with direct_io,
+# so READ data goes by RDMA Write from its registered read buffers; DIRECT=0:
+# the guest's tmpfs through the page cache, one copy) listening on
 # TCP and on RDMA, and the stock kernel client mounting the MDS twice,
 # vers=4.1 over TCP and vers=4.1,proto=rdma (rsize = wsize = 1 MiB): the
 # flexfiles layout sends each mount to the data server over its own
@@ -63,7 +65,7 @@ ds_conf "$BRAID_DIR" 1 "$GUEST_IP:20001" "$GUEST_IP:20001" "$GUEST_IP:$MDS_PORT"
 	"$dline" > "$T/files/ds1.conf"
 vm_lock
 T0=$SECONDS
-"$here/clientvm" --backend qemu --no-mount --mem $((MIB * 3 + 768)) \
+"$here/clientvm" --backend qemu --no-mount --mem $((MIB * (2 * ROUNDS + 3) + 832)) \
 	--timeout $((300 + MIB * ROUNDS * 4)) \
 	--modules crc32_generic,rdma_rxe,rdma_ucm,rpcrdma,brd,ext4,crc32c_generic \
 	--bin "$MDS_BIN=/usr/bin/braid-mds" --bin "$DS_BIN=/usr/bin/braid-ds" \
