@@ -6,7 +6,8 @@
 # each READY on its --ready-fd, then braidctl ds list shows them all up)
 # and cluster_stop (SIGTERM, the data servers first: each must exit 0).
 # The caller sets GUEST_IP, MDS_PORT, NDS, BRAID_DIR (--env) and FAILS=0,
-# PIDS="" before sourcing.
+# PIDS="" before sourcing; RXE_MTU (default 4096, RoCE's largest; empty:
+# leave eth0's 1500, which gives rxe 1024).
 
 T() { read up idle < /proc/uptime; echo "@@CLIENTVM T=$up $*"; }
 step() { echo "== $*"; T "$1"; }
@@ -34,6 +35,9 @@ rxe_up() {
 step rxe "soft-RoCE: rxe0 on eth0"
 # rxe logs "eth0 speed is unknown" on every port query: keep the console for us
 echo 4 > /proc/sys/kernel/printk
+# RoCE's largest MTU, 4096 (rxe takes it from the netdev's: 1500 gives
+# 1024): what RoCE deployments run, and the guest's TCP runs over lo's 64 KiB
+[ -n "${RXE_MTU:-4096}" ] && ip link set eth0 mtu $((${RXE_MTU:-4096} + 100))
 rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 type rxe netdev eth0"
 dev=$(ibv_devinfo -d rxe0) || die "ibv_devinfo -d rxe0 (is the rxe provider in the guest?)"
 case $dev in *PORT_ACTIVE*) ok "rxe0 port 1 active";; *) fail "rxe0 port not active: $dev";; esac
