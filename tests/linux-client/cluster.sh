@@ -274,6 +274,8 @@ rdma_guest_prepare() {
 	[[ -x $MDS_BIN ]] || skip "braid-mds not built ($MDS_BIN; set top_builddir or BRAID_MDS)"
 	[[ -x $DS_BIN ]] || skip "braid-ds not built ($DS_BIN; set top_builddir or BRAID_DS)"
 	[[ -x $CTL_BIN ]] || skip "braidctl not built ($CTL_BIN; set top_builddir or BRAIDCTL)"
+	grep -q '^#define HAVE_RDMA 1' "$top_builddir/config.h" 2>/dev/null ||
+		skip "braid was built --without-rdma (configure builds RDMA by default, with librdmacm-dev and libibverbs-dev installed)"
 	RDMA_BINS=()
 	for p in rdma:iproute2 rping:rdmacm-utils ibv_devinfo:ibverbs-utils; do
 		f=$(PATH=$PATH:/sbin:/usr/sbin command -v "${p%%:*}") ||
