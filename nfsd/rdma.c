@@ -825,26 +825,26 @@ static void send_or_queue(struct rconn *rc, struct rsend *s)
 		sendq_add(rc, s);
 }
 
-static void send_raw(struct rconn *rc, const uint8_t *p, size_t len)
+/* Send len bytes of raw (malloc'd; the send owns it from here). */
+static void send_raw(struct rconn *rc, uint8_t *raw, size_t len)
 {
 	struct rsend *s = calloc(1, sizeof(*s));
-	if (!s)
-		return;
-	s->wr.kind = WR_SEND;
-	s->sbuf = -1;
-	s->raw = malloc(len);
-	if (!s->raw) {
-		free(s);
+	if (!s) {
+		free(raw);
 		return;
 	}
-	memcpy(s->raw, p, len);
+	s->wr.kind = WR_SEND;
+	s->sbuf = -1;
+	s->raw = raw;
 	s->rawlen = len;
 	send_or_queue(rc, s);
 }
 
 static void send_error(struct rconn *rc, uint32_t xid, uint32_t err)
 {
-	uint8_t b[28];
+	uint8_t *b = malloc(28);
+	if (!b)
+		return;
 	size_t n = rdma_hdr_error(b, xid, RDMA_CREDITS, err);
 	rc->c->loop->st.rdma_errors++;
 	send_raw(rc, b, n);
@@ -903,7 +903,6 @@ static void rdma_start_send(struct nfsd_conn *c, struct msghdr *m)
 			p = rdma_hdr_put32(p, 0);
 			memcpy(p, flat + o + 4, len);
 			send_raw(rc, b, (size_t)(p - b) + len);
-			free(b);
 		}
 		o += 4 + len;
 	}
@@ -913,17 +912,18 @@ static void rdma_start_send(struct nfsd_conn *c, struct msghdr *m)
 
 /* ------------------------------------------------------------ receiving */
 
-static void post_recv(struct rconn *rc, unsigned i)
+/* Post receive buffer i: 0, or the verbs error. */
+static int post_recv(struct rconn *rc, unsigned i)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(rc->region + (size_t)i * RDMA_INLINE),
 			       .length = RDMA_INLINE,
 			       .lkey = rc->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&rc->rdesc[i], .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
-	if (ibv_post_recv(rc->qp, &wr, &bad) == 0)
+	int err = ibv_post_recv(rc->qp, &wr, &bad);
+	if (!err)
 		rc->recv_posted++;
-	else
-		nfsd_conn_kill(rc->c);
+	return err;
 }
 
 static void dispatch(struct rconn *rc, struct rmsg *m)
@@ -1148,7 +1148,8 @@ static void poll_cq(struct rconn *rc)
 					recv_msg(rc, rc->region + (size_t)d->idx * RDMA_INLINE,
 						 wc[i].byte_len);
 					if (!rc->dying)
-						post_recv(rc, d->idx);
+						if (post_recv(rc, d->idx))
+							nfsd_conn_kill(rc->c);
 				}
 				break;
 			}
@@ -1452,16 +1453,8 @@ static void accept_one(struct nfsd_server *s, struct rdma_cm_id *id,
 	}
 	for (unsigned i = 0; i < RDMA_CREDITS; i++) {
 		rc->rdesc[i] = (struct rbufdesc){ { WR_RECV }, i };
-		struct ibv_sge sge = { .addr = (uintptr_t)(rc->region + (size_t)i * RDMA_INLINE),
-				       .length = RDMA_INLINE,
-				       .lkey = rc->mr->lkey };
-		struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&rc->rdesc[i],
-					  .sg_list = &sge,
-					  .num_sge = 1 };
-		struct ibv_recv_wr *bad;
-		if (ibv_post_recv(rc->qp, &wr, &bad))
+		if (post_recv(rc, i))
 			goto fail_conn;
-		rc->recv_posted++;
 	}
 	uint8_t priv[8];
 	rdma_cmp_encode(priv, RDMA_INLINE, RDMA_INLINE);
