@@ -52,6 +52,10 @@
 #   trunk   write and read a PNFS_TRUNK_MIB file under /striped, with the
 #           data servers on two guest NICs; print what the client has
 #           connected (sunrpc's sysfs, /proc/fs/nfsfs/servers, netstat).
+#   nfs3    /files/posix.sh over NFSv3 (vers=3) from NFS3_SERVER, with
+#           rpcbind and rpc.statd started in the guest so that its fcntl
+#           locks go through the kernel's lockd and NLM (check_nfs3).
+#   nfs40   /files/posix.sh over NFSv4.0 (vers=4.0).
 #   krb5    Kerberos (check_krb5 below): rpc.gssd started on run.sh's
 #           realm files; / mounted with sec=krb5, krb5i and krb5p in turn,
 #           each: a user with a ticket creates, writes and reads (its files
@@ -257,7 +261,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_errors_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -297,6 +301,57 @@ check_posix() {
 	( cd / && EXPORT=/ sh /files/posix.sh )
 	prc=$?
 	if [ $prc = 0 ]; then ok "posix.sh passed"; else fail "posix.sh exited with status $prc"; fi
+}
+
+# nsm_up: what the kernel's lockd needs in the guest for NFSv3 locks (the
+# programs by clientvm --bin): rpcbind, with which lockd registers, and
+# rpc.statd, which lockd asks (SM_MON) to watch the server before its
+# first lock there.  Once per boot.
+NSM_UP=
+nsm_up() {
+	[ -n "$NSM_UP" ] && return 0
+	# libtirpc finds rpcbind at /var/run/rpcbind.sock; rpcbind's own
+	# listeners need /etc/services (clientvm --file) for "sunrpc"
+	mkdir -p /var
+	[ -e /var/run ] || ln -s /run /var/run
+	mkdir -p /run/rpcbind /var/lib/nfs/sm /var/lib/nfs/sm.bak
+	grep -q '^_rpc:' /etc/passwd || echo '_rpc:x:101:65534::/run/rpcbind:/bin/false' >> /etc/passwd
+	grep -q '^nogroup:' /etc/group || echo 'nogroup:x:65534:' >> /etc/group
+	grep -q localhost /etc/hosts 2>/dev/null || echo '127.0.0.1 localhost' >> /etc/hosts
+	rpcbind -w || { echo "rpcbind failed"; return 1; }
+	rpc.statd --no-notify -F > /tmp/statd.log 2>&1 &
+	ni=0
+	until rpcinfo 2>/dev/null | grep -q '^ *100024 '; do
+		ni=$((ni + 1))
+		[ $ni -lt 100 ] || { echo "rpc.statd never registered:"; cat /tmp/statd.log; return 1; }
+		usleep 100000
+	done
+	rpcinfo
+	NSM_UP=1
+}
+
+# check_nfs3: the POSIX workload over NFSv3 at NFS3_SERVER (a --fwd
+# address whose port 111 is run.sh's rpcb-fixed.py: lockd finds braid-mds's
+# NLM there), its fcntl locks through lockd and NLM
+check_nfs3() {
+	step nfs3 "NFSv3 with NLM: the POSIX workload over vers=3"
+	nsm_up || { fail "rpcbind or rpc.statd did not start in the guest"; return; }
+	( cd / && SERVER=$NFS3_SERVER MOUNT_OPTS=vers=3,proto=tcp EXPECT_VERS=3 EXPORT=/ \
+		POSIX_DIRN=500 POSIX_LARGE_MIB=8 sh /files/posix.sh )
+	prc=$?
+	if [ $prc = 0 ]; then ok "posix.sh over NFSv3 passed"; else fail "posix.sh over NFSv3 exited with status $prc"; fi
+	echo "--- the guest's lockd and statd"
+	rpcinfo | grep -e ' 100021 ' -e ' 100024 ' 
+	dmesg | grep -i -e lockd -e statd | tail -5
+}
+
+# check_nfs40: the POSIX workload over NFSv4.0
+check_nfs40() {
+	step nfs40 "NFSv4.0: the POSIX workload over vers=4.0"
+	( cd / && MOUNT_OPTS=vers=4.0 EXPECT_VERS=4.0 EXPORT=/ POSIX_DIRN=500 POSIX_LARGE_MIB=8 \
+		sh /files/posix.sh )
+	prc=$?
+	if [ $prc = 0 ]; then ok "posix.sh over NFSv4.0 passed"; else fail "posix.sh over NFSv4.0 exited with status $prc"; fi
 }
 
 check_data() {
@@ -905,9 +960,11 @@ for c in $GUEST_CHECKS; do
 	f0=$FAILS
 	case $c in
 	posix) check_posix;;
+	nfs3) check_nfs3;;
+	nfs40) check_nfs40;;
 	krb5) check_krb5;;
 	data|mirror|lost|trunk|enospc|unreach) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, data, mirror, lost, trunk, enospc, unreach or krb5";;
+	*) die "check $c: want posix, nfs3, nfs40, data, mirror, lost, trunk, enospc, unreach or krb5";;
 	esac
 	T "$c-done"
 	snapshot "$c"

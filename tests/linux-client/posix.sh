@@ -1,4 +1,5 @@
-# posix.sh -- POSIX semantics through the stock Linux NFSv4.1/4.2 client.
+# posix.sh -- POSIX semantics through the stock Linux NFS client (NFSv4.x,
+# or NFSv3 with its locks through the kernel's lockd and NLM).
 #
 # Guest workload for tests/linux-client/clientvm, run with --no-mount: under
 # busybox sh as root, it mounts the export on $MNT itself (nfs-mount with
@@ -13,7 +14,10 @@
 # directory and the size of the large file, for a shorter run where one of
 # several (run.sh's krb5 check runs it once per Kerberos flavor).
 #
-# Variables from clientvm: SERVER PORT EXPORT MNT MOUNT_OPTS.
+# Variables from clientvm: SERVER PORT EXPORT MNT MOUNT_OPTS.  With vers=3 in
+# MOUNT_OPTS the mount is the kernel's nfs type (nfs-mount is nfs4's), MOUNT
+# asked at PORT too (braid-mds serves it beside NFS); its locks need lockd's
+# helpers in the guest (rpcbind, rpc.statd: guest.sh's check_nfs3 starts them).
 
 VT=/files/vmtool
 FAILS=0
@@ -63,17 +67,27 @@ manifest() {
 	done
 }
 
+FSTYPE=nfs4
+case ",$MOUNT_OPTS," in *,vers=3,*) FSTYPE=nfs;; esac
+# mnt: $SERVER:$PORT$EXPORT on $MNT with $MOUNT_OPTS
+mnt() {
+	[ $FSTYPE = nfs4 ] && { nfs-mount "$SERVER:$PORT" "$EXPORT" "$MNT" "$MOUNT_OPTS"; return; }
+	mkdir -p "$MNT"
+	mount -t nfs -o "$MOUNT_OPTS,port=$PORT,mountport=$PORT,mountproto=tcp,mountvers=3,addr=$SERVER" \
+		"$SERVER:$EXPORT" "$MNT"
+}
+
 [ -x $VT ] || die "$VT missing (clientvm --files DIR with the static vmtool)"
 echo "posix.sh: server $SERVER:$PORT export $EXPORT on $MNT, options $MOUNT_OPTS"
 [ "$CLIENTVM_MOUNT" = 0 ] || die "run with clientvm --no-mount (the remount step needs $MNT unbusy)"
-nfs-mount "$SERVER:$PORT" "$EXPORT" "$MNT" "$MOUNT_OPTS" || die "mount $SERVER:$PORT$EXPORT on $MNT ($MOUNT_OPTS)"
+mnt || die "mount $SERVER:$PORT$EXPORT on $MNT ($MOUNT_OPTS)"
 T mounted-by-workload
 cd "$MNT" || die "cd $MNT"
-mline=$(grep " $MNT nfs4 " /proc/mounts)
-[ -n "$mline" ] || die "$MNT is not an nfs4 mount"
+mline=$(grep " $MNT $FSTYPE " /proc/mounts)
+[ -n "$mline" ] || die "$MNT is not an $FSTYPE mount"
 echo "mount: $mline"
 if [ -n "$EXPECT_VERS" ]; then
-	case ",${mline#* nfs4 }," in
+	case ",${mline#* $FSTYPE }," in
 	*,vers=$EXPECT_VERS,*) ok "negotiated vers=$EXPECT_VERS";;
 	*) fail "mount is not vers=$EXPECT_VERS: $mline";;
 	esac
@@ -302,8 +316,8 @@ mountstats "first mount"
 echo "manifest: $(wc -l < /tmp/before) entries"
 cd / || die "cd /"
 umount "$MNT" || die "umount $MNT"
-grep -q " $MNT nfs4 " /proc/mounts && die "$MNT still mounted after umount"
-nfs-mount "$SERVER:$PORT" "$EXPORT" "$MNT" "$MOUNT_OPTS" || die "remount $SERVER:$PORT$EXPORT"
+grep -q " $MNT $FSTYPE " /proc/mounts && die "$MNT still mounted after umount"
+mnt || die "remount $SERVER:$PORT$EXPORT"
 T remounted
 cd "$MNT/$W" || die "cd $MNT/$W after remount"
 manifest > /tmp/after

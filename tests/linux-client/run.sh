@@ -22,6 +22,27 @@
 #                 COMMIT meanwhile: the client's data went through layouts
 #                 (with data_io = proxy, as posix-run.sh --server braid
 #                 runs it, a passing run sends the MDS none either).
+# nfs3            the POSIX workload over NFSv3 (vers=3), its fcntl locks
+#                 through the guest kernel's lockd and NLM: the guest mounts
+#                 braid-mds at 10.0.2.101, a clientvm --fwd address whose
+#                 port 111 is this run's rpcb-fixed.py (a private rpcbind
+#                 answering lookups only: NFSv3, MOUNT v3 and NLM v4 at
+#                 braid-mds's port, the one other port forwarded), since
+#                 lockd asks the server's rpcbind for NLM and the host's own
+#                 rpcbind stays untouched (rpcbind = no); rpcbind, rpc.statd
+#                 and rpcinfo run in the guest (clientvm --bin: lockd
+#                 registers with rpcbind and has statd monitor the server).
+#                 It must end with POSIX-OK; braid-mds must have served
+#                 NFSv3 calls with READ, WRITE and COMMIT (file data through
+#                 the MDS: data_io = refuse is NFSv4.1's only) and NLM v4
+#                 LOCK and UNLOCK calls, and the guest must have looked NLM
+#                 up at rpcb-fixed.py.
+# nfs40           the POSIX workload over NFSv4.0 (vers=4.0): POSIX-OK,
+#                 and braid-mds ran NFSv4.0 operations only (SETCLIENTID,
+#                 SETCLIENTID_CONFIRM, OPEN, READ and WRITE among them).
+#                 The Linux client's callback address (10.0.2.15, behind
+#                 the guest's NAT) is never dialled: braid-mds calls back
+#                 only the address a SETCLIENTID came from.
 # data            exports /whole (layout=whole) and /striped
 #                 (layout=segments, 1 MiB segments).  The guest writes 40
 #                 files of 1 MiB under /whole and one file of each size (1,
@@ -200,7 +221,7 @@ BACKEND= VERS= CHECKS= DS_VERS=4.1 MAX_MIB=64 TIMEOUT=${PNFS_TIMEOUT:-1500} KEEP
 usage() {
 	echo "usage: $PROG --backend qemu|uml --vers 4.1|4.2 --checks CHECK[,CHECK...]" \
 		"[--ds-vers 4.1|3] [--max-mib N] [--timeout S] [--keep]" \
-		"(checks: posix data mirror lost trunk enospc unreach krb5; trunk, enospc," \
+		"(checks: posix nfs3 nfs40 data mirror lost trunk enospc unreach krb5; trunk, enospc," \
 		"lost, unreach and krb5 alone)" >&2
 	exit 99
 }
@@ -225,7 +246,8 @@ declare -A HAS=()
 IFS=, read -ra CHECK_LIST <<< "$CHECKS"
 ((${#CHECK_LIST[@]} > 0)) || usage
 for c in "${CHECK_LIST[@]}"; do
-	[[ $c = posix || $c = data || $c = mirror || $c = lost || $c = trunk || $c = enospc ||
+	[[ $c = posix || $c = nfs3 || $c = nfs40 || $c = data || $c = mirror || $c = lost ||
+		$c = trunk || $c = enospc ||
 		$c = unreach || $c = krb5 ]] || usage
 	[[ -z ${HAS[$c]:-} ]] || usage # each once
 	HAS[$c]=1
@@ -269,7 +291,9 @@ fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/braid-linux-client.XXXXXX") || hard "mktemp"
 # shellcheck source=cluster.sh
 . "$here/cluster.sh"
+RPCB_PID=
 run_cleanup() {
+	[[ -n $RPCB_PID ]] && kill "$RPCB_PID" 2> /dev/null
 	[[ ${HAS[krb5]:-} ]] && krb5_realm_stop
 	cluster_cleanup
 }
@@ -284,7 +308,7 @@ CTL_BIN=${BRAIDCTL:-$top_builddir/braidctl}
 [[ -x $CTL_BIN ]] || skip "braidctl not built ($CTL_BIN; set top_builddir or BRAIDCTL)"
 command -v python3 > /dev/null || skip "python3 not installed (it reads braidctl's JSON)"
 command -v curl > /dev/null || skip "curl not installed (it scrapes /metrics: tools/install-deps)"
-if [[ ${HAS[posix]:-}${HAS[krb5]:-} ]]; then
+if [[ ${HAS[posix]:-}${HAS[krb5]:-}${HAS[nfs3]:-}${HAS[nfs40]:-} ]]; then
 	vm_prepare "$BACKEND" # and vmtool, for posix.sh
 	cp "$here/posix.sh" "$T/files/posix.sh"
 else
@@ -389,6 +413,23 @@ vm_lock
 echo "$PROG: VM ready, lock held after ${SECONDS}s" >&2
 start_braid
 echo "$PROG: server up after ${SECONDS}s" >&2
+# nfs3: the guest mounts braid-mds at 10.0.2.101, a --fwd address whose
+# port 111 is a private rpcbind of this run (rpcb-fixed.py: lookups only,
+# mapping NFSv3, MOUNT v3 and NLM v4 to braid-mds's port), so that the
+# guest's lockd finds NLM without this host's rpcbind (which braid-mds
+# leaves alone here: rpcbind = no); rpcbind, rpc.statd and rpcinfo go into
+# the guest for the client's side of NLM (guest.sh's nsm_up)
+if [[ ${HAS[nfs3]:-} ]]; then
+	"$here/rpcb-fixed.py" "$T/rpcb.port" "$T/rpcb.log" "100003:3:$PORT" "100005:3:$PORT" \
+		"100021:4:$PORT" 7>&- 2> "$T/rpcb.err" &
+	RPCB_PID=$!
+	for _ in $(seq 50); do [[ -s $T/rpcb.port ]] && break; sleep 0.1; done
+	[[ -s $T/rpcb.port ]] || { cat "$T/rpcb.err" >&2; hard "rpcb-fixed.py did not start"; }
+	CLIENTVM_ARGS+=(--fwd "10.0.2.101:111=$(cat "$T/rpcb.port")" --fwd "10.0.2.101:$PORT=$PORT"
+		--bin /usr/sbin/rpcbind --bin /usr/sbin/rpc.statd --bin /usr/sbin/rpcinfo
+		--file /etc/netconfig --file /etc/services)
+	GUEST_ENV+=(--env NFS3_SERVER=10.0.2.101)
+fi
 
 # ------------------------------------------------------------------ helpers
 # scrape HOST:PORT: the Prometheus text of a daemon's GET /metrics
@@ -1187,6 +1228,48 @@ for check in checks:
         if not nerr:
             ok("braid-mds and the data servers answered every NULL call (RPCSEC_GSS control)"
                " SUCCESS")
+        continue
+    if check in ("nfs3", "nfs40"):
+        if "POSIX-OK" in section[check]:
+            ok("posix.sh printed POSIX-OK")
+        else:
+            bad("posix.sh did not print POSIX-OK")
+        def calls(prog, vers, proc=None):
+            return int(sum(v for k, v in mdsm.items()
+                           if k.startswith("braid_rpc_requests_total{") and
+                           ('program="%s"' % prog) in k and ('version="%d"' % vers) in k and
+                           (proc is None or ('procedure="%s"' % proc) in k)))
+        if check == "nfs3":
+            n = calls("nfs", 3)
+            (ok if n > 0 else bad)("braid-mds served %d NFSv3 calls" % n)
+            for proc in ("READ", "WRITE", "COMMIT"):
+                n = calls("nfs", 3, proc)
+                (ok if n > 0 else bad)("braid-mds served %d NFSv3 %s (file data through the MDS)" % (n, proc))
+            nlm = {p: calls("nlm", 4, p) for p in ("LOCK", "UNLOCK", "TEST")}
+            if nlm["LOCK"] > 0 and nlm["UNLOCK"] > 0:
+                ok("braid-mds served NLM v4 %s: the guest's locks went through lockd and NLM" % nlm)
+            else:
+                bad("braid-mds served NLM v4 %s: want LOCKs and UNLOCKs" % nlm)
+            try:
+                looked = [l.strip() for l in open(os.path.join(T, "rpcb.log"))]
+            except OSError:
+                looked = []
+            if any(l.startswith("getport 100021 4 tcp ->") and not l.endswith("-> 0") for l in looked):
+                ok("the guest's lockd looked NLM v4 up at the server's rpcbind: %s" % sorted(set(looked)))
+            else:
+                bad("the guest never looked NLM v4 up: %s" % looked)
+        else:
+            n0 = int(sum(v for k, v in mdsm.items()
+                         if k.startswith("braid_nfs4_ops_total{") and 'minorversion="0"' in k))
+            n1 = int(sum(v for k, v in mdsm.items()
+                         if k.startswith("braid_nfs4_ops_total{") and 'minorversion="0"' not in k))
+            (ok if n0 > 0 else bad)("braid-mds ran %d NFSv4.0 operations" % n0)
+            (ok if n1 == 0 else bad)("braid-mds ran %d NFSv4.1/4.2 operations meanwhile" % n1)
+            for op in ("SETCLIENTID", "SETCLIENTID_CONFIRM", "OPEN", "READ", "WRITE"):
+                n = int(sum(v for k, v in mdsm.items()
+                            if k.startswith("braid_nfs4_ops_total{") and 'minorversion="0"' in k
+                            and 'op="%s"' % op in k))
+                (ok if n > 0 else bad)("braid-mds ran %d NFSv4.0 %s" % (n, op))
         continue
     if check == "posix":
         # posix.sh says what it checks; on this cluster its data must also
