@@ -56,6 +56,8 @@
 #           rpcbind and rpc.statd started in the guest so that its fcntl
 #           locks go through the kernel's lockd and NLM (check_nfs3).
 #   nfs40   /files/posix.sh over NFSv4.0 (vers=4.0).
+#   deleg   two clients: an NFSv4.0 mount's open for write recalls an
+#           NFSv4.1 mount's read delegation (check_deleg).
 #   krb5    Kerberos (check_krb5 below): rpc.gssd started on run.sh's
 #           realm files; / mounted with sec=krb5, krb5i and krb5p in turn,
 #           each: a user with a ticket creates, writes and reads (its files
@@ -261,7 +263,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|mds_delegations_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -352,6 +354,38 @@ check_nfs40() {
 		sh /files/posix.sh )
 	prc=$?
 	if [ $prc = 0 ]; then ok "posix.sh over NFSv4.0 passed"; else fail "posix.sh over NFSv4.0 exited with status $prc"; fi
+}
+
+# check_deleg: two clients in one guest, with different client identities:
+# an NFSv4.1 mount on $MNT and an NFSv4.0 mount on /mnt40 (Linux names its
+# 4.0 and 4.1 clients differently, so braid-mds sees two client IDs).  The
+# 4.1 client opens a file for reading and keeps it open (a read
+# delegation); the 4.0 client then appends to it: its OPEN for writing
+# conflicts, so braid-mds recalls the delegation over the 4.1 back channel
+# and the 4.0 OPEN waits (NFS4ERR_DELAY) until it is returned.  The 4.1
+# client, opening the file again, must read the appended bytes (the host
+# checks braid-mds's delegation counters: granted, recalled, returned,
+# none revoked).
+check_deleg() {
+	step deleg "an NFSv4.0 client's open for write recalls an NFSv4.1 client's read delegation"
+	nfs-mount "$SERVER:$PORT" / "$MNT" "vers=4.1" || { fail "mount vers=4.1"; return; }
+	nfs-mount "$SERVER:$PORT" / /mnt40 "vers=4.0" || { fail "mount vers=4.0"; umount "$MNT"; return; }
+	grep -e " $MNT " -e " /mnt40 " /proc/mounts
+	dd=$MNT/deleg.$W
+	rm -rf "$dd"; mkdir "$dd" && echo one > "$dd/f" && sync || fail "create $dd/f"
+	sleep 2 # past braid-mds's no-delegation window after a change (DL_BLOCK_MS)
+	exec 3< "$dd/f"
+	eq "the 4.1 client reads its file" "$(cat "$dd/f")" one
+	T deleg-held
+	t0=$(date +%s)
+	if echo two >> "/mnt40/deleg.$W/f"; then ok "the 4.0 client appended within $(($(date +%s) - t0)) s"
+	else fail "the 4.0 client's append failed"; fi
+	exec 3<&-
+	eq "the 4.1 client, opening again, reads the 4.0 client's append" "$(cat "$dd/f" | tr '\n' ' ')" "one two "
+	eq "the 4.0 client reads it" "$(cat "/mnt40/deleg.$W/f" | tr '\n' ' ')" "one two "
+	rm -rf "$dd"
+	umount /mnt40 || fail "umount /mnt40"
+	umount "$MNT" || fail "umount $MNT"
 }
 
 check_data() {
@@ -962,9 +996,10 @@ for c in $GUEST_CHECKS; do
 	posix) check_posix;;
 	nfs3) check_nfs3;;
 	nfs40) check_nfs40;;
+	deleg) check_deleg;;
 	krb5) check_krb5;;
 	data|mirror|lost|trunk|enospc|unreach) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, nfs3, nfs40, data, mirror, lost, trunk, enospc, unreach or krb5";;
+	*) die "check $c: want posix, nfs3, nfs40, deleg, data, mirror, lost, trunk, enospc, unreach or krb5";;
 	esac
 	T "$c-done"
 	snapshot "$c"

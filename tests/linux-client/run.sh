@@ -43,6 +43,13 @@
 #                 The Linux client's callback address (10.0.2.15, behind
 #                 the guest's NAT) is never dialled: braid-mds calls back
 #                 only the address a SETCLIENTID came from.
+# deleg           two clients with different client IDs in the guest: an
+#                 NFSv4.1 mount holds a file open for reading (a read
+#                 delegation), an NFSv4.0 mount appends to it (its OPEN for
+#                 writing conflicts); the append must succeed and the 4.1
+#                 client, opening again, read it.  braid-mds's
+#                 braid_mds_delegations_total during the check: granted,
+#                 recalled and returned at least once, none revoked.
 # data            exports /whole (layout=whole) and /striped
 #                 (layout=segments, 1 MiB segments).  The guest writes 40
 #                 files of 1 MiB under /whole and one file of each size (1,
@@ -221,7 +228,7 @@ BACKEND= VERS= CHECKS= DS_VERS=4.1 MAX_MIB=64 TIMEOUT=${PNFS_TIMEOUT:-1500} KEEP
 usage() {
 	echo "usage: $PROG --backend qemu|uml --vers 4.1|4.2 --checks CHECK[,CHECK...]" \
 		"[--ds-vers 4.1|3] [--max-mib N] [--timeout S] [--keep]" \
-		"(checks: posix nfs3 nfs40 data mirror lost trunk enospc unreach krb5; trunk, enospc," \
+		"(checks: posix nfs3 nfs40 deleg data mirror lost trunk enospc unreach krb5; trunk, enospc," \
 		"lost, unreach and krb5 alone)" >&2
 	exit 99
 }
@@ -246,7 +253,7 @@ declare -A HAS=()
 IFS=, read -ra CHECK_LIST <<< "$CHECKS"
 ((${#CHECK_LIST[@]} > 0)) || usage
 for c in "${CHECK_LIST[@]}"; do
-	[[ $c = posix || $c = nfs3 || $c = nfs40 || $c = data || $c = mirror || $c = lost ||
+	[[ $c = posix || $c = nfs3 || $c = nfs40 || $c = deleg || $c = data || $c = mirror || $c = lost ||
 		$c = trunk || $c = enospc ||
 		$c = unreach || $c = krb5 ]] || usage
 	[[ -z ${HAS[$c]:-} ]] || usage # each once
@@ -1228,6 +1235,13 @@ for check in checks:
         if not nerr:
             ok("braid-mds and the data servers answered every NULL call (RPCSEC_GSS control)"
                " SUCCESS")
+        continue
+    if check == "deleg":
+        ev = {e: int(mdsm.get('braid_mds_delegations_total{event="%s"}' % e, 0))
+              for e in ("granted", "recalled", "returned", "revoked")}
+        for e in ("granted", "recalled", "returned"):
+            (ok if ev[e] > 0 else bad)("braid-mds delegations %s: %d" % (e, ev[e]))
+        (ok if ev["revoked"] == 0 else bad)("braid-mds delegations revoked: %d" % ev["revoked"])
         continue
     if check in ("nfs3", "nfs40"):
         if "POSIX-OK" in section[check]:
