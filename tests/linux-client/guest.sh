@@ -332,6 +332,26 @@ nsm_up() {
 	NSM_UP=1
 }
 
+# xlock HOLD TRY HOLDNAME TRYNAME: a process holds a write lock on bytes
+# 0-99 of $xl through the mount HOLD while another asks for bytes 50-59
+# through the mount TRY: refused (the server's conflict); then released
+xlock() {
+	rm -f "$1/$xl.release" /tmp/xl.out
+	/files/vmtool lock "$1/$xl" 0 100 > /tmp/xl.out 2>&1 &
+	xp=$!
+	xi=0
+	while ! grep -q locked /tmp/xl.out && [ $xi -lt 300 ]; do usleep 100000; xi=$((xi + 1)); done
+	if grep -q locked /tmp/xl.out; then
+		/files/vmtool trylock "$2/$xl" 50 10
+		eq "$4 F_SETLK on bytes an $3 lock holds is refused: status" $? 1
+	else
+		fail "the $3 lock was never taken: $(cat /tmp/xl.out)"
+	fi
+	touch "$1/$xl.release"
+	wait $xp
+	eq "the $3 lock holder released and exited: status" $? 0
+}
+
 # check_nfs3: the POSIX workload over NFSv3 at NFS3_SERVER (a --fwd
 # address whose port 111 is run.sh's rpcb-fixed.py: lockd finds braid-mds's
 # NLM there), its fcntl locks through lockd and NLM
@@ -342,6 +362,24 @@ check_nfs3() {
 		POSIX_DIRN=500 POSIX_LARGE_MIB=8 sh /files/posix.sh )
 	prc=$?
 	if [ $prc = 0 ]; then ok "posix.sh over NFSv3 passed"; else fail "posix.sh over NFSv3 exited with status $prc"; fi
+	# NFSv3 (NLM) and NFSv4 locks on one file conflict at the server: the
+	# file through an NFSv3 and an NFSv4.1 mount is two inodes to the
+	# kernel, so its own check (which keeps posix.sh's two processes from
+	# ever asking the server) does not span them
+	mkdir -p /mnt3 /mnt41
+	if mount -t nfs -o "vers=3,proto=tcp,port=$PORT,mountport=$PORT,mountproto=tcp,mountvers=3,addr=$NFS3_SERVER" \
+		"$NFS3_SERVER:/" /mnt3 && nfs-mount "$SERVER:$PORT" / /mnt41 vers=4.1; then
+		xl=xlk.$W
+		echo x > /mnt3/$xl
+		xlock /mnt3 /mnt41 NFSv3 NFSv4.1
+		xlock /mnt41 /mnt3 NFSv4.1 NFSv3
+		/files/vmtool trylock /mnt3/$xl 0 100
+		eq "both released: an NFSv3 F_SETLK on the whole range: status" $? 0
+		rm -f /mnt3/$xl /mnt3/$xl.release /mnt41/$xl.release
+	else
+		fail "mount vers=3 on /mnt3 and vers=4.1 on /mnt41"
+	fi
+	umount /mnt41 2>/dev/null; umount /mnt3 2>/dev/null
 	echo "--- the guest's lockd and statd"
 	rpcinfo | grep -e ' 100021 ' -e ' 100024 ' 
 	dmesg | grep -i -e lockd -e statd | tail -5
