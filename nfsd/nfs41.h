@@ -145,6 +145,22 @@ struct nfs41_server_opts {
 	uint32_t (*status_flags)(void *priv, uint64_t clientid);
 	/* optional: count and time every operation (nfsd/metrics.h) */
 	struct nfsd_metrics *metrics;
+
+	/* NFSv4.0 (RFC 7530) in minor version 0 COMPOUNDs; see the top of
+	 * this file.  Without it minor version 0 is MINOR_VERS_MISMATCH. */
+	bool v40;
+	/* optional, minor version 0 only: around every operation.  begin
+	 * runs first and may answer for it (*done: its status is the op's
+	 * and r is its result, e.g. a seqid retransmission's cached reply);
+	 * end sees the result, status set, before it is encoded */
+	nfsstat4 (*v40_begin)(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r,
+			      bool *done);
+	void (*v40_end)(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, nfsstat4 st);
+	/* optional: a 4.0 client ID's callback was confirmed (new or changed;
+	 * nfs41_client_cb40 tells it) */
+	void (*cb40_changed)(void *priv, uint64_t clientid);
+	/* optional: RENEW answers NFS4ERR_CB_PATH_DOWN (RFC 7530 §16.29.4) */
+	bool (*cb_path_down)(void *priv, uint64_t clientid);
 };
 
 /* Returns NULL and sets *err (-EINVAL for inconsistent opts, -ENOMEM). */
@@ -190,6 +206,8 @@ struct nfs41_compound {
 	struct nfs41_session *session;
 	uint64_t clientid;
 	uint32_t slotid;
+	/* minor version 0: the embedder's, from v40_begin to v40_end of one op */
+	void *v40_op;
 };
 
 /* Set the current filehandle (PUTFH, LOOKUP, ...); clears the current
@@ -238,6 +256,22 @@ int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, siz
 int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel *bc);
 /* A callback on conn failed (-ECONNRESET): forget the connection. */
 void nfs41_session_backchannel_lost(struct nfs41_session *ss, struct nfsd_conn *conn);
+
+/* Minor version 0: the client ID an operation names (an OPEN's owner, a
+ * stateid's client) becomes c->clientid, and its lease is renewed (RFC 7530
+ * §9.5).  NFS4ERR_STALE_CLIENTID when it is not a confirmed 4.0 client ID
+ * of this server instance (or its lease ran out). */
+nfsstat4 nfs41_compound_v40_client(struct nfs41_compound *c, uint64_t clientid);
+/* A confirmed 4.0 client ID's callback (SETCLIENTID, RFC 7530 §16.33):
+ * 0, or -ENOENT (not a confirmed 4.0 client ID).  dialable: addr is the
+ * IP address the SETCLIENTID came from, the only one the server may dial;
+ * gen changes with every confirmed change. */
+struct nfs41_cb40 {
+	uint32_t prog, ident, gen;
+	struct sockaddr_storage addr;
+	bool dialable;
+};
+int nfs41_client_cb40(struct nfs41_server *s, uint64_t clientid, struct nfs41_cb40 *out);
 
 /* An operation's name as RFC 8881 / 7862 spell it ("READ", "LAYOUTGET");
  * "ILLEGAL" for a number that names none. */
