@@ -216,7 +216,7 @@ nfsstat4 mds_op_lock(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *res)
 		goto out;
 	}
 	s = la->reclaim			      ? st_reclaim_check(st, cl)
-	    : st->in_grace || !cl->reclaim_complete ? NFS4ERR_GRACE
+	    : st->in_grace || !(cl->reclaim_complete || cl->v40) ? NFS4ERR_GRACE
 						     : NFS4_OK;
 	if (s)
 		goto out;
