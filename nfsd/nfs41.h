@@ -11,10 +11,14 @@
  * NFS4ERR_NOTSUPP.
  *
  * COMPOUND (RFC 8881 §16.2.3):
- *  - minor versions 1 and 2; others get NFS4ERR_MINOR_VERS_MISMATCH with an
- *    empty result array.  Operations outside the minor version (0-2,
- *    4.2-only ones in a 4.1 COMPOUND, unknown numbers) get an OP_ILLEGAL
- *    result with NFS4ERR_OP_ILLEGAL and end the COMPOUND.
+ *  - minor versions 1 and 2, and 0 with opts.v40 (braid-mds; see NFSv4.0
+ *    below); others get NFS4ERR_MINOR_VERS_MISMATCH with an empty result
+ *    array.  Operations outside the minor version (0-2, 4.2-only ones in a
+ *    4.1 COMPOUND, 4.1 ones such as SEQUENCE in a 4.0 COMPOUND, unknown
+ *    numbers) get an OP_ILLEGAL result with NFS4ERR_OP_ILLEGAL and end the
+ *    COMPOUND.  The 4.0-only operations (SETCLIENTID, SETCLIENTID_CONFIRM,
+ *    RENEW, OPEN_CONFIRM, RELEASE_LOCKOWNER) answer NFS4ERR_NOTSUPP in 4.1
+ *    and 4.2 (RFC 8881 §18: MUST NOT be implemented).
  *  - The operations are decoded before any runs, so a malformed argument
  *    anywhere answers GARBAGE_ARGS for the whole call (the RFC also allows
  *    an NFS4ERR_BADXDR result; we never run part of an undecodable
@@ -70,6 +74,25 @@
  * with nfs41_session_backchannel_lost().  With opts.callbacks, SEQUENCE
  * reports SEQ4_STATUS_CB_PATH_DOWN(_SESSION) while no back channel
  * connection is known.
+ *
+ * NFSv4.0 (RFC 7530; nfsd/nfs40.c), with opts.v40: minor version 0
+ * COMPOUNDs have no session rules and no reply limits.  The module runs
+ * SETCLIENTID (§16.33.5's case table: a callback update under the same
+ * verifier keeps the client ID; a new verifier or another principal's
+ * record without state makes a new ID that ends the old one when
+ * confirmed; another principal's record holding state is CLID_INUSE),
+ * SETCLIENTID_CONFIRM (a wrong verifier: STALE_CLIENTID) and RENEW
+ * (CB_PATH_DOWN when opts.cb_path_down says so).  4.0 client IDs are
+ * records of the same tables (unique with 4.1's, same leases, same
+ * client_expired hook) that no CREATE_SESSION accepts.  The embedder's
+ * operations name the client ID (nfs41_compound_v40_client: it becomes
+ * c->clientid and its lease is renewed, RFC 7530 §9.5); opts.v40_begin and
+ * v40_end run around each operation (seqids and their replays,
+ * OPEN_CONFIRM: braid-mds's mds/op_v40.c) and OPEN_CONFIRM and
+ * RELEASE_LOCKOWNER come from the embedder's table.  The current stateid
+ * does not exist in 4.0.  The callback address of SETCLIENTID
+ * (nfs41_client_cb40) is dialable only when it is the request's own
+ * source IP: the server must never connect elsewhere on a client's word.
  *
  * Threads: COMPOUNDs run concurrently on the engine's worker threads;
  * handlers may block.  Locks are internal (see nfs41_impl.h).  Hooks are never
