@@ -91,7 +91,7 @@ int mds_cb_init(struct braid_mds *mds)
 	return 0;
 }
 
-void mds_cb_release(struct braid_mds *mds)
+void mds_cb_stop(struct braid_mds *mds)
 {
 	struct mds_cb *cb = mds->cb;
 	if (!cb)
@@ -100,6 +100,14 @@ void mds_cb_release(struct braid_mds *mds)
 	while (cb->probes)
 		pthread_cond_wait(&cb->cond, &cb->mu);
 	pthread_mutex_unlock(&cb->mu);
+}
+
+void mds_cb_release(struct braid_mds *mds)
+{
+	struct mds_cb *cb = mds->cb;
+	if (!cb)
+		return;
+	mds_cb_stop(mds);
 	while (cb->sessions) {
 		struct cb_sess *n = cb->sessions->next;
 		free(cb->sessions);

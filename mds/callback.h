@@ -18,6 +18,9 @@ struct xdr_arena;
  * CB_PATH_DOWN), -ETIMEDOUT, -ECONNRESET, -EPROTO.
  */
 int mds_cb_init(struct braid_mds *mds);
+/* Waits for the NFSv4.0 probe threads (each ends within a connect and a
+ * call timeout): after the RPC server, before the session layer goes. */
+void mds_cb_stop(struct braid_mds *mds);
 void mds_cb_release(struct braid_mds *mds);
 int mds_cb_null(struct braid_mds *mds, uint64_t clientid);
 /* The client's callbacks can reach it: a 4.1 back channel connection, or

@@ -230,8 +230,9 @@ void st_deleg_free(struct mds_state *st, struct st_sid *d, bool returned)
 
 /* ------------------------------------------------------------ grants */
 
-/* The client has a back channel connection (§10.2.2: a delegation needs a
- * callback path).  Without mu (the session layer's lock). */
+/* The client has a callback path (§10.2.2: a delegation needs one): a 4.1
+ * back channel connection, or a 4.0 callback address that answered
+ * (mds/callback.c).  Without mu (the session layer's lock). */
 static bool cb_up(struct mds_state *st, uint64_t clientid)
 {
 	return mds_cb_up(st->mds, clientid);

@@ -951,6 +951,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_space_stop(mds);  /* its thread calls data servers; notes stop counting */
 	if (mds->srv)
 		nfsd_server_free(mds->srv);
+	mds_cb_stop(mds); /* NFSv4.0 callback probes ask the session layer */
 	if (mds->v41)
 		nfs41_server_free(mds->v41);
 	mds_admin_release(mds);

@@ -969,10 +969,10 @@ static nfsstat4 open_grant(struct mds_state *st, struct nfs41_compound *c, uint6
 	}
 	/* grace may have ended since the first look, never begun; an open
 	 * under a delegation of this instance is not new state */
-	r = kind == OPEN_RECLAIM					  ? st_reclaim_check(st, cl)
-	    : kind == OPEN_NEW && (st->in_grace || !(cl->reclaim_complete || cl->v40))
-		? NFS4ERR_GRACE
-									  : NFS4_OK;
+	if (kind == OPEN_RECLAIM)
+		r = st_reclaim_check(st, cl);
+	else if (kind == OPEN_NEW && (st->in_grace || !(cl->reclaim_complete || cl->v40)))
+		r = NFS4ERR_GRACE; /* NFSv4.0 has no RECLAIM_COMPLETE */
 	if (r)
 		goto out;
 	struct st_file *f = st_file_get(st, ino, true);

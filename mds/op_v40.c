@@ -63,7 +63,8 @@ static struct st_owner *closed_owner(struct mds_state *st, const uint8_t *other)
 	for (struct htab_node **b = st->owners.b; b <= &st->owners.b[st->owners.mask]; b++)
 		for (struct htab_node *e = *b; e; e = e->next) {
 			struct st_owner *ow = (struct st_owner *)e;
-			if (ow->v40 && ow->has_closed && !memcmp(ow->closed, other, NFS4_OTHER_SIZE))
+			if (ow->v40 && ow->has_closed &&
+			    !memcmp(ow->closed, other, NFS4_OTHER_SIZE))
 				return ow;
 		}
 	return NULL;
@@ -249,10 +250,10 @@ nfsstat4 mds_v40_begin(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, b
 	} else {
 		ow->v40 = true; /* kept, with its seqid, until its client ends */
 		/* an OPEN of an owner never confirmed starts it afresh (§16.16.5) */
-		bool fresh = !ow->seq_valid || (a->argop == OP_OPEN && !ow->confirmed &&
-						v->seqid != ow->seqid);
+		bool fresh = !ow->seq_valid ||
+			     (a->argop == OP_OPEN && !ow->confirmed && v->seqid != ow->seqid);
 		if (!fresh && v->seqid == ow->seqid) {
-			if (ow->reply_len && ow->reply_len >= 4 && (int32_t)xdr_get32(ow->reply) == a->argop)
+			if (ow->reply_len >= 4 && (int32_t)xdr_get32(ow->reply) == a->argop)
 				s = replay(c, ow, r);
 			else
 				s = NFS4ERR_BAD_SEQID;
@@ -401,10 +402,9 @@ static nfsstat4 op_release_lockowner(struct nfs41_compound *c, nfs_argop4 *a, nf
 	nfsstat4 s = NFS4_OK;
 	pthread_mutex_lock(&st->mu);
 	struct st_client *cl = st_client_find(st, c->clientid);
-	struct st_owner *ow =
-	    cl ? st_owner_get(st, cl, ST_LOCK_OWNER, &a->u.oprelease_lockowner.lock_owner.owner,
-			      false)
-	       : NULL;
+	struct st_owner *ow = cl ? st_owner_get(st, cl, ST_LOCK_OWNER,
+						&a->u.oprelease_lockowner.lock_owner.owner, false)
+				 : NULL;
 	for (struct st_sid *x = ow ? cl->sids : NULL; x && !s; x = x->cnext)
 		if (x->owner == ow && x->nranges)
 			s = NFS4ERR_LOCKS_HELD;

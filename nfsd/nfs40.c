@@ -289,11 +289,9 @@ nfsstat4 nfs40_op_renew(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 int nfs41_client_cb40(struct nfs41_server *s, uint64_t clientid, struct nfs41_cb40 *out)
 {
 	int rc = -ENOENT;
+	struct nfs41_client *dead = NULL;
 	pthread_mutex_lock(&s->lock);
-	struct nfs41_client *clp = s->by_id[(unsigned)((clientid ^ (clientid >> 32)) %
-						       CLIENT_BUCKETS)];
-	while (clp && clp->id != clientid)
-		clp = clp->hnext;
+	struct nfs41_client *clp = nfs41_client_find_locked(s, clientid, nfsd_now_ns(), &dead);
 	if (clp && clp->v40 && clp->confirmed) {
 		memset(out, 0, sizeof(*out));
 		out->prog = clp->cb.prog;
@@ -304,5 +302,6 @@ int nfs41_client_cb40(struct nfs41_server *s, uint64_t clientid, struct nfs41_cb
 		rc = 0;
 	}
 	pthread_mutex_unlock(&s->lock);
+	nfs41_client_reap(s, dead);
 	return rc;
 }

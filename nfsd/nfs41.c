@@ -282,9 +282,7 @@ static void op_trace(const struct nfs41_compound *c, const nfs_resop4 *r, nfssta
  * RFC 8276). */
 static bool op_legal(uint32_t minor, int32_t op)
 {
-	int32_t max = minor == 0 ? OP_RELEASE_LOCKOWNER
-		      : minor == 1 ? OP_RECLAIM_COMPLETE
-				   : OP_MAX;
+	int32_t max = minor == 0 ? OP_RELEASE_LOCKOWNER : minor == 1 ? OP_RECLAIM_COMPLETE : OP_MAX;
 	return op >= OP_ACCESS && op <= max;
 }
 

@@ -176,8 +176,7 @@ struct nfs41_server_opts {
 	 * runs first and may answer for it (*done: its status is the op's
 	 * and r is its result, e.g. a seqid retransmission's cached reply);
 	 * end sees the result, status set, before it is encoded */
-	nfsstat4 (*v40_begin)(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r,
-			      bool *done);
+	nfsstat4 (*v40_begin)(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, bool *done);
 	void (*v40_end)(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, nfsstat4 st);
 	/* optional: a 4.0 client ID's callback was confirmed (new or changed;
 	 * nfs41_client_cb40 tells it) */

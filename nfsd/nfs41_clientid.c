@@ -100,7 +100,8 @@ static struct nfs41_client *owner_find_locked(struct nfs41_server *s, const xdr_
 {
 	struct nfs41_client *clp = s->by_owner[owner_bucket(owner->val, owner->len)];
 	for (; clp; clp = clp->onext) {
-		if (clp->v40 != v40 || clp->confirmed != confirmed || clp->owner_len != owner->len ||
+		if (clp->v40 != v40 || clp->confirmed != confirmed ||
+		    clp->owner_len != owner->len ||
 		    (owner->len && memcmp(clp->owner, owner->val, owner->len)))
 			continue;
 		if (nfs41_client_expired_locked(clp, now)) {

@@ -105,7 +105,7 @@ struct nfs41_session {
 struct cb40 {
 	uint32_t prog, ident;
 	struct sockaddr_storage addr; /* parsed r_addr; ss_family 0: unusable */
-	bool dialable; /* addr is the SETCLIENTID's own source address */
+	bool dialable;		      /* addr is the SETCLIENTID's own source address */
 };
 
 /* A client ID (RFC 8881 §2.4, RFC 7530 §9.1.1); everything under srv->lock. */

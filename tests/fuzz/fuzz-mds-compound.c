@@ -620,7 +620,8 @@ static void patch_op(nfs_argop4 *a)
 	}
 	case OP_SETCLIENTID_CONFIRM:
 		patch_clientid(&a->u.opsetclientid_confirm.clientid);
-		if (all_bytes(a->u.opsetclientid_confirm.setclientid_confirm, NFS4_VERIFIER_SIZE, 0))
+		if (all_bytes(a->u.opsetclientid_confirm.setclientid_confirm, NFS4_VERIFIER_SIZE,
+			      0))
 			memcpy(a->u.opsetclientid_confirm.setclientid_confirm, last_confirm,
 			       NFS4_VERIFIER_SIZE);
 		break;
@@ -1417,7 +1418,8 @@ static void v40_ops(struct sb *b, unsigned r)
 		sc->client.id = xdr_opaque_of("fz-v40", 6);
 		sc->callback.cb_program = 0x40000000;
 		sc->callback.cb_location.na_r_netid = xdr_string_of(pick(b, 2) ? "tcp" : "tcp6");
-		sc->callback.cb_location.na_r_addr = xdr_string_of(pick(b, 2) ? "127.0.0.1.8.1" : "::1.8.1");
+		sc->callback.cb_location.na_r_addr =
+		    xdr_string_of(pick(b, 2) ? "127.0.0.1.8.1" : "::1.8.1");
 		sc->callback_ident = 7;
 		break;
 	}
@@ -1511,7 +1513,9 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 		}
 		/* now and then NFSv4.1: no 4.2 operations or attributes */
 		COMPOUND4args args = {.tag = xdr_string_of("seed"),
-				      .minorversion = v40 ? 0 : (h >> 20) % 5 == 0 ? 1 : 2,
+				      .minorversion = v40		   ? 0
+						      : (h >> 20) % 5 == 0 ? 1
+									   : 2,
 				      .argarray = {b.n, b.ops}};
 		if (total + REC_HDR > cap) {
 			xdr_arena_release(&a);

@@ -171,8 +171,8 @@ struct o40 {
 	struct raw raw; /* OPEN's result */
 };
 
-static nfs_argop4 open_op(const struct cl40 *c, const char *owner, uint32_t seqid,
-			  const char *name, uint32_t access, bool create)
+static nfs_argop4 open_op(const struct cl40 *c, const char *owner, uint32_t seqid, const char *name,
+			  uint32_t access, bool create)
 {
 	nfs_argop4 op = ts_op(OP_OPEN);
 	OPEN4args *oa = &op.u.opopen;
@@ -218,8 +218,8 @@ static nfsstat4 open40(const struct cl40 *c, const char *owner, uint32_t seqid, 
 }
 
 /* PUTFH f, op: op's status, its result's bytes in *raw, a stateid it returns in *sid. */
-static nfsstat4 on_file(const struct cl40 *c, const struct ts_fh *f, nfs_argop4 op,
-			struct raw *raw, stateid4 *sid)
+static nfsstat4 on_file(const struct cl40 *c, const struct ts_fh *f, nfs_argop4 op, struct raw *raw,
+			stateid4 *sid)
 {
 	nfs_argop4 ops[2] = {ts_put(f), op};
 	COMPOUND4res res;
@@ -311,8 +311,7 @@ static nfsstat4 release_lockowner(const struct cl40 *c, const char *owner)
 {
 	nfs_argop4 op = ts_op(OP_RELEASE_LOCKOWNER);
 	op.u.oprelease_lockowner.lock_owner.clientid = c->id;
-	op.u.oprelease_lockowner.lock_owner.owner =
-	    xdr_opaque_of(owner, (uint32_t)strlen(owner));
+	op.u.oprelease_lockowner.lock_owner.owner = xdr_opaque_of(owner, (uint32_t)strlen(owner));
 	return run40(c->uid, &op, 1);
 }
 
@@ -490,10 +489,12 @@ static void t_seqids(void)
 	/* another owner of another client is denied; its replay too */
 	struct cl40 d = client("v40-seq-d", 1, "");
 	struct o40 od = open_confirmed(&d, "seq-d", "seq-file", RW, false);
-	CHECK_EQ(on_file(&d, &od.fh, lock_op(&d, &od.sid, 3, "seq-d-lo", 0, 0, 1, false), &r1, NULL),
-		 NFS4ERR_DENIED);
-	CHECK_EQ(on_file(&d, &od.fh, lock_op(&d, &od.sid, 3, "seq-d-lo", 0, 0, 1, false), &r2, NULL),
-		 NFS4ERR_DENIED);
+	CHECK_EQ(
+	    on_file(&d, &od.fh, lock_op(&d, &od.sid, 3, "seq-d-lo", 0, 0, 1, false), &r1, NULL),
+	    NFS4ERR_DENIED);
+	CHECK_EQ(
+	    on_file(&d, &od.fh, lock_op(&d, &od.sid, 3, "seq-d-lo", 0, 0, 1, false), &r2, NULL),
+	    NFS4ERR_DENIED);
 	CHECK(raw_eq(&r1, &r2));
 
 	/* RELEASE_LOCKOWNER: not while it holds locks */
@@ -706,6 +707,23 @@ static void t_callbacks(void)
 	struct o40 r;
 	CHECK_EQ(open40(&a, "cb-o", 4, "cb-file", RD, false, &r), NFS4_OK);
 	CHECK_EQ(r.dtype, OPEN_DELEGATE_READ);
+	/* an open under the delegation (CLAIM_DELEGATE_CUR), by another owner */
+	nfs_argop4 dc[2] = {ts_op(OP_PUTROOTFH), open_op(&a, "cb-dc", 1, "cb-file", RD, false)};
+	dc[1].u.opopen.claim.claim = CLAIM_DELEGATE_CUR;
+	dc[1].u.opopen.claim.u.delegate_cur_info.delegate_stateid = r.dsid;
+	dc[1].u.opopen.claim.u.delegate_cur_info.file = xdr_opaque_of("cb-file", 7);
+	COMPOUND4res res;
+	struct xdr_arena ar;
+	call40(a.uid, dc, 2, &res, &ar);
+	CHECK_EQ(res.status, NFS4_OK);
+	stateid4 dcsid = res.resarray.val[1].u.opopen.u.resok4.stateid;
+	xdr_arena_release(&ar);
+	CHECK_EQ(on_file(&a, &r.fh, confirm_op(&dcsid, 2), NULL, &dcsid), NFS4_OK);
+	CHECK_EQ(on_file(&a, &r.fh, close_op(&dcsid, 3), NULL, NULL), NFS4_OK);
+	/* delegations do not survive a restart: nothing to purge */
+	nfs_argop4 dp = ts_op(OP_DELEGPURGE);
+	dp.u.opdelegpurge.clientid = a.id;
+	CHECK_EQ(run40(a.uid, &dp, 1), NFS4ERR_NOTSUPP);
 	struct ts_openres wr;
 	CHECK_EQ(ts_open_name(w, NULL, "w-o", "cb-file", RW, 0, false, &wr), NFS4ERR_DELAY);
 	wait_for(&L.recalls, 1, 5);
