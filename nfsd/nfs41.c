@@ -515,6 +515,7 @@ static nfsstat4 op_run(struct nfs41_server *s, struct cpd *x, nfs_argop4 *a, nfs
 {
 	struct nfs41_compound *c = &x->c;
 	int32_t op = a->argop;
+	c->v40_op = NULL; /* v40_begin's, for v40_end */
 	nfsstat4 st = op_position(c->minorversion, op, c->opidx, c->nops);
 	if (st)
 		return st;
@@ -525,7 +526,6 @@ static nfsstat4 op_run(struct nfs41_server *s, struct cpd *x, nfs_argop4 *a, nfs
 		return NFS4ERR_NOFILEHANDLE;
 	if (c->minorversion == 0 && s->o.v40_begin) {
 		bool done = false;
-		c->v40_op = NULL;
 		st = s->o.v40_begin(c, a, r, &done);
 		if (done)
 			return st;
