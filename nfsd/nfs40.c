@@ -189,6 +189,8 @@ nfsstat4 nfs40_op_setclientid(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 		} else {
 			n->v40 = true;
 			n->cb = cb;
+			if ((n->has_peer = c->req->conn != NULL))
+				n->peer = *nfsd_req_peer(c->req);
 			verf_new(n->confirm);
 			ok->clientid = n->id;
 			memcpy(ok->setclientid_confirm, n->confirm, sizeof(verifier4));

@@ -205,6 +205,11 @@ unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out
 			i->mach_cred = clp->mach_cred;
 			i->lease_left_ms = ((int64_t)clp->expire_ns - (int64_t)now) / 1000000;
 			i->sessions = clp->nsessions;
+			if (clp->v40 && clp->has_peer) { /* no sessions: SETCLIENTID's */
+				i->peer = clp->peer;
+				i->has_peer = true;
+				snprintf(i->transport, sizeof(i->transport), "tcp");
+			}
 			uint64_t seq = 0;
 			for (struct nfs41_session *ss = clp->sessions; ss; ss = ss->cnext) {
 				i->ops += atomic_load_explicit(&ss->ops, memory_order_relaxed);

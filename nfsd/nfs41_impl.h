@@ -136,6 +136,8 @@ struct nfs41_client {
 	verifier4 confirm; /* setclientid_confirm of the pending record */
 	struct cb40 cb;	   /* confirmed callback (unconfirmed: the pending one) */
 	uint32_t cb_gen;   /* bumped when a confirmed callback changes */
+	bool has_peer;	   /* peer: where its SETCLIENTID came from */
+	struct sockaddr_storage peer;
 	/* a confirmed record's callback update (§16.33.5 case 1) */
 	bool upd_pending;
 	verifier4 upd_confirm;

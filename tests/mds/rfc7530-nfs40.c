@@ -404,6 +404,15 @@ static void t_setclientid(void)
 	CHECK_EQ(scconfirm(&a, a.id, a.confirm), NFS4_OK);
 	CHECK_EQ(scconfirm(&a, a.id, a.confirm), NFS4_OK); /* a retransmission */
 	CHECK_EQ(renew(&a, a.id), NFS4_OK);
+	/* braidctl clients lists it, with the address it came from */
+	static struct nfs41_client_info info[64];
+	unsigned n = nfs41_client_list(M.mds->v41, info, 64);
+	bool listed = false;
+	for (unsigned i = 0; i < n && i < 64; i++)
+		if (info[i].clientid == a.id)
+			listed = info[i].confirmed && info[i].has_peer && !info[i].sessions &&
+				 info[i].peer.ss_family == AF_INET;
+	CHECK(listed);
 
 	/* callback update: the same verifier keeps the client ID */
 	struct cl40 upd = a;
