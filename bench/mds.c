@@ -226,8 +226,9 @@ static void sizes_plan(const struct mds_opts *o, struct server_res *r, uint64_t 
 		if (why)
 			bench_mds_at_fail(a, why);
 	}
-	/* the NFSv3 series runs the same sizes */
+	/* the NFSv3 and NFSv4.0 series run the same sizes */
 	memcpy(r->at3, r->at, sizeof(r->at));
+	memcpy(r->at40, r->at, sizeof(r->at));
 }
 
 int main(int argc, char **argv)
@@ -263,8 +264,11 @@ int main(int argc, char **argv)
 		bench_mds_braid_stage(&o, eng, work);
 	else
 		bench_mds_series_missing(&braid_res, "not run (--only ganesha)");
-	if (!o.run_braid)
+	if (!o.run_braid) {
 		bench_mds_series3_missing(&braid_res, "not run (--only ganesha)");
+		bench_mds_series40_missing(&braid_res, "not run (--only ganesha)");
+	}
+	bench_mds_series40_missing(&ganesha_res, "braid-mds only");
 	if (o.run_ganesha)
 		bench_mds_ganesha_stage(&o, eng, work);
 	else
@@ -297,6 +301,13 @@ int main(int argc, char **argv)
 	       "CREATE (GUARDED) and LOOKUP with %u in flight on %u connection(s), READDIRPLUS "
 	       "by chained cookies and verifier (%u/%u bytes), the root handle from MOUNT v3\n",
 	       DIR_NAME3, o.inflight, o.conns, READDIR_DIRCOUNT, READDIR_MAXCOUNT);
+	if (braid_res.ran40)
+		printf("bench/mds: the v4.0 rows: NFSv4.0 on braid-mds after its NFSv4.1 series, "
+		       "directory mds-bench-v40, %u open-owners each creating in turn (OPEN, "
+		       "OPEN_CONFIRM once, CLOSE: seqids), LOOKUP with %u in flight, on %u "
+		       "connection(s)%s\n",
+		       o.inflight, o.inflight, braid_res.conns40,
+		       braid_res.delays40 ? "; NFS4ERR_DELAY retries happened" : "");
 	for (int s = 0; s < 2; s++)
 		if (rs[s]->ran3 && rs[s]->delays3)
 			printf("bench/mds: %s: %llu NFS3ERR_JUKEBOX retries (NFSv3)\n", rs[s]->name,

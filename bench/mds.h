@@ -94,6 +94,12 @@ struct server_res {
 	unsigned conns3;  /* connections used */
 	uint64_t delays3; /* NFS3ERR_JUKEBOX retries */
 	struct at_size at3[NSIZES_MAX];
+	/* NFSv4.0, braid-mds only, after the NFSv4.1 series */
+	bool ran40;	   /* at40 is its */
+	char why40[512];   /* why not */
+	unsigned conns40;  /* connections used */
+	uint64_t delays40; /* NFS4ERR_DELAY retries */
+	struct at_size at40[NSIZES_MAX];
 };
 
 /* The two servers' results, named "braid-mds" and "ganesha" (mds.c). */
@@ -142,6 +148,16 @@ void bench_mds_series_missing(struct server_res *r, const char *why);
  * on it in order, then closed: r->ran, or r->why. */
 void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
 			 int port, pid_t pid);
+
+/* ------------------------------------------------------------ mds_load40.c */
+
+/* r's NFSv4.0 series was not run, for why. */
+void bench_mds_series40_missing(struct server_res *r, const char *why);
+/* NFSv4.0 (RFC 7530: SETCLIENTID, seqids, OPEN_CONFIRM) to the server on
+ * port (pid: whose CPU to count); r's sizes (at40) in order: r->ran40, or
+ * r->why40. */
+void bench_mds_stage40_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
+			   int port, pid_t pid);
 
 /* ------------------------------------------------------------ mds_load3.c */
 

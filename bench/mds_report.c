@@ -102,6 +102,19 @@ static void rows3_print(const struct mds_opts *o, const struct server_res *r, un
 	row_print(r, a, "v3 readdirplus", &a->readdir, note, r->why3);
 }
 
+/* The NFSv4.0 rows of size i (braid-mds only). */
+static void rows40_print(const struct mds_opts *o, const struct server_res *r, unsigned i)
+{
+	const struct at_size *a = &r->at40[i];
+	char note[96];
+	if (!a->run)
+		return; /* said by its NFSv4.1 line */
+	row_print(r, a, "v4.0 create", &a->create, "", r->why40);
+	row_print(r, a, "v4.0 lookup", &a->lookup, "", r->why40);
+	walk_note(o, a, note, sizeof(note));
+	row_print(r, a, "v4.0 readdir", &a->readdir, note, r->why40);
+}
+
 void bench_mds_table_print(const struct mds_opts *o)
 {
 	printf("%-10s %-5s %-16s %10s %10s %10s %10s %8s %s\n", "server", "size", "op", "per s",
@@ -113,9 +126,14 @@ void bench_mds_table_print(const struct mds_opts *o)
 			printf("%-10s %-5s %-16s %10s  %s\n", r->name, "all", "-", "-", r->why);
 		if (!r->ran3)
 			printf("%-10s %-5s %-16s %10s  %s\n", r->name, "all", "v3", "-", r->why3);
+		if (!r->ran40 && r == &braid_res)
+			printf("%-10s %-5s %-16s %10s  %s\n", r->name, "all", "v4.0", "-",
+			       r->why40);
 		for (unsigned i = 0; i < NSIZES_MAX && r->at[i].n; i++) {
 			if (r->ran)
 				rows41_print(o, r, i);
+			if (r->ran40)
+				rows40_print(o, r, i);
 			if (r->ran3)
 				rows3_print(o, r, i);
 		}
@@ -414,6 +432,42 @@ static void json3_print(const struct mds_opts *o)
 	}
 }
 
+/* braid-mds's NFSv4.0 series: {"1e3":x,...} per figure, null when not
+ * measured (braid_nfs40_missing says why, when the series did not run). */
+static void json40_print(void)
+{
+	static const struct {
+		const char *key;
+		enum what w;
+		bool cpu;
+	} keys[] = {
+	    {"braid_nfs40_creates_per_s", W_CREATE, false},
+	    {"braid_nfs40_lookups_per_s", W_LOOKUP, false},
+	    {"braid_nfs40_readdir_entries_per_s", W_READDIR, false},
+	    {"braid_nfs40_create_cpu_us", W_CREATE, true},
+	};
+	const struct server_res *r = &braid_res;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		bench_json_key(keys[k].key);
+		putchar('{');
+		for (unsigned i = 0; i < NSIZES_MAX && r->at40[i].n; i++) {
+			const struct at_size *a = &r->at40[i];
+			const struct phase *p = phase_of(a, keys[k].w);
+			char key[24];
+			bench_mds_size_key(a->n, key, sizeof(key));
+			printf("%s\"%s\":", i ? "," : "", key);
+			bool ok = r->ran40 && a->run && p->ok && p->ops > 0;
+			if (keys[k].cpu)
+				bench_json_val(ok, ok ? p->srv_cpu * 1e6 / (double)p->ops : 0, 2);
+			else
+				bench_json_val(ok, phase_rate(p), 1);
+		}
+		putchar('}');
+	}
+	bench_json_num("braid_nfs40_delay_retries", r->ran40, (double)r->delays40, 0);
+	bench_json_str("braid_nfs40_missing", r->ran40 ? NULL : r->why40);
+}
+
 void bench_mds_json_print(const struct mds_opts *o, const char *fstype, long ncpu)
 {
 	putchar('{');
@@ -471,6 +525,7 @@ void bench_mds_json_print(const struct mds_opts *o, const char *fstype, long ncp
 		bench_strfmt(k, sizeof(k), "%s_delay_retries", pre[s]);
 		bench_json_num(k, rs[s]->ran, (double)rs[s]->delays, 0);
 	}
+	json40_print();
 	bench_json_str("braid_mds_missing", braid_res.ran ? NULL : braid_res.why);
 	bench_json_str("ganesha_missing", ganesha_res.ran ? NULL : ganesha_res.why);
 	json3_print(o);

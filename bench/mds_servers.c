@@ -279,10 +279,12 @@ void bench_mds_braid_stage(const struct mds_opts *o, struct nfsd_server *eng, co
 	char why[512];
 	if (braid_start(o, work, &d, why, sizeof(why))) {
 		bench_mds_series_missing(&braid_res, why);
+		bench_mds_series40_missing(&braid_res, why);
 		return;
 	}
 	fprintf(stderr, "%s: braid-mds serving on port %d\n", bench_prog, d.port);
 	bench_mds_stage_run(o, eng, &braid_res, d.port, d.ch.pid);
+	bench_mds_stage40_run(o, eng, &braid_res, d.port, d.ch.pid);
 	/* MOUNT v3 is served on the NFS port; the export is "/" */
 	bench_mds_stage3_run(o, eng, &braid_res, d.port, d.port, "/", d.ch.pid);
 	server_stop(&d.ch, d.log);

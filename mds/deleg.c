@@ -205,6 +205,10 @@ static void revoke_locked(struct mds_state *st, struct st_sid *d, const char *wh
 	dl->ctr.revoked++;
 	mds_log("client %016llx: delegation of inode %llu revoked (%s)",
 		(unsigned long long)d->cl->id, (unsigned long long)d->ino, why);
+	/* NFSv4.0 has no FREE_STATEID (nor DELEG_REVOKED): the stateid goes
+	 * now, and later use of it is BAD_STATEID (RFC 7530 §10.2) */
+	if (d->cl->v40)
+		st_deleg_free(st, d, false);
 }
 
 void st_deleg_free(struct mds_state *st, struct st_sid *d, bool returned)
@@ -226,19 +230,12 @@ void st_deleg_free(struct mds_state *st, struct st_sid *d, bool returned)
 
 /* ------------------------------------------------------------ grants */
 
-/* The client has a back channel connection (§10.2.2: a delegation needs a
- * callback path).  Without mu (the session layer's lock). */
+/* The client has a callback path (§10.2.2: a delegation needs one): a 4.1
+ * back channel connection, or a 4.0 callback address that answered
+ * (mds/callback.c).  Without mu (the session layer's lock). */
 static bool cb_up(struct mds_state *st, uint64_t clientid)
 {
-	struct nfs41_session *ss = nfs41_client_session_get(st->mds->v41, clientid);
-	if (!ss)
-		return false;
-	struct nfs41_backchannel bc;
-	bool up = !nfs41_session_backchannel(ss, &bc);
-	if (up)
-		nfsd_conn_put(bc.conn);
-	nfs41_session_put(ss);
-	return up;
+	return mds_cb_up(st->mds, clientid);
 }
 
 static void out_read(const struct st_sid *d, bool recall, open_delegation4 *out)
@@ -411,11 +408,13 @@ static int send_job(struct braid_mds *mds, const struct dl_job *j, nfsstat4 *sta
 	CB_COMPOUND4res res;
 	int rc = mds_cb_compound(mds, j->clientid, &op, 1, &res, &ar);
 	if (!rc) {
-		if (res.resarray.len >= 2 && res.resarray.val[1].resop == op.argop)
+		/* after CB_SEQUENCE (4.1), or alone (4.0) */
+		uint32_t i = res.resarray.len >= 2 ? 1 : 0;
+		if (res.resarray.len && res.resarray.val[i].resop == op.argop)
 			/* both results are one nfsstat4 */
 			*status = j->kind == DL_JOB_RECALL
-				      ? res.resarray.val[1].u.opcbrecall.status
-				      : res.resarray.val[1].u.opcbrecall_any.crar_status;
+				      ? res.resarray.val[i].u.opcbrecall.status
+				      : res.resarray.val[i].u.opcbrecall_any.crar_status;
 		else
 			*status = res.status ? res.status : NFS4ERR_SERVERFAULT;
 	}
@@ -559,7 +558,9 @@ static void scan_run(struct mds_state *st, uint64_t now)
 				}
 		} else if (cl && up) {
 			cl->cbdown_ns = 0;
-			if (over && (cl->ndelegs || layouts) && now >= cl->recall_any_ns) {
+			/* CB_RECALL_ANY is 4.1's (RFC 8881 §20.6) */
+			if (over && !cl->v40 && (cl->ndelegs || layouts) &&
+			    now >= cl->recall_any_ns) {
 				cl->recall_any_ns = now + dl->lease_ns;
 				kind = DL_JOB_RECALL_ANY;
 			} else if (cl->ndelegs && now >= cl->probe_ns) {

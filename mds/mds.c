@@ -735,7 +735,7 @@ uint32_t mds_access(const struct mds_cred *cred, const struct mds_attr *attr, ui
 static int op_table_build(struct braid_mds *mds, char *msg, size_t msglen)
 {
 	const struct mds_opdef *groups[] = { mds_ops_attr, mds_ops_dir, mds_ops_state,
-					     mds_ops_io, mds_ops_layout };
+					     mds_ops_io, mds_ops_layout, mds_ops_v40 };
 	for (unsigned g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
 		for (const struct mds_opdef *d = groups[g]; d->op; d++) {
 			if (d->op > OP_REMOVEXATTR || mds->ops[d->op].fn) {
@@ -886,6 +886,12 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		.client_has_state = mds_state_client_has_state,
 		.status_flags = mds_state_seq_flags,
 		.metrics = mds->metrics,
+		/* NFSv4.0 (RFC 7530): mds/op_v40.c, mds/callback.c */
+		.v40 = true,
+		.v40_begin = mds_v40_begin,
+		.v40_end = mds_v40_end,
+		.cb40_changed = mds_cb40_changed,
+		.cb_path_down = mds_v40_cb_path_down,
 	};
 	if (!(mds->v41 = nfs41_server_new(&no, &rc))) {
 		snprintf(msg, msglen, "NFSv4.1 service: %s", strerror(-rc));
@@ -945,6 +951,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_space_stop(mds);  /* its thread calls data servers; notes stop counting */
 	if (mds->srv)
 		nfsd_server_free(mds->srv);
+	mds_cb_stop(mds); /* NFSv4.0 callback probes ask the session layer */
 	if (mds->v41)
 		nfs41_server_free(mds->v41);
 	mds_admin_release(mds);

@@ -188,7 +188,7 @@ struct mds_opdef {
 	struct nfs41_op row;
 };
 extern const struct mds_opdef mds_ops_attr[], mds_ops_dir[], mds_ops_state[], mds_ops_io[],
-    mds_ops_layout[];
+    mds_ops_layout[], mds_ops_v40[];
 
 /* -errno (store, control calls) -> nfsstat4, RFC 8881 §15.  One table. */
 nfsstat4 mds_nfs4_status(int err);

@@ -82,10 +82,19 @@ static bool has(const uint32_t *w, unsigned n)
 	return n < 32 * NW && (w[n / 32] >> (n % 32) & 1);
 }
 
+/* RFC 7530 §5: NFSv4.0 has attributes 0 to 55 (mounted_on_fileid);
+ * those after are 4.1's (RFC 8881 §5.8.2) or 4.2's. */
+#define ATTR_V40_LAST FATTR4_MOUNTED_ON_FILEID
+
 static void supported_of(uint32_t minor, uint32_t out[NW])
 {
-	for (unsigned i = 0; i < NW; i++)
+	for (unsigned i = 0; i < NW; i++) {
 		out[i] = attr_supp[i] & (minor >= 2 ? ~0u : ~attr_v42[i]);
+		if (minor == 0 && 32 * i > ATTR_V40_LAST)
+			out[i] = 0;
+		else if (minor == 0 && 32 * i + 31 > ATTR_V40_LAST)
+			out[i] &= (2u << (ATTR_V40_LAST % 32)) - 1;
+	}
 }
 
 static bitmap4 bitmap_copy(struct xdr_arena *arena, const uint32_t w[NW])

@@ -11,6 +11,7 @@
  * themselves; this path serves the others and the Linux client's fallbacks.
  * With [mds] data_io = refuse, READ, WRITE, COMMIT and READ_PLUS answer
  * NFS4ERR_PNFS_NO_LAYOUT: the client must do its I/O through a layout.
+ * NFSv4.0 clients have no layouts: their I/O is always served here.
  *
  * The size is the MDS's (mds_attr.size); an object may be shorter (it is
  * made lazily, and DEALLOCATE or a truncation may cut it), and what it does
@@ -730,9 +731,11 @@ static nfsstat4 io_begin(struct nfs41_compound *c, const stateid4 *sid_in, bool 
 	return NFS4_OK;
 }
 
+/* data_io = refuse is for clients that have layouts: an NFSv4.0 client
+ * (no pNFS) is always proxied, as NFSv3's are (mds/nfs3.c). */
 static bool refused(struct nfs41_compound *c)
 {
-	return mds_of(c)->set.data_io == MDS_DATA_REFUSE;
+	return c->minorversion != 0 && mds_of(c)->set.data_io == MDS_DATA_REFUSE;
 }
 
 /* Data changed (and maybe the size): mtime and change move, durably, and

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "mds/attr.h"
+#include "mds/callback.h"
 #include "mds/data.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
@@ -50,7 +51,7 @@
 
 /* ------------------------------------------------------------ clients, owners, files */
 
-static struct st_client *client_find(struct mds_state *st, uint64_t id)
+struct st_client *st_client_find(struct mds_state *st, uint64_t id)
 {
 	uint64_t h = nfsd_mix64(id);
 	for (struct htab_node *n = htab_find(&st->clients, h); n; n = htab_next(n, h)) {
@@ -73,12 +74,13 @@ static int prev_match(const struct mds_state *st, const struct st_client *cl)
 
 struct st_client *st_client_get(struct mds_state *st, struct nfs41_compound *c)
 {
-	struct st_client *cl = client_find(st, c->clientid);
+	struct st_client *cl = st_client_find(st, c->clientid);
 	if (cl)
 		return cl;
 	if (!(cl = calloc(1, sizeof(*cl))))
 		return NULL;
 	cl->id = c->clientid;
+	cl->v40 = c->minorversion == 0;
 	size_t len = 0;
 	if (nfs41_client_owner(c->srv, c->clientid, cl->owner, sizeof(cl->owner), &len)) {
 		free(cl); /* the COMPOUND's own client is alive while it runs */
@@ -121,12 +123,17 @@ struct st_owner *st_owner_get(struct mds_state *st, struct st_client *cl, uint8_
 	return ow;
 }
 
+void st_owner_free(struct mds_state *st, struct st_owner *ow)
+{
+	htab_del(&st->owners, &ow->h);
+	free(ow->reply);
+	free(ow);
+}
+
 void st_owner_put_unused(struct mds_state *st, struct st_owner *ow)
 {
-	if (ow && !ow->refs) {
-		htab_del(&st->owners, &ow->h);
-		free(ow);
-	}
+	if (ow && !ow->refs && !ow->v40)
+		st_owner_free(st, ow);
 }
 
 struct st_file *st_file_get(struct mds_state *st, uint64_t ino, bool create)
@@ -215,6 +222,8 @@ nfsstat4 st_sid_find(struct mds_state *st, uint64_t clientid, const stateid4 *id
 		return NFS4ERR_BAD_STATEID;
 	if (s->type == ST_SID_DELEG && s->dl.revoked)
 		return NFS4ERR_DELEG_REVOKED; /* §8.2.4: until FREE_STATEID */
+	if (st_sid_unconfirmed(s))
+		return NFS4ERR_BAD_STATEID; /* RFC 7530 §16.18.5: before OPEN_CONFIRM */
 	nfsstat4 r = seqid_check(s, id->seqid);
 	if (!r)
 		*out = s;
@@ -328,7 +337,7 @@ nfsstat4 st_client_record(struct mds_state *st, struct nfs41_compound *c)
 	}
 	pthread_mutex_lock(&st->mu);
 	/* the client cannot end while its COMPOUND runs */
-	if ((cl = client_find(st, c->clientid)))
+	if ((cl = st_client_find(st, c->clientid)))
 		cl->recorded = true;
 	pthread_mutex_unlock(&st->mu);
 out:
@@ -521,6 +530,7 @@ static void client_free_locked(struct mds_state *st, struct st_client *cl, uint6
 			}
 		}
 	}
+	st_v40_owners_free(st, cl);
 	htab_del(&st->clients, &cl->h);
 	free(cl);
 }
@@ -575,7 +585,7 @@ void mds_state_client_expired(void *priv, uint64_t clientid)
 	size_t owner_len = 0;
 	bool recorded = false;
 	pthread_mutex_lock(&st->mu);
-	struct st_client *cl = client_find(st, clientid);
+	struct st_client *cl = st_client_find(st, clientid);
 	if (cl) {
 		recorded = cl->recorded;
 		owner_len = cl->owner_len;
@@ -587,6 +597,7 @@ void mds_state_client_expired(void *priv, uint64_t clientid)
 	if (recorded && owner)
 		record_drop(st, owner, owner_len, clientid);
 	mds_layout_client_expired(mds, clientid); /* its layouts, and fencing */
+	mds_cb_client_gone(mds, clientid);	  /* its 4.0 callback path */
 	for (size_t i = 0; i < ninos; i++)
 		orphan_release(mds, inos[i]);
 	free(inos);
@@ -600,7 +611,7 @@ uint32_t mds_state_seq_flags(void *priv, uint64_t clientid)
 	if (!atomic_load(&st->nrevoked))
 		return 0; /* the common case, without the lock */
 	pthread_mutex_lock(&st->mu);
-	struct st_client *cl = client_find(st, clientid);
+	struct st_client *cl = st_client_find(st, clientid);
 	bool revoked = cl && cl->nrevoked;
 	pthread_mutex_unlock(&st->mu);
 	return revoked ? SEQ4_STATUS_RECALLABLE_STATE_REVOKED : 0;
@@ -611,7 +622,7 @@ bool mds_state_client_has_state(void *priv, uint64_t clientid)
 	struct braid_mds *mds = priv;
 	struct mds_state *st = mds->state;
 	pthread_mutex_lock(&st->mu);
-	struct st_client *cl = client_find(st, clientid);
+	struct st_client *cl = st_client_find(st, clientid);
 	bool has = cl && cl->sids;
 	pthread_mutex_unlock(&st->mu);
 	return has || mds_layout_client_has_state(mds, clientid);
@@ -623,7 +634,7 @@ int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *
 	struct mds_state *st = mds->state;
 	*opens = *locks = *delegs = 0;
 	pthread_mutex_lock(&st->mu);
-	struct st_client *cl = client_find(st, clientid);
+	struct st_client *cl = st_client_find(st, clientid);
 	for (const struct st_sid *s = cl ? cl->sids : NULL; s; s = s->cnext)
 		(*(s->type == ST_SID_OPEN ? opens : s->type == ST_SID_LOCK ? locks : delegs))++;
 	pthread_mutex_unlock(&st->mu);
@@ -645,7 +656,8 @@ static bool reclaim_done(struct mds_state *st, struct nfs41_compound *c)
 {
 	pthread_mutex_lock(&st->mu);
 	struct st_client *cl = st_client_get(st, c);
-	bool done = cl && cl->reclaim_complete;
+	/* NFSv4.0 has no RECLAIM_COMPLETE: grace alone decides */
+	bool done = cl && (cl->reclaim_complete || cl->v40);
 	pthread_mutex_unlock(&st->mu);
 	return done;
 }
@@ -808,6 +820,8 @@ static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa, cons
 		else if (how->mode == EXCLUSIVE4_1) {
 			r = open_attrs(c, &how->u.ch_createboth.cva_attrs, &sa, &set);
 			verf = how->u.ch_createboth.cva_verf;
+		} else if (how->mode == EXCLUSIVE4) {
+			verf = how->u.createverf; /* NFSv4.0 (RFC 7530 §16.16.5) */
 		}
 		if (r)
 			return r;
@@ -835,7 +849,7 @@ static nfsstat4 open_by_name(struct nfs41_compound *c, const OPEN4args *oa, cons
 				return NFS4_OK;
 			if (how->mode == GUARDED4)
 				return NFS4ERR_EXIST;
-			if (how->mode == EXCLUSIVE4_1) {
+			if (how->mode == EXCLUSIVE4_1 || how->mode == EXCLUSIVE4) {
 				/* §18.16.4: the same verifier is a retry of our create */
 				if (t->attr.type != MDS_REG || memcmp(t->attr.verf, verf, 8))
 					return NFS4ERR_EXIST;
@@ -955,9 +969,10 @@ static nfsstat4 open_grant(struct mds_state *st, struct nfs41_compound *c, uint6
 	}
 	/* grace may have ended since the first look, never begun; an open
 	 * under a delegation of this instance is not new state */
-	r = kind == OPEN_RECLAIM					  ? st_reclaim_check(st, cl)
-	    : kind == OPEN_NEW && (st->in_grace || !cl->reclaim_complete) ? NFS4ERR_GRACE
-									  : NFS4_OK;
+	if (kind == OPEN_RECLAIM)
+		r = st_reclaim_check(st, cl);
+	else if (kind == OPEN_NEW && (st->in_grace || !(cl->reclaim_complete || cl->v40)))
+		r = NFS4ERR_GRACE; /* NFSv4.0 has no RECLAIM_COMPLETE */
 	if (r)
 		goto out;
 	struct st_file *f = st_file_get(st, ino, true);
@@ -1078,7 +1093,7 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 			return NFS4ERR_INVAL;
 		/* §18.16.3 table 10: not on a pNFS server's client IDs, and this
 		 * server is one for every client (EXCHGID4_FLAG_USE_PNFS_MDS) */
-		if (oa->openhow.u.how.mode == EXCLUSIVE4)
+		if (oa->openhow.u.how.mode == EXCLUSIVE4 && c->minorversion != 0)
 			return NFS4ERR_INVAL;
 	}
 

@@ -45,6 +45,15 @@ int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *
 			    unsigned *locks, unsigned *delegs);
 
 /*
+ * NFSv4.0 (op_v40.c; RFC 7530 §9): the session layer's hooks around each
+ * operation of a 4.0 COMPOUND (client IDs named by owners and stateids,
+ * seqids and their replies), and RENEW's NFS4ERR_CB_PATH_DOWN.
+ */
+nfsstat4 mds_v40_begin(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, bool *done);
+void mds_v40_end(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, nfsstat4 st);
+bool mds_v40_cb_path_down(void *mds, uint64_t clientid);
+
+/*
  * Delegations (deleg.c; RFC 8881 §10.4).  Read delegations only: [mds]
  * delegations = on | read | off, at most delegations_max outstanding.
  *

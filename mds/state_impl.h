@@ -54,6 +54,7 @@ struct st_client {
 	uint64_t id;
 	struct st_sid *sids;   /* every stateid of the client (cnext) */
 	bool reclaim_complete; /* sent a global RECLAIM_COMPLETE (§18.51) */
+	bool v40;	       /* an NFSv4.0 client ID (RFC 7530): no RECLAIM_COMPLETE */
 	bool recorded;	       /* the store's record of its owner names this id */
 	unsigned ndelegs;      /* delegations it holds (not revoked) */
 	unsigned nrevoked;     /* revoked delegations not yet freed (SEQ4_STATUS_...) */
@@ -73,7 +74,17 @@ struct st_owner {
 	struct htab_node h; /* in st->owners, by (client, kind, name) */
 	struct st_client *cl;
 	uint8_t kind;
-	unsigned refs; /* stateids naming it; freed at 0 */
+	unsigned refs; /* stateids naming it; freed at 0 (NFSv4.1) */
+	/* NFSv4.0 (op_v40.c, RFC 7530 §9.1.7): kept, with its seqid and last
+	 * reply, until its client ends or RELEASE_LOCKOWNER */
+	bool v40;
+	bool confirmed; /* open-owner: OPEN_CONFIRM done (§16.18) */
+	bool seq_valid; /* seqid holds the last request's */
+	bool has_closed;
+	uint32_t seqid;
+	uint8_t *reply; /* the last request's encoded nfs_resop4, malloc'd */
+	uint32_t reply_len;
+	uint8_t closed[NFS4_OTHER_SIZE]; /* the open stateid its last CLOSE ended */
 	uint32_t len;
 	uint8_t name[]; /* at most NFS4_OPAQUE_LIMIT bytes (the XDR bound) */
 };
@@ -166,7 +177,10 @@ struct mds_state {
 	atomic_uint nrevoked; /* revoked delegations not freed, all clients (read without mu) */
 };
 
-/* op_state.c, for state_lock.c; all with st->mu held unless said otherwise. */
+/* op_state.c, for state_lock.c and op_v40.c; all with st->mu held unless said otherwise. */
+struct st_client *st_client_find(struct mds_state *st, uint64_t id);
+/* Frees an owner no stateid names, NFSv4.0 ones too. */
+void st_owner_free(struct mds_state *st, struct st_owner *ow);
 /* The COMPOUND's client, made on first use; NULL only when out of memory. */
 struct st_client *st_client_get(struct mds_state *st, struct nfs41_compound *c);
 struct st_owner *st_owner_get(struct mds_state *st, struct st_client *cl, uint8_t kind,
@@ -222,6 +236,15 @@ void st_deleg_answer(struct mds_state *st, struct nfs41_compound *c, uint64_t in
 		     const struct st_deleg_req *q, open_delegation4 *out);
 /* A delegation stateid goes (DELEGRETURN, FREE_STATEID, the client's end). */
 void st_deleg_free(struct mds_state *st, struct st_sid *d, bool returned);
+
+/* op_v40.c (RFC 7530; its hooks are in state.h) */
+/* mu held: an unconfirmed 4.0 open-owner's stateid is not usable yet */
+static inline bool st_sid_unconfirmed(const struct st_sid *s)
+{
+	return s->type == ST_SID_OPEN && s->owner->v40 && !s->owner->confirmed;
+}
+/* mu held: cl's NFSv4.0 owners go (its end) */
+void st_v40_owners_free(struct mds_state *st, struct st_client *cl);
 
 /* state_lock.c */
 nfsstat4 mds_op_lock(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);

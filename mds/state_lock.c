@@ -215,9 +215,9 @@ nfsstat4 mds_op_lock(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *res)
 		s = NFS4ERR_SERVERFAULT;
 		goto out;
 	}
-	s = la->reclaim			      ? st_reclaim_check(st, cl)
-	    : st->in_grace || !cl->reclaim_complete ? NFS4ERR_GRACE
-						     : NFS4_OK;
+	s = la->reclaim						 ? st_reclaim_check(st, cl)
+	    : st->in_grace || !(cl->reclaim_complete || cl->v40) ? NFS4ERR_GRACE
+								 : NFS4_OK;
 	if (s)
 		goto out;
 	if (lk->new_lock_owner) {

@@ -476,10 +476,19 @@ static int clnt_socket(struct nfsd_clnt *cl, bool nonblock, int *fdp)
 			return rc;
 		}
 	}
+	struct timeval tv = {.tv_sec = cl->opts.connect_timeout_ms / 1000,
+			     .tv_usec = (cl->opts.connect_timeout_ms % 1000) * 1000};
+	bool bounded = !nonblock && cl->opts.connect_timeout_ms;
+	if (bounded) /* Linux: SO_SNDTIMEO bounds a blocking connect */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&cl->sa, cl->salen) < 0 && errno != EINPROGRESS) {
 		int e = -errno;
 		close(fd);
 		return e;
+	}
+	if (bounded) {
+		tv = (struct timeval){0, 0};
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	}
 	if (!nonblock && cl->eng->backend == NFSD_BACKEND_EPOLL)
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);

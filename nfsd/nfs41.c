@@ -111,7 +111,7 @@ enum {
 	F_SESSIONLESS = 1 << 8, /* may come first without SEQUENCE, then alone */
 	F_ALONE = 1 << 9,	/* always the only op */
 	F_MODULE = 1 << 10,	/* ours even when the embedder's table has it */
-	F_V40 = 1 << 11,	/* NFSv4.0 only: NFS4ERR_NOTSUPP (RFC 8881 §18) */
+	F_V40 = 1 << 11,	/* NFSv4.0 only: NFS4ERR_NOTSUPP in 4.1 and 4.2 (RFC 8881 §18) */
 };
 
 /* The module's rows; the embedder's table fills the rest (nfs41_server_new). */
@@ -121,11 +121,11 @@ static const struct {
 } builtin_ops[OP_MAX + 1] = {
     [OP_GETFH] = {op_getfh, NFS41_OP_NEEDS_FH},
     [OP_OPEN_CONFIRM] = {NULL, F_V40},
-    [OP_RENEW] = {NULL, F_V40},
+    [OP_RENEW] = {nfs40_op_renew, F_V40},
     [OP_RESTOREFH] = {op_restorefh, 0},
     [OP_SAVEFH] = {op_savefh, NFS41_OP_NEEDS_FH},
-    [OP_SETCLIENTID] = {NULL, F_V40},
-    [OP_SETCLIENTID_CONFIRM] = {NULL, F_V40},
+    [OP_SETCLIENTID] = {nfs40_op_setclientid, F_V40},
+    [OP_SETCLIENTID_CONFIRM] = {nfs40_op_setclientid_confirm, F_V40},
     [OP_RELEASE_LOCKOWNER] = {NULL, F_V40},
     [OP_BACKCHANNEL_CTL] = {nfs41_op_backchannel_ctl, F_MODULE},
     [OP_BIND_CONN_TO_SESSION] = {nfs41_op_bind_conn, F_MODULE | F_SESSIONLESS | F_ALONE},
@@ -278,18 +278,28 @@ static void op_trace(const struct nfs41_compound *c, const nfs_resop4 *r, nfssta
 		    c->minorversion);
 }
 
-/* Operations of minor version 1 (RFC 8881) and 2 (RFC 7862, RFC 8276). */
+/* Operations of minor version 0 (RFC 7530), 1 (RFC 8881) and 2 (RFC 7862,
+ * RFC 8276). */
 static bool op_legal(uint32_t minor, int32_t op)
 {
-	return op >= OP_ACCESS && op <= (minor == 1 ? OP_RECLAIM_COMPLETE : OP_MAX);
+	int32_t max = minor == 0 ? OP_RELEASE_LOCKOWNER : minor == 1 ? OP_RECLAIM_COMPLETE : OP_MAX;
+	return op >= OP_ACCESS && op <= max;
+}
+
+/* The minor versions this server answers. */
+static bool minor_ok(const struct nfs41_server *s, uint32_t minor)
+{
+	return (minor >= 1 && minor <= 2) || (minor == 0 && s->o.v40);
 }
 
 /* Where an op may stand: SEQUENCE first (RFC 8881 §18.46.3), the
  * sessionless ops first and alone (§18.34.3 - §18.37.3, §18.50.3). */
-static nfsstat4 op_position(int32_t op, unsigned i, unsigned n)
+static nfsstat4 op_position(uint32_t minor, int32_t op, unsigned i, unsigned n)
 {
 	if (op == OP_ILLEGAL)
 		return NFS4ERR_OP_ILLEGAL;
+	if (minor == 0)
+		return NFS4_OK; /* no sessions (RFC 7530 §15.2) */
 	if (op == OP_SEQUENCE)
 		return i == 0 ? NFS4_OK : NFS4ERR_SEQUENCE_POS;
 	unsigned f = builtin_ops[op].flags;
@@ -505,14 +515,21 @@ static nfsstat4 op_run(struct nfs41_server *s, struct cpd *x, nfs_argop4 *a, nfs
 {
 	struct nfs41_compound *c = &x->c;
 	int32_t op = a->argop;
-	nfsstat4 st = op_position(op, c->opidx, c->nops);
+	c->v40_op = NULL; /* v40_begin's, for v40_end */
+	nfsstat4 st = op_position(c->minorversion, op, c->opidx, c->nops);
 	if (st)
 		return st;
-	const struct nfs41_op *d = &s->table[op];
+	const struct nfs41_op *d = c->minorversion == 0 ? &s->table40[op] : &s->table[op];
 	if (!d->fn)
 		return NFS4ERR_NOTSUPP;
 	if ((d->flags & NFS41_OP_NEEDS_FH) && !c->have_fh)
 		return NFS4ERR_NOFILEHANDLE;
+	if (c->minorversion == 0 && s->o.v40_begin) {
+		bool done = false;
+		st = s->o.v40_begin(c, a, r, &done);
+		if (done)
+			return st;
+	}
 	if (d->res_bound && c->session) {
 		uint64_t need = (uint64_t)cur_len + d->res_bound(a);
 		if (need > c->session->fore.ca_maxresponsesize)
@@ -552,7 +569,7 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 	if (ndec && !(args = xdr_arena_alloc(&req->arena, ndec * sizeof(*args))))
 		return NFSD_SYSTEM_ERR;
 	const uint8_t *after_first = d->p;
-	for (; got < ndec && minor >= 1 && minor <= 2; got++) {
+	for (; got < ndec && minor_ok(s, minor); got++) {
 		if (xdr_dec_left(d) < 4)
 			return NFSD_GARBAGE_ARGS;
 		int32_t op = (int32_t)xdr_get32(d->p);
@@ -580,7 +597,7 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 	uint8_t *count_p = xdr_enc_reserve(e, 4);
 	if (e->err)
 		return NFSD_SYSTEM_ERR;
-	if (minor < 1 || minor > 2) {
+	if (!minor_ok(s, minor)) {
 		xdr_put32(status_p, (uint32_t)NFS4ERR_MINOR_VERS_MISMATCH);
 		xdr_put32(count_p, 0);
 		return NFSD_SUCCESS;
@@ -617,6 +634,8 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 			return e->err ? NFSD_SYSTEM_ERR : NFSD_SUCCESS;
 		}
 		res_set_status(&r, status);
+		if (minor == 0 && s->o.v40_end && args[i].argop != OP_ILLEGAL)
+			s->o.v40_end(c, &args[i], &r, status);
 		xdr_enc_nfs_resop4(e, &r);
 		nfsstat4 over = NFS4_OK;
 		size_t len = e->len - res_off + hdr;
@@ -725,6 +744,17 @@ struct nfs41_server *nfs41_server_new(const struct nfs41_server_opts *o, int *er
 			s->table[i] =
 			    (struct nfs41_op){builtin_ops[i].fn, f & NFS41_OP_NEEDS_FH, NULL};
 	}
+	/* minor version 0: the same, with the 4.0-only operations (RFC 7530) */
+	for (unsigned i = 0; o->v40 && i <= OP_MAX_V40; i++) {
+		unsigned f = builtin_ops[i].flags;
+		s->table40[i] = s->table[i];
+		if (!(f & F_V40))
+			continue;
+		if (builtin_ops[i].fn)
+			s->table40[i] = (struct nfs41_op){builtin_ops[i].fn, 0, NULL};
+		else if (i < o->nops && o->ops && o->ops[i].fn)
+			s->table40[i] = o->ops[i];
+	}
 	s->impl_id.nii_domain = xdr_string_of("braid");
 	s->impl_id.nii_name = xdr_string_of(PACKAGE_NAME " " PACKAGE_VERSION);
 	s->procs[0] =
@@ -787,6 +817,8 @@ int32_t nfs41_compound_next_op(const struct nfs41_compound *c)
 nfsstat4 nfs41_compound_stateid(struct nfs41_compound *c, stateid4 *sid)
 {
 	static const uint8_t zero[NFS4_OTHER_SIZE];
+	if (c->minorversion == 0)
+		return NFS4_OK; /* 4.0 has no current stateid */
 	if (sid->seqid != 1 || memcmp(sid->other, zero, sizeof(zero)))
 		return NFS4_OK;
 	if (!c->have_cur_stateid)

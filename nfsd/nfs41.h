@@ -11,10 +11,14 @@
  * NFS4ERR_NOTSUPP.
  *
  * COMPOUND (RFC 8881 §16.2.3):
- *  - minor versions 1 and 2; others get NFS4ERR_MINOR_VERS_MISMATCH with an
- *    empty result array.  Operations outside the minor version (0-2,
- *    4.2-only ones in a 4.1 COMPOUND, unknown numbers) get an OP_ILLEGAL
- *    result with NFS4ERR_OP_ILLEGAL and end the COMPOUND.
+ *  - minor versions 1 and 2, and 0 with opts.v40 (braid-mds; see NFSv4.0
+ *    below); others get NFS4ERR_MINOR_VERS_MISMATCH with an empty result
+ *    array.  Operations outside the minor version (0-2, 4.2-only ones in a
+ *    4.1 COMPOUND, 4.1 ones such as SEQUENCE in a 4.0 COMPOUND, unknown
+ *    numbers) get an OP_ILLEGAL result with NFS4ERR_OP_ILLEGAL and end the
+ *    COMPOUND.  The 4.0-only operations (SETCLIENTID, SETCLIENTID_CONFIRM,
+ *    RENEW, OPEN_CONFIRM, RELEASE_LOCKOWNER) answer NFS4ERR_NOTSUPP in 4.1
+ *    and 4.2 (RFC 8881 §18: MUST NOT be implemented).
  *  - The operations are decoded before any runs, so a malformed argument
  *    anywhere answers GARBAGE_ARGS for the whole call (the RFC also allows
  *    an NFS4ERR_BADXDR result; we never run part of an undecodable
@@ -70,6 +74,25 @@
  * with nfs41_session_backchannel_lost().  With opts.callbacks, SEQUENCE
  * reports SEQ4_STATUS_CB_PATH_DOWN(_SESSION) while no back channel
  * connection is known.
+ *
+ * NFSv4.0 (RFC 7530; nfsd/nfs40.c), with opts.v40: minor version 0
+ * COMPOUNDs have no session rules and no reply limits.  The module runs
+ * SETCLIENTID (§16.33.5's case table: a callback update under the same
+ * verifier keeps the client ID; a new verifier or another principal's
+ * record without state makes a new ID that ends the old one when
+ * confirmed; another principal's record holding state is CLID_INUSE),
+ * SETCLIENTID_CONFIRM (a wrong verifier: STALE_CLIENTID) and RENEW
+ * (CB_PATH_DOWN when opts.cb_path_down says so).  4.0 client IDs are
+ * records of the same tables (unique with 4.1's, same leases, same
+ * client_expired hook) that no CREATE_SESSION accepts.  The embedder's
+ * operations name the client ID (nfs41_compound_v40_client: it becomes
+ * c->clientid and its lease is renewed, RFC 7530 §9.5); opts.v40_begin and
+ * v40_end run around each operation (seqids and their replays,
+ * OPEN_CONFIRM: braid-mds's mds/op_v40.c) and OPEN_CONFIRM and
+ * RELEASE_LOCKOWNER come from the embedder's table.  The current stateid
+ * does not exist in 4.0.  The callback address of SETCLIENTID
+ * (nfs41_client_cb40) is dialable only when it is the request's own
+ * source IP: the server must never connect elsewhere on a client's word.
  *
  * Threads: COMPOUNDs run concurrently on the engine's worker threads;
  * handlers may block.  Locks are internal (see nfs41_impl.h).  Hooks are never
@@ -145,6 +168,21 @@ struct nfs41_server_opts {
 	uint32_t (*status_flags)(void *priv, uint64_t clientid);
 	/* optional: count and time every operation (nfsd/metrics.h) */
 	struct nfsd_metrics *metrics;
+
+	/* NFSv4.0 (RFC 7530) in minor version 0 COMPOUNDs; see the top of
+	 * this file.  Without it minor version 0 is MINOR_VERS_MISMATCH. */
+	bool v40;
+	/* optional, minor version 0 only: around every operation.  begin
+	 * runs first and may answer for it (*done: its status is the op's
+	 * and r is its result, e.g. a seqid retransmission's cached reply);
+	 * end sees the result, status set, before it is encoded */
+	nfsstat4 (*v40_begin)(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, bool *done);
+	void (*v40_end)(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, nfsstat4 st);
+	/* optional: a 4.0 client ID's callback was confirmed (new or changed;
+	 * nfs41_client_cb40 tells it) */
+	void (*cb40_changed)(void *priv, uint64_t clientid);
+	/* optional: RENEW answers NFS4ERR_CB_PATH_DOWN (RFC 7530 §16.29.4) */
+	bool (*cb_path_down)(void *priv, uint64_t clientid);
 };
 
 /* Returns NULL and sets *err (-EINVAL for inconsistent opts, -ENOMEM). */
@@ -190,6 +228,8 @@ struct nfs41_compound {
 	struct nfs41_session *session;
 	uint64_t clientid;
 	uint32_t slotid;
+	/* minor version 0: the embedder's, from v40_begin to v40_end of one op */
+	void *v40_op;
 };
 
 /* Set the current filehandle (PUTFH, LOOKUP, ...); clears the current
@@ -238,6 +278,22 @@ int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, siz
 int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel *bc);
 /* A callback on conn failed (-ECONNRESET): forget the connection. */
 void nfs41_session_backchannel_lost(struct nfs41_session *ss, struct nfsd_conn *conn);
+
+/* Minor version 0: the client ID an operation names (an OPEN's owner, a
+ * stateid's client) becomes c->clientid, and its lease is renewed (RFC 7530
+ * §9.5).  NFS4ERR_STALE_CLIENTID when it is not a confirmed 4.0 client ID
+ * of this server instance (or its lease ran out). */
+nfsstat4 nfs41_compound_v40_client(struct nfs41_compound *c, uint64_t clientid);
+/* A confirmed 4.0 client ID's callback (SETCLIENTID, RFC 7530 §16.33):
+ * 0, or -ENOENT (not a confirmed 4.0 client ID).  dialable: addr is the
+ * IP address the SETCLIENTID came from, the only one the server may dial;
+ * gen changes with every confirmed change. */
+struct nfs41_cb40 {
+	uint32_t prog, ident, gen;
+	struct sockaddr_storage addr;
+	bool dialable;
+};
+int nfs41_client_cb40(struct nfs41_server *s, uint64_t clientid, struct nfs41_cb40 *out);
 
 /* An operation's name as RFC 8881 / 7862 spell it ("READ", "LAYOUTGET");
  * "ILLEGAL" for a number that names none. */

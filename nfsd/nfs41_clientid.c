@@ -92,13 +92,16 @@ struct nfs41_client *nfs41_client_find_locked(struct nfs41_server *s, uint64_t i
 	return clp;
 }
 
-struct nfs41_client *nfs41_owner_find_locked(struct nfs41_server *s, const xdr_opaque *owner,
-					     bool confirmed, uint64_t now,
-					     struct nfs41_client **dead)
+/* NFSv4.0 and 4.1 records of one owner string are different clients: an
+ * owner's 4.1 record is never its 4.0 one's reboot, nor the reverse. */
+static struct nfs41_client *owner_find_locked(struct nfs41_server *s, const xdr_opaque *owner,
+					      bool confirmed, bool v40, uint64_t now,
+					      struct nfs41_client **dead)
 {
 	struct nfs41_client *clp = s->by_owner[owner_bucket(owner->val, owner->len)];
 	for (; clp; clp = clp->onext) {
-		if (clp->confirmed != confirmed || clp->owner_len != owner->len ||
+		if (clp->v40 != v40 || clp->confirmed != confirmed ||
+		    clp->owner_len != owner->len ||
 		    (owner->len && memcmp(clp->owner, owner->val, owner->len)))
 			continue;
 		if (nfs41_client_expired_locked(clp, now)) {
@@ -108,6 +111,20 @@ struct nfs41_client *nfs41_owner_find_locked(struct nfs41_server *s, const xdr_o
 		return clp;
 	}
 	return NULL;
+}
+
+struct nfs41_client *nfs41_owner_find_locked(struct nfs41_server *s, const xdr_opaque *owner,
+					     bool confirmed, uint64_t now,
+					     struct nfs41_client **dead)
+{
+	return owner_find_locked(s, owner, confirmed, false, now, dead);
+}
+
+struct nfs41_client *nfs40_owner_find_locked(struct nfs41_server *s, const xdr_opaque *owner,
+					     bool confirmed, uint64_t now,
+					     struct nfs41_client **dead)
+{
+	return owner_find_locked(s, owner, confirmed, true, now, dead);
 }
 
 void nfs41_client_sweep_locked(struct nfs41_server *s, uint64_t now, struct nfs41_client **dead)
@@ -188,6 +205,11 @@ unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out
 			i->mach_cred = clp->mach_cred;
 			i->lease_left_ms = ((int64_t)clp->expire_ns - (int64_t)now) / 1000000;
 			i->sessions = clp->nsessions;
+			if (clp->v40 && clp->has_peer) { /* no sessions: SETCLIENTID's */
+				i->peer = clp->peer;
+				i->has_peer = true;
+				snprintf(i->transport, sizeof(i->transport), "tcp");
+			}
 			uint64_t seq = 0;
 			for (struct nfs41_session *ss = clp->sessions; ss; ss = ss->cnext) {
 				i->ops += atomic_load_explicit(&ss->ops, memory_order_relaxed);
@@ -234,21 +256,22 @@ nfsstat4 nfs41_client_mach_check(const struct nfs41_client *clp, const struct nf
 	return nfs41_client_princ_eq(clp, req) ? NFS4_OK : NFS4ERR_WRONG_CRED;
 }
 
-static struct nfs41_client *client_new_locked(struct nfs41_server *s, const EXCHANGE_ID4args *ea,
-					      const struct nfsd_req *req, uint64_t now)
+struct nfs41_client *nfs41_client_new_locked(struct nfs41_server *s, const xdr_opaque *owner,
+					     const uint8_t *verf, const struct nfsd_req *req,
+					     uint64_t now)
 {
 	struct nfs41_client *clp = calloc(1, sizeof(*clp));
 	if (!clp)
 		return NULL;
-	clp->owner = malloc(ea->eia_clientowner.co_ownerid.len + 1u);
+	clp->owner = malloc(owner->len + 1u);
 	if (!clp->owner) {
 		free(clp);
 		return NULL;
 	}
-	clp->owner_len = ea->eia_clientowner.co_ownerid.len;
+	clp->owner_len = owner->len;
 	if (clp->owner_len)
-		memcpy(clp->owner, ea->eia_clientowner.co_ownerid.val, clp->owner_len);
-	memcpy(clp->verf, ea->eia_clientowner.co_verifier, sizeof(clp->verf));
+		memcpy(clp->owner, owner->val, clp->owner_len);
+	memcpy(clp->verf, verf, sizeof(clp->verf));
 	clp->princ_flavor = req->cred.flavor;
 	clp->princ_uid = req->cred.uid;
 	if (req->cred.flavor == NFSD_RPCSEC_GSS && req->cred.principal &&
@@ -398,7 +421,8 @@ nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop
 		 * one is confirmed by CREATE_SESSION */
 		if (unconf)
 			nfs41_client_unlink_locked(s, unconf, &dead);
-		clp = client_new_locked(s, ea, c->req, now);
+		clp = nfs41_client_new_locked(s, &ea->eia_clientowner.co_ownerid,
+					      ea->eia_clientowner.co_verifier, c->req, now);
 		if (!clp)
 			st = NFS4ERR_SERVERFAULT;
 	}

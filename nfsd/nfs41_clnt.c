@@ -142,11 +142,17 @@ static void call_done(void *ctx, int err, struct xdr_dec *d)
 	free(k);
 }
 
-/* Send args on clnt; with sess, SEQUENCE is args[0] and slot is held. */
-static int call_start_auth(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
-			   const struct nfsd_clnt_auth *auth, const COMPOUND4args *args,
-			   struct xdr_arena *arena, const struct nfsd_sink *sink, nfs41c_cb cb,
-			   void *ctx)
+/* An AUTH_SYS credential for a call without a session. */
+struct c41_sys {
+	uint32_t uid, gid;
+};
+
+/* Send args on clnt; with sess, SEQUENCE is args[0] and slot is held; sys:
+ * AUTH_SYS (sessionless calls). */
+static int call_start_cred(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
+			   const struct nfsd_clnt_auth *auth, const struct c41_sys *sys,
+			   const COMPOUND4args *args, struct xdr_arena *arena,
+			   const struct nfsd_sink *sink, nfs41c_cb cb, void *ctx)
 {
 	struct c41_call *k = calloc(1, sizeof(*k));
 	if (!k)
@@ -177,6 +183,10 @@ static int call_start_auth(struct nfsd_clnt *clnt, struct nfs41c_session *sess, 
 		o.flavor = NFSD_AUTH_SYS;
 		o.uid = sess->uid;
 		o.gid = sess->gid;
+	} else if (sys) {
+		o.flavor = NFSD_AUTH_SYS;
+		o.uid = sys->uid;
+		o.gid = sys->gid;
 	}
 	int rc = nfsd_clnt_call_async(clnt, &o, call_done, k);
 	if (rc) {
@@ -184,6 +194,14 @@ static int call_start_auth(struct nfsd_clnt *clnt, struct nfs41c_session *sess, 
 		return rc;
 	}
 	return 0;
+}
+
+static int call_start_auth(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
+			   const struct nfsd_clnt_auth *auth, const COMPOUND4args *args,
+			   struct xdr_arena *arena, const struct nfsd_sink *sink, nfs41c_cb cb,
+			   void *ctx)
+{
+	return call_start_cred(clnt, sess, slot, auth, NULL, args, arena, sink, cb, ctx);
 }
 
 static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsigned slot,
@@ -249,6 +267,35 @@ int nfs41c_compound_raw_auth(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth
 	sync_init(&w, res);
 	return sync_wait(&w, call_start_auth(clnt, NULL, 0, auth, &args, arena, NULL, sync_done,
 					     &w));
+}
+
+int nfs41c_compound_raw_sys_async(struct nfsd_clnt *clnt, uint32_t uid, uint32_t gid,
+				  uint32_t minorversion, const nfs_argop4 *ops, unsigned nops,
+				  nfs41c_cb cb, void *ctx)
+{
+	COMPOUND4args args = {
+	    .tag = xdr_string_of(""),
+	    .minorversion = minorversion,
+	    .argarray = {nops, (nfs_argop4 *)ops},
+	};
+	struct c41_sys sys = {uid, gid};
+	return call_start_cred(clnt, NULL, 0, NULL, &sys, &args, NULL, NULL, cb, ctx);
+}
+
+int nfs41c_compound_raw_sys(struct nfsd_clnt *clnt, uint32_t uid, uint32_t gid,
+			    uint32_t minorversion, const nfs_argop4 *ops, unsigned nops,
+			    COMPOUND4res *res, struct xdr_arena *arena)
+{
+	COMPOUND4args args = {
+	    .tag = xdr_string_of(""),
+	    .minorversion = minorversion,
+	    .argarray = {nops, (nfs_argop4 *)ops},
+	};
+	struct c41_sys sys = {uid, gid};
+	struct c41_sync w;
+	sync_init(&w, res);
+	return sync_wait(
+	    &w, call_start_cred(clnt, NULL, 0, NULL, &sys, &args, arena, NULL, sync_done, &w));
 }
 
 int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorversion,

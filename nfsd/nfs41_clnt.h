@@ -120,6 +120,14 @@ int nfs41c_session_bind(struct nfs41c_session *sess, struct nfsd_clnt *clnt,
 int nfs41c_compound_raw(struct nfsd_clnt *clnt, const char *tag, uint32_t minorversion,
 			const nfs_argop4 *ops, unsigned nops, COMPOUND4res *res,
 			struct xdr_arena *arena);
+/* The same as AUTH_SYS uid/gid (NFSv4.0 clients: minor version 0), and
+ * asynchronously (cb as nfs41c_compound_async's). */
+int nfs41c_compound_raw_sys(struct nfsd_clnt *clnt, uint32_t uid, uint32_t gid,
+			    uint32_t minorversion, const nfs_argop4 *ops, unsigned nops,
+			    COMPOUND4res *res, struct xdr_arena *arena);
+int nfs41c_compound_raw_sys_async(struct nfsd_clnt *clnt, uint32_t uid, uint32_t gid,
+				  uint32_t minorversion, const nfs_argop4 *ops, unsigned nops,
+				  nfs41c_cb cb, void *ctx);
 /* The same under a client flavor (NULL: AUTH_NONE). */
 int nfs41c_compound_raw_auth(struct nfsd_clnt *clnt, const struct nfsd_clnt_auth *auth,
 			     const char *tag, uint32_t minorversion, const nfs_argop4 *ops,

@@ -12,6 +12,9 @@
  *   nfs41_session.c   sessions and their connections: CREATE_SESSION,
  *                     DESTROY_SESSION, BIND_CONN_TO_SESSION,
  *                     BACKCHANNEL_CTL, the back channel for callbacks
+ *   nfs40.c           NFSv4.0 client IDs (RFC 7530 §9.1, §16.33-16.34):
+ *                     SETCLIENTID, SETCLIENTID_CONFIRM, RENEW, the
+ *                     callback addresses, nfs41_compound_v40_client
  *
  * Locks, in this order:
  *   srv->lock   the client and session tables, every struct nfs41_client,
@@ -53,6 +56,7 @@
 #define MAX_SLOTS_LIMIT	    1024
 #define MAX_OPS_LIMIT	    1024
 #define OP_MAX		    OP_REMOVEXATTR
+#define OP_MAX_V40	    OP_RELEASE_LOCKOWNER
 
 /* ------------------------------------------------------------ records */
 
@@ -97,7 +101,14 @@ struct nfs41_session {
 	struct slot slots[];
 };
 
-/* A client ID (RFC 8881 §2.4); everything under srv->lock. */
+/* An NFSv4.0 client's callback (RFC 7530 §16.33.1): what SETCLIENTID named. */
+struct cb40 {
+	uint32_t prog, ident;
+	struct sockaddr_storage addr; /* parsed r_addr; ss_family 0: unusable */
+	bool dialable;		      /* addr is the SETCLIENTID's own source address */
+};
+
+/* A client ID (RFC 8881 §2.4, RFC 7530 §9.1.1); everything under srv->lock. */
 struct nfs41_client {
 	clientid4 id;
 	verifier4 verf;
@@ -120,11 +131,23 @@ struct nfs41_client {
 	unsigned nsessions;
 	struct nfs41_client *hnext, *onext; /* by id, by owner */
 	struct nfs41_client *dnext;	    /* unlinked, waiting for reaping */
+	/* NFSv4.0 (nfs40.c): made by SETCLIENTID, never in a session */
+	bool v40;
+	verifier4 confirm; /* setclientid_confirm of the pending record */
+	struct cb40 cb;	   /* confirmed callback (unconfirmed: the pending one) */
+	uint32_t cb_gen;   /* bumped when a confirmed callback changes */
+	bool has_peer;	   /* peer: where its SETCLIENTID came from */
+	struct sockaddr_storage peer;
+	/* a confirmed record's callback update (§16.33.5 case 1) */
+	bool upd_pending;
+	verifier4 upd_confirm;
+	struct cb40 upd_cb;
 };
 
 struct nfs41_server {
 	struct nfs41_server_opts o; /* so_major / scope point at our copies */
 	struct nfs41_op table[OP_MAX + 1];
+	struct nfs41_op table40[OP_MAX_V40 + 1]; /* minor version 0 (opts.v40) */
 	struct nfsd_proc procs[2];
 	struct nfsd_version vers;
 	struct nfsd_program prog;
@@ -192,9 +215,17 @@ void nfs41_client_reap(struct nfs41_server *s, struct nfs41_client *dead);
 bool nfs41_client_expired_locked(const struct nfs41_client *clp, uint64_t now);
 struct nfs41_client *nfs41_client_find_locked(struct nfs41_server *s, uint64_t id, uint64_t now,
 					      struct nfs41_client **dead);
+/* By owner, among the NFSv4.1 records, or the NFSv4.0 ones with v40. */
 struct nfs41_client *nfs41_owner_find_locked(struct nfs41_server *s, const xdr_opaque *owner,
 					     bool confirmed, uint64_t now,
 					     struct nfs41_client **dead);
+struct nfs41_client *nfs40_owner_find_locked(struct nfs41_server *s, const xdr_opaque *owner,
+					     bool confirmed, uint64_t now,
+					     struct nfs41_client **dead);
+/* A new record of owner by req's principal (the tables hold it). */
+struct nfs41_client *nfs41_client_new_locked(struct nfs41_server *s, const xdr_opaque *owner,
+					     const uint8_t *verf, const struct nfsd_req *req,
+					     uint64_t now);
 /* Every expired client, at most once per SWEEP_INTERVAL_NS. */
 void nfs41_client_sweep_locked(struct nfs41_server *s, uint64_t now, struct nfs41_client **dead);
 /* req comes from the principal that made clp (RPC flavor, AUTH_SYS uid). */
@@ -205,6 +236,11 @@ void nfs41_client_free(struct nfs41_client *clp);
  * and req is another principal's (RFC 8881 §2.10.8.3); else NFS4_OK. */
 nfsstat4 nfs41_client_mach_check(const struct nfs41_client *clp, const struct nfsd_req *req,
 				 nfs_opnum4 op);
+
+/* RFC 7530 §16.33, §16.34, §16.29 (nfs40.c) */
+nfsstat4 nfs40_op_setclientid(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);
+nfsstat4 nfs40_op_setclientid_confirm(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);
+nfsstat4 nfs40_op_renew(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);
 
 /* RFC 8881 §18.35, §18.50, §18.51 */
 nfsstat4 nfs41_op_exchange_id(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r);

@@ -279,6 +279,8 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&s->lock);
 	struct nfs41_client *clp = nfs41_client_find_locked(s, ca->csa_clientid, now, &dead);
+	if (clp && clp->v40)
+		clp = NULL; /* SETCLIENTID's: no sessions (RFC 8881 §2.4) */
 	if (!clp) {
 		st = NFS4ERR_STALE_CLIENTID;
 	} else if (clp->confirmed && ca->csa_sequence == clp->cs_seqid) {

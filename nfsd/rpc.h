@@ -461,6 +461,10 @@ struct nfsd_clnt_opts {
 	bool resvport; /* connect from a reserved port (< 1024, as the kernel
 			* client does; exports(5) "secure"); needs
 			* CAP_NET_BIND_SERVICE, else nfsd_clnt_new fails -EACCES */
+	/* nfsd_clnt_new's connect waits at most this long (0: the kernel's
+	 * SYN retries); one still in progress then goes on in the loop, and
+	 * the calls' timeouts bound the rest */
+	unsigned connect_timeout_ms;
 };
 
 /* A client-only engine: loops without listeners. */

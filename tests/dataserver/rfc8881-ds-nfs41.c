@@ -5,7 +5,8 @@
  * its addresses (so clients session-trunk them, RFC 8881 §2.10.5) and the
  * same client ID on both; a session; PUTFH, WRITE (three stabilities),
  * COMMIT, READ, GETATTR through it; bad and stale handles, no handle,
- * fenced credentials, oversized READ, unsupported operations.
+ * fenced credentials, oversized READ, unsupported operations; minor
+ * version 0 (NFSv4.0, braid-mds's alone) is MINOR_VERS_MISMATCH.
  */
 #include "config.h"
 
@@ -81,6 +82,19 @@ int main(void)
 	}
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, NULL, 0, 64u << 20);
+
+	/* NFSv4.0 is braid-mds's alone: a data server refuses minor version 0 */
+	{
+		nfs_argop4 sc = {.argop = OP_SETCLIENTID};
+		sc.u.opsetclientid.client.id = xdr_opaque_of("linux-client-1", 14);
+		sc.u.opsetclientid.callback.cb_location.na_r_netid = xdr_string_of("tcp");
+		sc.u.opsetclientid.callback.cb_location.na_r_addr = xdr_string_of("");
+		COMPOUND4res res;
+		CHECK_EQ(nfs41c_compound_raw(T.c, NULL, 0, &sc, 1, &res, &ar), 0);
+		CHECK_EQ(res.status, NFS4ERR_MINOR_VERS_MISMATCH);
+		CHECK_EQ(res.resarray.len, 0);
+		xdr_arena_reset(&ar);
+	}
 
 	struct nfs41c_session *s;
 	struct nfs41c_session_opts so = { .owner = "linux-client-1",

@@ -26,7 +26,13 @@
  *    LAYOUTRETURN returned earlier in this input (other[3] bit 0: keep the
  *    input's seqid);
  *  - an EXCHANGE_ID verifier of all zeros becomes a fresh one (a new
- *    incarnation of that client, which ends the old one's state).
+ *    incarnation of that client, which ends the old one's state);
+ *  - NFSv4.0 (minor version 0, no SEQUENCE): a SETCLIENTID verifier of all
+ *    zeros becomes a fresh one, a SETCLIENTID_CONFIRM verifier of all zeros
+ *    the last SETCLIENTID's, and client IDs of 0 in RENEW, OPEN, LOCK,
+ *    LOCKT and RELEASE_LOCKOWNER the last SETCLIENTID's (or EXCHANGE_ID's);
+ *    OPEN_CONFIRM's stateid is patched like the others.  Callbacks are
+ *    never dialed (req->conn NULL: no SETCLIENTID source address).
  *
  * Every input starts from the same state: a fresh client ID and session
  * (a new EXCHANGE_ID verifier for the same owner ends the previous client
@@ -153,6 +159,7 @@ static unsigned fh_dyn;
 
 /* This input's client and session, and what it made of its own. */
 static uint64_t my_clientid, last_clientid;
+static uint8_t last_confirm[NFS4_VERIFIER_SIZE]; /* the last SETCLIENTID's */
 static uint8_t my_sid[NFS4_SESSIONID_SIZE], last_sid[NFS4_SESSIONID_SIZE];
 static bool have_last_clientid, have_last_sid;
 static stateid4 sids[MAX_SIDS];
@@ -603,6 +610,33 @@ static void patch_op(nfs_argop4 *a)
 	case OP_CREATE_SESSION:
 		patch_clientid(&a->u.opcreate_session.csa_clientid);
 		break;
+	case OP_SETCLIENTID: {
+		uint8_t *v = a->u.opsetclientid.client.verifier;
+		if (all_bytes(v, NFS4_VERIFIER_SIZE, 0)) {
+			uint64_t n = ++verifier_counter;
+			memcpy(v, &n, sizeof(n));
+		}
+		break;
+	}
+	case OP_SETCLIENTID_CONFIRM:
+		patch_clientid(&a->u.opsetclientid_confirm.clientid);
+		if (all_bytes(a->u.opsetclientid_confirm.setclientid_confirm, NFS4_VERIFIER_SIZE,
+			      0))
+			memcpy(a->u.opsetclientid_confirm.setclientid_confirm, last_confirm,
+			       NFS4_VERIFIER_SIZE);
+		break;
+	case OP_RENEW:
+		patch_clientid(&a->u.oprenew.clientid);
+		break;
+	case OP_OPEN_CONFIRM:
+		patch_stateid(&a->u.opopen_confirm.open_stateid);
+		break;
+	case OP_LOCKT:
+		patch_clientid(&a->u.oplockt.owner.clientid);
+		break;
+	case OP_RELEASE_LOCKOWNER:
+		patch_clientid(&a->u.oprelease_lockowner.lock_owner.clientid);
+		break;
 	case OP_DESTROY_CLIENTID:
 		patch_clientid(&a->u.opdestroy_clientid.dca_clientid);
 		break;
@@ -614,6 +648,7 @@ static void patch_op(nfs_argop4 *a)
 		}
 		break;
 	case OP_OPEN:
+		patch_clientid(&a->u.opopen.owner.clientid);
 		if (a->u.opopen.claim.claim == CLAIM_DELEGATE_CUR)
 			patch_stateid(&a->u.opopen.claim.u.delegate_cur_info.delegate_stateid);
 		else if (a->u.opopen.claim.claim == CLAIM_DELEG_CUR_FH)
@@ -623,10 +658,12 @@ static void patch_op(nfs_argop4 *a)
 		patch_stateid(&a->u.opclose.open_stateid);
 		break;
 	case OP_LOCK:
-		if (a->u.oplock.locker.new_lock_owner)
+		if (a->u.oplock.locker.new_lock_owner) {
 			patch_stateid(&a->u.oplock.locker.u.open_owner.open_stateid);
-		else
+			patch_clientid(&a->u.oplock.locker.u.open_owner.lock_owner.clientid);
+		} else {
 			patch_stateid(&a->u.oplock.locker.u.lock_owner.lock_stateid);
+		}
 		break;
 	case OP_LOCKU:
 		patch_stateid(&a->u.oplocku.lock_stateid);
@@ -756,6 +793,15 @@ static void reply_check(const uint8_t *out, size_t len, uint32_t nops)
 		case OP_EXCHANGE_ID:
 			last_clientid = r->u.opexchange_id.u.eir_resok4.eir_clientid;
 			have_last_clientid = true;
+			break;
+		case OP_SETCLIENTID:
+			last_clientid = r->u.opsetclientid.u.resok4.clientid;
+			memcpy(last_confirm, r->u.opsetclientid.u.resok4.setclientid_confirm,
+			       NFS4_VERIFIER_SIZE);
+			have_last_clientid = true;
+			break;
+		case OP_OPEN_CONFIRM:
+			sid = &r->u.opopen_confirm.u.resok4.open_stateid;
 			break;
 		case OP_CREATE_SESSION:
 			memcpy(last_sid, r->u.opcreate_session.u.csr_resok4.csr_sessionid,
@@ -1363,6 +1409,36 @@ static void compound_ops(struct sb *b, unsigned t)
 
 #define NTEMPLATES 19
 
+/* NFSv4.0's client ID and seqid ops leading record r of a 4.0 input. */
+static void v40_ops(struct sb *b, unsigned r)
+{
+	switch (r) {
+	case 0: {
+		SETCLIENTID4args *sc = &op(b, OP_SETCLIENTID)->u.opsetclientid;
+		sc->client.id = xdr_opaque_of("fz-v40", 6);
+		sc->callback.cb_program = 0x40000000;
+		sc->callback.cb_location.na_r_netid = xdr_string_of(pick(b, 2) ? "tcp" : "tcp6");
+		sc->callback.cb_location.na_r_addr =
+		    xdr_string_of(pick(b, 2) ? "127.0.0.1.8.1" : "::1.8.1");
+		sc->callback_ident = 7;
+		break;
+	}
+	case 1:
+		op(b, OP_SETCLIENTID_CONFIRM);
+		break;
+	case 2: {
+		OPEN_CONFIRM4args *oc = &op(b, OP_OPEN_CONFIRM)->u.opopen_confirm;
+		oc->open_stateid.other[0] = 'F';
+		oc->open_stateid.other[1] = 'Z';
+		oc->seqid = 1;
+		break;
+	}
+	default:
+		op(b, pick(b, 2) ? OP_RENEW : OP_RELEASE_LOCKOWNER);
+		break;
+	}
+}
+
 /* The session ops, sometimes (nfsd/nfs41*.c's own fuzz target covers them). */
 static void session_ops(struct sb *b, unsigned t)
 {
@@ -1400,6 +1476,7 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 	unsigned nrec = 1 + (unsigned)(h % 4);
 	bool foreign = (h >> 8) % 16 == 0;  /* another client's session */
 	bool stateful = (h >> 12) % 4 == 0; /* OPEN, then its stateid in later records */
+	bool v40 = (h >> 24) % 4 == 0;	    /* NFSv4.0: SETCLIENTID first, no SEQUENCE */
 	static const unsigned conversation[2][4] = {{16, 15, 15, 4}, {17, 17, 17, 15}};
 	const unsigned *conv = conversation[(h >> 14) & 1];
 	if (foreign && nrec < 3)
@@ -1413,7 +1490,16 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 		/* a third of the records as another user (1000, AUTH_NONE, 65534) */
 		uint8_t flags =
 		    (h >> (16 + 2 * r)) % 3 == 0 ? (uint8_t)(1 + (h >> (40 + r)) % 3) : 0;
-		if (foreign && r < 2) {
+		if (v40) {
+			/* the client ID first; OPEN_CONFIRM and the rest after
+			 * the template's filehandle and OPEN */
+			if (r <= 1)
+				v40_ops(&b, r);
+			if (r)
+				compound_ops(&b, t);
+			if (r > 1)
+				v40_ops(&b, r);
+		} else if (foreign && r < 2) {
 			session_ops(&b, r);
 			flags = 0;
 		} else {
@@ -1427,7 +1513,9 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 		}
 		/* now and then NFSv4.1: no 4.2 operations or attributes */
 		COMPOUND4args args = {.tag = xdr_string_of("seed"),
-				      .minorversion = (h >> 20) % 5 == 0 ? 1 : 2,
+				      .minorversion = v40		   ? 0
+						      : (h >> 20) % 5 == 0 ? 1
+									   : 2,
 				      .argarray = {b.n, b.ops}};
 		if (total + REC_HDR > cap) {
 			xdr_arena_release(&a);

@@ -9,7 +9,8 @@
  * procedure returns SUCCESS, GARBAGE_ARGS or SYSTEM_ERR; a SUCCESS reply
  * decodes as exactly one COMPOUND4res whose status is its last result's
  * (NFS4_OK when it has none, or MINOR_VERS_MISMATCH) and holds no more
- * results than the request had operations.
+ * results than the request had operations.  Minor version 0 (opts.v40)
+ * is on: SETCLIENTID, SETCLIENTID_CONFIRM and RENEW.
  */
 #include "config.h"
 
@@ -134,6 +135,7 @@ static struct nfs41_server *setup(uint8_t *sid, uint64_t *clientid)
 	    .max_resp = 8192,
 	    .max_resp_cached = 2048,
 	    .callbacks = true,
+	    .v40 = true, /* minor version 0: SETCLIENTID, _CONFIRM, RENEW */
 	    .ops = f_ops,
 	    .nops = OP_REMOVEXATTR + 1,
 	};
@@ -246,6 +248,20 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 		case 4:
 			ops[n++] = op_cs(k, 1 + (uint32_t)(k % 3));
 			break;
+		case 5:
+			if (k % 4 == 0) { /* NFSv4.0: no sessions */
+				SETCLIENTID4args *sc = &ops[n++].u.opsetclientid;
+				ops[n - 1].argop = OP_SETCLIENTID;
+				sc->client.id = xdr_opaque_of("fz40", 4);
+				sc->callback.cb_location.na_r_netid = xdr_string_of("tcp");
+				sc->callback.cb_location.na_r_addr = xdr_string_of("127.0.0.1.2.3");
+				ops[n].argop = OP_RENEW;
+				ops[n++].u.oprenew.clientid = k;
+				ops[n++].argop = OP_SETCLIENTID_CONFIRM;
+				ops[n++].argop = OP_SEQUENCE; /* OP_ILLEGAL in 4.0 */
+				break;
+			}
+			/* fall through */
 		default:
 			ops[n].argop = OP_PUTFH;
 			ops[n++].u.opputfh.object = xdr_opaque_of("fh", 2);
@@ -254,8 +270,8 @@ size_t braid_fuzz_seed(uint64_t seed, uint8_t *buf, size_t cap)
 		}
 		if (total + 2 > cap)
 			break;
-		size_t len =
-		    encode(buf + total + 2, cap - total - 2, 1 + (uint32_t)(k % 7 == 6), ops, n);
+		uint32_t minor = ops[0].argop == OP_SETCLIENTID ? 0 : 1 + (uint32_t)(k % 7 == 6);
+		size_t len = encode(buf + total + 2, cap - total - 2, minor, ops, n);
 		if (!len || len > 0xffff)
 			break;
 		buf[total] = (uint8_t)(len >> 8);

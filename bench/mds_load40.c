@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/mds's NFSv4.0 series (RFC 7530; "v4.0" in the table, nfs40_* keys):
+ * braid-mds after its NFSv4.1 series, in a directory of its own
+ * (mds-bench-v40 under the root), with the same sizes and schedule, as an
+ * NFSv4.0 client must work:
+ *
+ *  - a client ID from SETCLIENTID + SETCLIENTID_CONFIRM (no callback: an
+ *    empty address, so no delegations);
+ *  - creates: each of --inflight open-owners runs its creates one after
+ *    the other, as seqids require (RFC 7530 §9.1.7): {PUTFH dir, OPEN
+ *    (GUARDED4), GETFH}, then {PUTFH file, CLOSE} (4.0 has no current
+ *    stateid); an owner's first OPEN is confirmed (OPEN_CONFIRM) before its
+ *    CLOSE;
+ *  - lookups: {PUTFH dir, LOOKUP, GETFH, GETATTR}, --inflight in flight;
+ *  - READDIR entries per second, by chained cookies, as the 4.1 walk.
+ *
+ * Every COMPOUND is minor version 0 without SEQUENCE, AUTH_SYS --uid/--gid,
+ * on --conns connections.  A RENEW before each lookup and walk phase keeps
+ * the lease (creates renew it themselves).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/mds.h"
+#include "nfsd/nfs41_clnt.h"
+
+#define DIR_NAME40 "mds-bench-v40"
+
+static uint32_t mode_bits[2] = {0, 1u << (FATTR4_MODE - 32)};
+static const uint8_t mode_file[4] = {0, 0, 0x01, 0xa4}; /* 0644 */
+static const uint8_t mode_dir[4] = {0, 0, 0x01, 0xed};	/* 0755 */
+static uint32_t lookup_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE |
+				  1u << FATTR4_FILEID};
+static uint32_t readdir_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_FILEID};
+
+static fattr4 mode_attr(const uint8_t *mode)
+{
+	return (fattr4){.attrmask = {2, mode_bits}, .attr_vals = {4, (uint8_t *)mode}};
+}
+
+/* One open-owner: its creates run one after the other. */
+struct owner40 {
+	uint32_t seqid; /* the next one to send */
+	bool confirmed;
+};
+
+struct m40 {
+	struct nfsd_server *eng;
+	struct nfsd_clnt *c[CONNS_MAX];
+	unsigned nconn;
+	uint32_t uid, gid;
+	uint64_t clientid;
+	pid_t server;
+	struct server_res *res;
+	uint32_t dirfhlen;
+	uint8_t dirfh[NFS4_FHSIZE];
+	uint64_t nfiles;
+	unsigned nowners;
+	struct owner40 *owners;
+};
+
+static nfs_argop4 op_plain(nfs_opnum4 op)
+{
+	return (nfs_argop4){.argop = op};
+}
+
+static nfs_argop4 op_putfh(const uint8_t *fh, uint32_t len)
+{
+	nfs_argop4 a = {.argop = OP_PUTFH};
+	a.u.opputfh.object = xdr_opaque_of(fh, len);
+	return a;
+}
+
+/* "NFS4ERR 10008 in OPEN", or the transport error. */
+static void err_of(int rc, const COMPOUND4res *res, char *out, size_t len)
+{
+	char eb[64];
+	if (rc) {
+		bench_strfmt(out, len, "%s", bench_call_err_str(rc, eb, sizeof(eb)));
+		return;
+	}
+	int op = res->resarray.len ? res->resarray.val[res->resarray.len - 1].resop : -1;
+	bench_strfmt(out, len, "nfsstat4 %d in op %d", (int)res->status, op);
+}
+
+/* One synchronous 4.0 COMPOUND; 0, or -EIO with why set. */
+static int sync40(struct m40 *m, const nfs_argop4 *ops, unsigned n, COMPOUND4res *res,
+		  struct xdr_arena *ar, char *why, size_t len)
+{
+	int rc = nfs41c_compound_raw_sys(m->c[0], m->uid, m->gid, 0, ops, n, res, ar);
+	if (!rc && res->status == NFS4_OK)
+		return 0;
+	err_of(rc, res, why, len);
+	return -EIO;
+}
+
+/* ------------------------------------------------------------------- loads */
+
+enum job40 {
+	J_OPEN,	   /* PUTFH dir, OPEN, GETFH */
+	J_CONFIRM, /* PUTFH file, OPEN_CONFIRM (an owner's first open) */
+	J_CLOSE,   /* PUTFH file, CLOSE */
+	J_LOOKUP,  /* PUTFH dir, LOOKUP, GETFH, GETATTR */
+};
+
+struct load40;
+
+struct call40 {
+	struct load40 *l;
+	enum job40 job;
+	unsigned owner;
+	uint32_t idx;
+	stateid4 sid;
+	uint32_t fhlen;
+	uint8_t fh[NFS4_FHSIZE];
+	struct call40 *next; /* in load40.queue */
+};
+
+/* lock guards everything after it; callbacks queue, the driver sends. */
+struct load40 {
+	struct m40 *m;
+	bool lookup;
+	uint64_t first, count, next;
+	uint64_t rng;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t inflight, completed, delays;
+	struct call40 *queue;
+	bool failed;
+	char why[256];
+};
+
+static void fail_locked(struct load40 *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail_locked(struct load40 *l, const char *fmt, ...)
+{
+	if (l->failed)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(l->why, sizeof(l->why), fmt, ap);
+	va_end(ap);
+	l->failed = true;
+}
+
+static uint64_t xorshift64(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* lock held: the next create or lookup for k, or false when all are out. */
+static bool next_locked(struct load40 *l, struct call40 *k)
+{
+	if (l->next >= l->count || l->failed)
+		return false;
+	if (l->lookup) {
+		k->job = J_LOOKUP;
+		k->idx = (uint32_t)(xorshift64(&l->rng) % l->m->nfiles);
+	} else {
+		k->job = J_OPEN;
+		k->idx = (uint32_t)(l->first + l->next);
+	}
+	l->next++;
+	return true;
+}
+
+static bool status_moves_seqid(nfsstat4 st)
+{
+	switch (st) {
+	case NFS4ERR_STALE_CLIENTID:
+	case NFS4ERR_STALE_STATEID:
+	case NFS4ERR_BAD_STATEID:
+	case NFS4ERR_BAD_SEQID:
+	case NFS4ERR_BADXDR:
+	case NFS4ERR_RESOURCE:
+	case NFS4ERR_NOFILEHANDLE:
+	case NFS4ERR_MOVED:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static void call_done(void *ctx, int rc, COMPOUND4res *res)
+{
+	struct call40 *k = ctx;
+	struct load40 *l = k->l;
+	struct m40 *m = l->m;
+	char why[200] = "";
+	bool requeue = false, done = false;
+	if (!rc && k->job != J_LOOKUP && status_moves_seqid(res->status))
+		m->owners[k->owner].seqid++; /* one call per owner at a time */
+	if (!rc && res->status == NFS4ERR_DELAY) {
+		requeue = true; /* the same job again, with the next seqid */
+	} else if (rc || res->status != NFS4_OK) {
+		err_of(rc, res, why, sizeof(why));
+	} else {
+		const nfs_resop4 *r = res->resarray.val;
+		switch (k->job) {
+		case J_OPEN: {
+			const OPEN4resok *ok = &r[1].u.opopen.u.resok4;
+			const nfs_fh4 *fh = &r[2].u.opgetfh.u.resok4.object;
+			k->sid = ok->stateid;
+			k->fhlen = fh->len <= sizeof(k->fh) ? fh->len : 0;
+			memcpy(k->fh, fh->val, k->fhlen);
+			k->job = (ok->rflags & OPEN4_RESULT_CONFIRM) ? J_CONFIRM : J_CLOSE;
+			requeue = true;
+			break;
+		}
+		case J_CONFIRM:
+			k->sid = r[1].u.opopen_confirm.u.resok4.open_stateid;
+			m->owners[k->owner].confirmed = true;
+			k->job = J_CLOSE;
+			requeue = true;
+			break;
+		case J_CLOSE:
+		case J_LOOKUP:
+			done = true;
+			break;
+		}
+	}
+	pthread_mutex_lock(&l->lock);
+	l->inflight--;
+	if (!requeue && !done) {
+		char name[16];
+		bench_mds_file_name(k->idx, name, sizeof(name));
+		fail_locked(l, "%s %s: %s", k->job == J_LOOKUP ? "lookup" : "create", name, why);
+	}
+	if (res && !rc && res->status == NFS4ERR_DELAY)
+		l->delays++;
+	if (done) {
+		l->completed++;
+		requeue = next_locked(l, k); /* this owner's (or slot's) next */
+	}
+	if (requeue) {
+		k->next = l->queue;
+		l->queue = k;
+		k = NULL;
+	}
+	pthread_cond_signal(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	free(k);
+}
+
+static int call_send(struct m40 *m, struct call40 *k, unsigned *rr)
+{
+	char name[16], owner[24];
+	nfs_argop4 ops[4];
+	unsigned n = 0;
+	struct owner40 *ow = &m->owners[k->owner];
+	bench_mds_file_name(k->idx, name, sizeof(name));
+	switch (k->job) {
+	case J_OPEN: {
+		bench_strfmt(owner, sizeof(owner), "bench-mds40-%u", k->owner);
+		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
+		nfs_argop4 a = {.argop = OP_OPEN};
+		OPEN4args *o = &a.u.opopen;
+		o->seqid = ow->seqid;
+		o->share_access = OPEN4_SHARE_ACCESS_WRITE;
+		o->share_deny = OPEN4_SHARE_DENY_NONE;
+		o->owner.clientid = m->clientid;
+		o->owner.owner = xdr_opaque_of(owner, (uint32_t)strlen(owner));
+		o->openhow.opentype = OPEN4_CREATE;
+		o->openhow.u.how.mode = GUARDED4;
+		o->openhow.u.how.u.createattrs = mode_attr(mode_file);
+		o->claim.claim = CLAIM_NULL;
+		o->claim.u.file = xdr_string_of(name);
+		ops[n++] = a;
+		ops[n++] = op_plain(OP_GETFH);
+		break;
+	}
+	case J_CONFIRM:
+		ops[n++] = op_putfh(k->fh, k->fhlen);
+		ops[n] = op_plain(OP_OPEN_CONFIRM);
+		ops[n].u.opopen_confirm.open_stateid = k->sid;
+		ops[n++].u.opopen_confirm.seqid = ow->seqid;
+		break;
+	case J_CLOSE:
+		ops[n++] = op_putfh(k->fh, k->fhlen);
+		ops[n] = op_plain(OP_CLOSE);
+		ops[n].u.opclose.open_stateid = k->sid;
+		ops[n++].u.opclose.seqid = ow->seqid;
+		break;
+	case J_LOOKUP:
+		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
+		ops[n] = op_plain(OP_LOOKUP);
+		ops[n++].u.oplookup.objname = xdr_string_of(name);
+		ops[n++] = op_plain(OP_GETFH);
+		ops[n] = op_plain(OP_GETATTR);
+		ops[n++].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
+		break;
+	}
+	struct nfsd_clnt *c = m->c[(*rr)++ % m->nconn];
+	return nfs41c_compound_raw_sys_async(c, m->uid, m->gid, 0, ops, n, call_done, k);
+}
+
+/* count creates from first, or lookups; as load_drive (mds_load.c). */
+static int drive40(struct m40 *m, bool lookup, uint64_t first, uint64_t count, const char *label,
+		   struct phase *ph)
+{
+	struct load40 l = {.m = m, .lookup = lookup, .first = first, .count = count};
+	l.rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(bench_now_s() * 1e9);
+	pthread_mutex_init(&l.lock, NULL);
+	pthread_cond_init(&l.cond, NULL);
+	unsigned rr = 0;
+	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
+	double tprog = t0 + PROGRESS_S;
+	/* one chain per owner (lookups: per slot) */
+	pthread_mutex_lock(&l.lock);
+	for (unsigned i = 0; i < m->nowners; i++) {
+		struct call40 *k = calloc(1, sizeof(*k));
+		if (!k) {
+			fail_locked(&l, "out of memory");
+			break;
+		}
+		k->l = &l;
+		k->owner = i;
+		if (!next_locked(&l, k)) {
+			free(k);
+			break;
+		}
+		k->next = l.queue;
+		l.queue = k;
+	}
+	for (;;) {
+		while (!l.queue && l.inflight && !l.failed)
+			pthread_cond_wait(&l.cond, &l.lock);
+		if (l.failed || !l.queue)
+			break;
+		struct call40 *k = l.queue;
+		l.queue = k->next;
+		l.inflight++;
+		pthread_mutex_unlock(&l.lock);
+		int rc = call_send(m, k, &rr);
+		if (label && bench_now_s() >= tprog) {
+			fprintf(stderr, "%s: %s: %llu of %llu\n", bench_prog, label,
+				(unsigned long long)(first + l.completed),
+				(unsigned long long)(first + count));
+			tprog = bench_now_s() + PROGRESS_S;
+		}
+		pthread_mutex_lock(&l.lock);
+		if (rc) {
+			char eb[64];
+			l.inflight--;
+			fail_locked(&l, "send: %s", bench_call_err_str(rc, eb, sizeof(eb)));
+			free(k);
+		}
+	}
+	while (l.inflight)
+		pthread_cond_wait(&l.cond, &l.lock);
+	while (l.queue) {
+		struct call40 *k = l.queue;
+		l.queue = k->next;
+		free(k);
+	}
+	pthread_mutex_unlock(&l.lock);
+	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
+	ph->cli_cpu = bench_self_cpu_s() - u0;
+	ph->secs = bench_now_s() - t0;
+	ph->ops = l.completed;
+	ph->ok = !l.failed;
+	if (l.failed)
+		bench_strfmt(ph->why, sizeof(ph->why), "%s", l.why);
+	m->res->delays40 += l.delays;
+	if (!lookup)
+		m->nfiles = first + l.completed;
+	pthread_cond_destroy(&l.cond);
+	pthread_mutex_destroy(&l.lock);
+	return l.failed ? -EIO : 0;
+}
+
+static void renew40(struct m40 *m)
+{
+	nfs_argop4 op = op_plain(OP_RENEW);
+	op.u.oprenew.clientid = m->clientid;
+	COMPOUND4res res;
+	struct xdr_arena ar;
+	char w[200];
+	xdr_arena_init(&ar, NULL, 0, 1u << 16);
+	if (sync40(m, &op, 1, &res, &ar, w, sizeof(w)))
+		fprintf(stderr, "%s: NFSv4.0 RENEW: %s\n", bench_prog, w);
+	xdr_arena_release(&ar);
+}
+
+static int readdir_page40(void *ctx, struct bench_mds_page *pg, struct xdr_arena *ar, char *why,
+			  size_t len)
+{
+	struct m40 *m = ctx;
+	nfs_argop4 ops[2] = {op_putfh(m->dirfh, m->dirfhlen), op_plain(OP_READDIR)};
+	READDIR4args *ra = &ops[1].u.opreaddir;
+	ra->cookie = pg->cookie;
+	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
+	ra->dircount = READDIR_DIRCOUNT;
+	ra->maxcount = READDIR_MAXCOUNT;
+	ra->attr_request = (bitmap4){1, readdir_bits};
+	COMPOUND4res res;
+	if (sync40(m, ops, 2, &res, ar, why, len))
+		return -EIO;
+	const READDIR4resok *ok = &res.resarray.val[1].u.opreaddir.u.resok4;
+	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
+		pg->cookie = e->cookie;
+		pg->got++;
+	}
+	pg->counted = pg->got;
+	pg->eof = ok->reply.eof;
+	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
+	return 0;
+}
+
+static int v40_create(void *ctx, uint64_t first, uint64_t count, const char *label,
+		      struct phase *ph)
+{
+	return drive40(ctx, false, first, count, label, ph);
+}
+
+static int v40_lookup(void *ctx, uint64_t count, struct phase *ph)
+{
+	renew40(ctx);
+	return drive40(ctx, true, 0, count, NULL, ph);
+}
+
+static int v40_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
+{
+	struct m40 *m = ctx;
+	renew40(m);
+	return bench_mds_walk(m, readdir_page40, "READDIR", "entries", m->res->name, m->server,
+			      m->nfiles, cap, ph, capped, walks);
+}
+
+static uint64_t v40_nfiles(void *ctx)
+{
+	return ((const struct m40 *)ctx)->nfiles;
+}
+
+static const struct mds_load_ops v40_ops = {
+    .create = v40_create,
+    .lookup = v40_lookup,
+    .walk = v40_walk,
+    .nfiles = v40_nfiles,
+    .walk_name = "READDIR",
+};
+
+/* ----------------------------------------------------------------- stage */
+
+/* Connect, get a confirmed client ID, make the directory. */
+static int m40_open(struct m40 *m, const struct mds_opts *o, int port, char *why, size_t len)
+{
+	int err = 0;
+	for (unsigned i = 0; i < o->conns; i++) {
+		if (!(m->c[i] = bench_clnt_open(m->eng, port, &err))) {
+			bench_strfmt(why, len, "connect to port %d: %s", port, strerror(-err));
+			return -EIO;
+		}
+		m->nconn++;
+	}
+	m->res->conns40 = m->nconn;
+	m->nowners = o->inflight ? o->inflight : 1;
+	if (!(m->owners = calloc(m->nowners, sizeof(*m->owners)))) {
+		bench_strfmt(why, len, "out of memory");
+		return -EIO;
+	}
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1u << 20);
+	COMPOUND4res res;
+	char w[200], id[64];
+	bench_strfmt(id, sizeof(id), "braid-bench-mds40-%d", (int)getpid());
+	nfs_argop4 sc = op_plain(OP_SETCLIENTID);
+	uint64_t verf = (uint64_t)getpid() << 32 | (uint32_t)(bench_now_s() * 1000);
+	memcpy(sc.u.opsetclientid.client.verifier, &verf, 8);
+	sc.u.opsetclientid.client.id = xdr_opaque_of(id, (uint32_t)strlen(id));
+	sc.u.opsetclientid.callback.cb_location.na_r_netid = xdr_string_of("tcp");
+	sc.u.opsetclientid.callback.cb_location.na_r_addr = xdr_string_of("");
+	if (sync40(m, &sc, 1, &res, &ar, w, sizeof(w))) {
+		bench_strfmt(why, len, "SETCLIENTID: %s", w);
+		xdr_arena_release(&ar);
+		return -EIO;
+	}
+	m->clientid = res.resarray.val[0].u.opsetclientid.u.resok4.clientid;
+	nfs_argop4 cf = op_plain(OP_SETCLIENTID_CONFIRM);
+	cf.u.opsetclientid_confirm.clientid = m->clientid;
+	memcpy(cf.u.opsetclientid_confirm.setclientid_confirm,
+	       res.resarray.val[0].u.opsetclientid.u.resok4.setclientid_confirm, 8);
+	xdr_arena_reset(&ar);
+	if (sync40(m, &cf, 1, &res, &ar, w, sizeof(w))) {
+		bench_strfmt(why, len, "SETCLIENTID_CONFIRM: %s", w);
+		xdr_arena_release(&ar);
+		return -EIO;
+	}
+	nfs_argop4 mk[3] = {op_plain(OP_PUTROOTFH), op_plain(OP_CREATE), op_plain(OP_GETFH)};
+	CREATE4args *ca = &mk[1].u.opcreate;
+	ca->objtype.type = NF4DIR;
+	ca->objname = xdr_string_of(DIR_NAME40);
+	ca->createattrs = mode_attr(mode_dir);
+	xdr_arena_reset(&ar);
+	if (sync40(m, mk, 3, &res, &ar, w, sizeof(w))) {
+		bench_strfmt(why, len, "create directory /%s: %s", DIR_NAME40, w);
+		xdr_arena_release(&ar);
+		return -EIO;
+	}
+	const nfs_fh4 *dfh = &res.resarray.val[2].u.opgetfh.u.resok4.object;
+	m->dirfhlen = dfh->len <= sizeof(m->dirfh) ? dfh->len : 0;
+	memcpy(m->dirfh, dfh->val, m->dirfhlen);
+	xdr_arena_release(&ar);
+	return 0;
+}
+
+void bench_mds_series40_missing(struct server_res *r, const char *why)
+{
+	bench_strfmt(r->why40, sizeof(r->why40), "%s", why);
+}
+
+void bench_mds_stage40_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
+			   int port, pid_t pid)
+{
+	struct m40 m = {.eng = eng, .server = pid, .res = r, .uid = o->uid, .gid = o->gid};
+	char why[512];
+	if (m40_open(&m, o, port, why, sizeof(why))) {
+		bench_mds_series40_missing(r, why);
+	} else {
+		r->ran40 = true;
+		bench_mds_series_run(&v40_ops, &m, o, "braid-mds NFSv4.0", r->at40);
+	}
+	for (unsigned i = 0; i < m.nconn; i++)
+		nfsd_clnt_free(m.c[i]);
+	free(m.owners);
+}
