@@ -397,15 +397,6 @@ static int mcall_send(struct mctx *m, struct mcall *k, unsigned *rr)
 	return nfs41c_compound_async(m->sess, c, 0, ops, n, mcall_done, k);
 }
 
-static uint64_t xorshift64(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /*
  * count creates of names first.., or count lookups of random existing
  * names, with as many COMPOUNDs in flight as the session has slots.  ph
@@ -456,7 +447,7 @@ static int load_drive(struct mctx *m, bool lookup, uint64_t first, uint64_t coun
 			k->l = &l;
 			if (lookup) {
 				k->op = MOP_LOOKUP;
-				k->idx = (uint32_t)(xorshift64(&rng) % m->nfiles);
+				k->idx = (uint32_t)(bench_rand64(&rng) % m->nfiles);
 			} else {
 				k->op = m->two_compound ? MOP_OPEN : MOP_CREATE;
 				k->idx = (uint32_t)(first + next);

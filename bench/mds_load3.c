@@ -261,15 +261,6 @@ static int call3_send(struct load3 *l, struct call3 *k, unsigned *rr)
 	return nfsd_clnt_call_async(c, &co, call3_done, k);
 }
 
-static uint64_t xorshift64(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /*
  * count creates of names first.., or count lookups of random existing
  * names, with m->inflight calls in flight.  ph gets the wall time, CPU
@@ -325,7 +316,7 @@ static int load3_drive(struct m3ctx *m, bool lookup, uint64_t first, uint64_t co
 				break;
 			}
 			k->l = &l;
-			k->idx = (uint32_t)(lookup ? xorshift64(&rng) % m->nfiles : first + next);
+			k->idx = (uint32_t)(lookup ? bench_rand64(&rng) % m->nfiles : first + next);
 			next++;
 		}
 		int rc = call3_send(&l, k, &rr);

@@ -151,15 +151,6 @@ static void fail_locked(struct load40 *l, const char *fmt, ...)
 	l->failed = true;
 }
 
-static uint64_t xorshift64(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* lock held: the next create or lookup for k, or false when all are out. */
 static bool next_locked(struct load40 *l, struct call40 *k)
 {
@@ -167,7 +158,7 @@ static bool next_locked(struct load40 *l, struct call40 *k)
 		return false;
 	if (l->lookup) {
 		k->job = J_LOOKUP;
-		k->idx = (uint32_t)(xorshift64(&l->rng) % l->m->nfiles);
+		k->idx = (uint32_t)(bench_rand64(&l->rng) % l->m->nfiles);
 	} else {
 		k->job = J_OPEN;
 		k->idx = (uint32_t)(l->first + l->next);
