@@ -7,6 +7,9 @@
  *                  creates, lookups and READDIR walks, the series of sizes
  *   mds_load3.c    the NFSv3 load: MOUNT, CREATE, LOOKUP and READDIRPLUS
  *                  walks, the same series in a directory of its own
+ *   mds_load40.c   the NFSv4.0 load: SETCLIENTID, seqids, OPEN_CONFIRM
+ *   mds_window.c   the three loads' creates and lookups: calls kept in
+ *                  flight, sent again, counted and timed
  *   mds_servers.c  braid-mds and NFS-Ganesha as our children, a stage each
  *   mds_report.c   the table, the ratios and the JSON line
  *
@@ -194,6 +197,72 @@ typedef int (*bench_mds_page_fn)(void *ctx, struct bench_mds_page *pg, struct xd
 int bench_mds_walk(void *ctx, bench_mds_page_fn page, const char *what, const char *unit,
 		   const char *name, pid_t server, uint64_t nfiles, uint64_t cap, struct phase *ph,
 		   bool *capped, unsigned *walks);
+
+/* ----------------------------------------------------------- mds_window.c */
+
+struct bench_mds_flight;
+
+/*
+ * The head of one protocol's call: the first member of its own struct (or
+ * the whole call), so that the protocol's functions may cast.  The window
+ * owns it while it is queued, the protocol from its send until
+ * bench_mds_call_end.
+ */
+struct bench_mds_call {
+	struct bench_mds_flight *f;
+	bool lookup;		     /* a lookup of f<idx>, else its create */
+	uint32_t idx;		     /* the file: bench_mds_file_name */
+	unsigned chain;		     /* its chain, with bench_mds_window.chains */
+	struct bench_mds_call *next; /* in the window's queue */
+};
+
+/* How a call ends, for bench_mds_call_end. */
+enum bench_mds_end {
+	BENCH_MDS_DONE,	 /* its create or lookup is finished */
+	BENCH_MDS_NEXT,	 /* send it again for its next step (CLOSE after OPEN) */
+	BENCH_MDS_DELAY, /* send it again: the server said later (counted) */
+	BENCH_MDS_FAIL,	 /* the load stops, with why */
+};
+
+/* What a protocol does for the window; ctx is bench_mds_window.ctx. */
+struct bench_mds_window_ops {
+	size_t call_size; /* its call, struct bench_mds_call first */
+	/* k holds a new file (k->idx, k->lookup): set its first step
+	 * (NULL: nothing to set). */
+	void (*begin)(void *ctx, struct bench_mds_call *k);
+	/* Send k, the seq'th send of the load (to pick a connection); its
+	 * answer goes to bench_mds_call_end.  0, or the call error. */
+	int (*send)(void *ctx, struct bench_mds_call *k, unsigned seq);
+	/* k's step, for messages: "create", "LOOKUP". */
+	const char *(*what)(const struct bench_mds_call *k);
+};
+
+/* One protocol's creates and lookups on one server. */
+struct bench_mds_window {
+	const struct bench_mds_window_ops *ops;
+	void *ctx;
+	/* calls in flight at most; 0: ops->send waits for room itself */
+	unsigned limit;
+	/* not 0: this many chains instead, each one call at a time that takes
+	 * the next file when its own is done (an NFSv4.0 open-owner's seqids) */
+	unsigned chains;
+	pid_t server;	  /* whose CPU a phase counts */
+	uint64_t *nfiles; /* f0000000000 .. *nfiles - 1 exist; creates add */
+	uint64_t *delays; /* += calls sent again (BENCH_MDS_DELAY) */
+	uint64_t *delegs; /* += delegations granted; NULL: none can be */
+};
+
+/*
+ * count creates of names first.., or count lookups of random existing
+ * names, on w.  ph gets the wall time, CPU times and the count; label (not
+ * NULL) prints progress on stderr.  Returns 0 or -EIO (ph->why says why).
+ */
+int bench_mds_window_run(const struct bench_mds_window *w, bool lookup, uint64_t first,
+			 uint64_t count, const char *label, struct phase *ph);
+/* k's answer (from any thread): end, with delegs granted, and why when it
+ * failed ("NFS4ERR_IO", said as "create f0000000042: NFS4ERR_IO"). */
+void bench_mds_call_end(struct bench_mds_call *k, enum bench_mds_end end, uint64_t delegs,
+			const char *why);
 
 /* ---------------------------------------------------------- mds_servers.c */
 
