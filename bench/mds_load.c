@@ -2,16 +2,14 @@
 /*
  * bench/mds's load generator: one NFSv4.1 session to a server and the
  * directory it works in, creates and lookups with --inflight COMPOUNDs in
- * flight, READDIR walks by chained cookies, and the series of sizes run
- * on it (the stage of one server).  The schedule of sizes
+ * flight (mds_window.c keeps them there), READDIR walks by chained
+ * cookies, and the series of sizes run on it (the stage of one server).  The schedule of sizes
  * (bench_mds_series_run) is the NFSv3 load's too (mds_load3.c).  The
  * benchmark is described in mds.c.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +166,7 @@ struct mctx {
 	uint8_t dirfh[NFS4_FHSIZE];
 	uint64_t nfiles; /* f0000000000 .. nfiles - 1 exist */
 	struct server_res *res;
+	struct bench_mds_window win; /* sends wait for a slot */
 };
 
 static nfs_argop4 op_putfh(const uint8_t *fh, uint32_t len)
@@ -220,48 +219,14 @@ enum mop {
 	MOP_LOOKUP, /* PUTFH dir, LOOKUP, GETFH, GETATTR */
 };
 
-struct load;
-
-/* One COMPOUND in flight, or queued for the driver to send. */
+/* One COMPOUND in flight, or queued for the window to send. */
 struct mcall {
-	struct load *l;
+	struct bench_mds_call head;
 	enum mop op;
-	uint32_t idx;
-	struct mcall *next; /* in load.queue */
-	stateid4 sid;	    /* MOP_CLOSE */
+	stateid4 sid; /* MOP_CLOSE */
 	uint32_t fhlen;
 	uint8_t fh[NFS4_FHSIZE];
 };
-
-/*
- * Callbacks run on the client loop thread; the driver (the thread that
- * runs load_drive) sends, since taking a slot may wait.  lock guards every
- * field below it.
- */
-struct load {
-	struct mctx *m;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t issued, done; /* COMPOUNDs sent, and answered or failed */
-	uint64_t completed;    /* creates or lookups finished */
-	uint64_t delegs, delays;
-	struct mcall *queue; /* CLOSEs and NFS4ERR_DELAY retries to send */
-	bool failed;
-	char why[256];
-};
-
-static void load_fail_locked(struct load *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void load_fail_locked(struct load *l, const char *fmt, ...)
-{
-	if (l->failed)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->why, sizeof(l->why), fmt, ap);
-	va_end(ap);
-	l->failed = true;
-}
 
 static const char *mop_str(enum mop op)
 {
@@ -322,54 +287,36 @@ static bool mcall_check(struct mcall *k, const COMPOUND4res *res, char *why, siz
 static void mcall_done(void *ctx, int rc, COMPOUND4res *res)
 {
 	struct mcall *k = ctx;
-	struct load *l = k->l;
-	char why[200] = "", name[16];
+	char why[200] = "";
 	uint64_t delegs = 0;
-	bool retry = false, ok = false;
+	enum bench_mds_end end = BENCH_MDS_FAIL;
 	if (!rc && res->status == NFS4ERR_DELAY && res->resarray.len &&
 	    res->resarray.val[res->resarray.len - 1].resop != OP_CLOSE) {
 		/* not done: send it again (an answered CLOSE of a create
 		 * would make the retried OPEN find the name) */
-		retry = true;
+		end = BENCH_MDS_DELAY;
 	} else if (rc || res->status != NFS4_OK) {
 		compound_err(rc, res, why, sizeof(why));
-	} else {
-		ok = mcall_check(k, res, why, sizeof(why), &delegs);
+	} else if (mcall_check(k, res, why, sizeof(why), &delegs)) {
+		end = k->op == MOP_OPEN ? BENCH_MDS_NEXT : BENCH_MDS_DONE;
+		if (k->op == MOP_OPEN)
+			k->op = MOP_CLOSE;
 	}
-	pthread_mutex_lock(&l->lock);
-	l->done++;
-	l->delegs += delegs;
-	if (retry) {
-		l->delays++;
-		k->next = l->queue;
-		l->queue = k;
-		k = NULL;
-	} else if (!ok) {
-		bench_mds_file_name(k->idx, name, sizeof(name));
-		load_fail_locked(l, "%s %s: %s", mop_str(k->op), name, why);
-	} else if (k->op == MOP_OPEN) {
-		k->op = MOP_CLOSE;
-		k->next = l->queue;
-		l->queue = k;
-		k = NULL;
-	} else {
-		l->completed++;
-	}
-	pthread_cond_signal(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-	free(k);
+	bench_mds_call_end(&k->head, end, delegs, why);
 }
 
 /* Send k on the next connection; its result comes to mcall_done. */
-static int mcall_send(struct mctx *m, struct mcall *k, unsigned *rr)
+static int mcall_send(void *ctx, struct bench_mds_call *head, unsigned seq)
 {
+	struct mctx *m = ctx;
+	struct mcall *k = (struct mcall *)head;
 	char name[16], owner[24];
 	nfs_argop4 ops[4];
 	unsigned n = 0;
-	bench_mds_file_name(k->idx, name, sizeof(name));
+	bench_mds_file_name(head->idx, name, sizeof(name));
 	/* an open owner per slot we keep busy, so that no server serializes
 	 * our OPENs on one owner */
-	bench_strfmt(owner, sizeof(owner), "bench-mds-%u", k->idx % m->inflight);
+	bench_strfmt(owner, sizeof(owner), "bench-mds-%u", head->idx % m->inflight);
 	switch (k->op) {
 	case MOP_CREATE:
 	case MOP_OPEN:
@@ -392,119 +339,30 @@ static int mcall_send(struct mctx *m, struct mcall *k, unsigned *rr)
 		ops[n++].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
 		break;
 	}
-	struct nfsd_clnt *c = m->c[(*rr)++ % m->nconn];
+	struct nfsd_clnt *c = m->c[seq % m->nconn];
 	/* the arguments are encoded before this returns: ops may go */
 	return nfs41c_compound_async(m->sess, c, 0, ops, n, mcall_done, k);
 }
 
-/*
- * count creates of names first.., or count lookups of random existing
- * names, with as many COMPOUNDs in flight as the session has slots.  ph
- * gets the wall time, CPU times and the count; label (not NULL) prints
- * progress on stderr.  Returns 0 or -EIO (ph->why says why).
- */
-static int load_drive(struct mctx *m, bool lookup, uint64_t first, uint64_t count,
-		      const char *label, struct phase *ph)
+/* A new create or lookup's first COMPOUND. */
+static void mcall_begin(void *ctx, struct bench_mds_call *head)
 {
-	struct load l = {.m = m};
-	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.cond, NULL);
-	uint64_t next = 0, rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(bench_now_s() * 1e9);
-	unsigned rr = 0;
-	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
-	double tprog = t0 + PROGRESS_S;
-	uint64_t prog_done = 0;
-	for (;;) {
-		struct mcall *k = NULL;
-		pthread_mutex_lock(&l.lock);
-		for (;;) {
-			if (l.failed)
-				break;
-			if (l.queue) {
-				k = l.queue;
-				l.queue = k->next;
-				break;
-			}
-			if (next < count || l.done == l.issued)
-				break;
-			pthread_cond_wait(&l.cond, &l.lock);
-		}
-		bool stop = l.failed || (!k && next >= count);
-		if (!stop)
-			l.issued++;
-		pthread_mutex_unlock(&l.lock);
-		if (stop)
-			break;
-		if (!k) {
-			k = calloc(1, sizeof(*k));
-			if (!k) {
-				pthread_mutex_lock(&l.lock);
-				l.issued--;
-				load_fail_locked(&l, "out of memory");
-				pthread_mutex_unlock(&l.lock);
-				break;
-			}
-			k->l = &l;
-			if (lookup) {
-				k->op = MOP_LOOKUP;
-				k->idx = (uint32_t)(bench_rand64(&rng) % m->nfiles);
-			} else {
-				k->op = m->two_compound ? MOP_OPEN : MOP_CREATE;
-				k->idx = (uint32_t)(first + next);
-			}
-			next++;
-		}
-		int rc = mcall_send(m, k, &rr);
-		if (rc) {
-			char eb[64], name[16];
-			bench_mds_file_name(k->idx, name, sizeof(name));
-			pthread_mutex_lock(&l.lock);
-			l.issued--;
-			load_fail_locked(&l, "send %s %s: %s", mop_str(k->op), name,
-					 bench_call_err_str(rc, eb, sizeof(eb)));
-			pthread_mutex_unlock(&l.lock);
-			free(k);
-			break;
-		}
-		if (label && (next & 1023) == 0 && bench_now_s() >= tprog) {
-			double t = bench_now_s();
-			pthread_mutex_lock(&l.lock);
-			uint64_t d = l.completed;
-			pthread_mutex_unlock(&l.lock);
-			fprintf(stderr, "%s: %s: %llu of %llu, %.0f/s\n", bench_prog, label,
-				(unsigned long long)(first + d),
-				(unsigned long long)(first + count),
-				(double)(d - prog_done) / (t - tprog + PROGRESS_S));
-			prog_done = d;
-			tprog = t + PROGRESS_S;
-		}
-	}
-	/* after a failure: let what is in flight come back before l goes */
-	pthread_mutex_lock(&l.lock);
-	while (l.done < l.issued)
-		pthread_cond_wait(&l.cond, &l.lock);
-	while (l.queue) {
-		struct mcall *k = l.queue;
-		l.queue = k->next;
-		free(k);
-	}
-	pthread_mutex_unlock(&l.lock);
-	double t1 = bench_now_s();
-	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
-	ph->cli_cpu = bench_self_cpu_s() - u0;
-	ph->secs = t1 - t0;
-	ph->ops = l.completed;
-	ph->ok = !l.failed;
-	if (l.failed)
-		bench_strfmt(ph->why, sizeof(ph->why), "%s", l.why);
-	m->res->delegs += l.delegs;
-	m->res->delays += l.delays;
-	if (!lookup)
-		m->nfiles = first + l.completed;
-	pthread_cond_destroy(&l.cond);
-	pthread_mutex_destroy(&l.lock);
-	return l.failed ? -EIO : 0;
+	const struct mctx *m = ctx;
+	struct mcall *k = (struct mcall *)head;
+	k->op = head->lookup ? MOP_LOOKUP : m->two_compound ? MOP_OPEN : MOP_CREATE;
 }
+
+static const char *mcall_what(const struct bench_mds_call *head)
+{
+	return mop_str(((const struct mcall *)head)->op);
+}
+
+static const struct bench_mds_window_ops mcall_ops = {
+    .call_size = sizeof(struct mcall),
+    .begin = mcall_begin,
+    .send = mcall_send,
+    .what = mcall_what,
+};
 
 /* --------------------------------------------------------------- READDIR */
 
@@ -833,12 +691,12 @@ void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struc
 static int v41_create(void *ctx, uint64_t first, uint64_t count, const char *label,
 		      struct phase *ph)
 {
-	return load_drive(ctx, false, first, count, label, ph);
+	return bench_mds_window_run(&((struct mctx *)ctx)->win, false, first, count, label, ph);
 }
 
 static int v41_lookup(void *ctx, uint64_t count, struct phase *ph)
 {
-	return load_drive(ctx, true, 0, count, NULL, ph);
+	return bench_mds_window_run(&((struct mctx *)ctx)->win, true, 0, count, NULL, ph);
 }
 
 static int v41_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
@@ -872,6 +730,12 @@ void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, stru
 			 int port, pid_t pid)
 {
 	struct mctx m = {.eng = eng, .server = pid, .res = r};
+	m.win = (struct bench_mds_window){.ops = &mcall_ops,
+					  .ctx = &m,
+					  .server = pid,
+					  .nfiles = &m.nfiles,
+					  .delays = &r->delays,
+					  .delegs = &r->delegs};
 	char why[512];
 	if (mctx_open(&m, o, port, why, sizeof(why))) {
 		bench_mds_series_missing(r, why);
