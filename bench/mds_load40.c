@@ -22,8 +22,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +63,7 @@ struct m40 {
 	uint64_t nfiles;
 	unsigned nowners;
 	struct owner40 *owners;
+	struct bench_mds_window win; /* a chain per owner */
 };
 
 static nfs_argop4 op_plain(nfs_opnum4 op)
@@ -111,61 +110,15 @@ enum job40 {
 	J_LOOKUP,  /* PUTFH dir, LOOKUP, GETFH, GETATTR */
 };
 
-struct load40;
-
+/* One open-owner's create (its chain is the owner), or a lookup. */
 struct call40 {
-	struct load40 *l;
+	struct bench_mds_call head;
+	struct m40 *m;
 	enum job40 job;
-	unsigned owner;
-	uint32_t idx;
 	stateid4 sid;
 	uint32_t fhlen;
 	uint8_t fh[NFS4_FHSIZE];
-	struct call40 *next; /* in load40.queue */
 };
-
-/* lock guards everything after it; callbacks queue, the driver sends. */
-struct load40 {
-	struct m40 *m;
-	bool lookup;
-	uint64_t first, count, next;
-	uint64_t rng;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t inflight, completed, delays;
-	struct call40 *queue;
-	bool failed;
-	char why[256];
-};
-
-static void fail_locked(struct load40 *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void fail_locked(struct load40 *l, const char *fmt, ...)
-{
-	if (l->failed)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->why, sizeof(l->why), fmt, ap);
-	va_end(ap);
-	l->failed = true;
-}
-
-/* lock held: the next create or lookup for k, or false when all are out. */
-static bool next_locked(struct load40 *l, struct call40 *k)
-{
-	if (l->next >= l->count || l->failed)
-		return false;
-	if (l->lookup) {
-		k->job = J_LOOKUP;
-		k->idx = (uint32_t)(bench_rand64(&l->rng) % l->m->nfiles);
-	} else {
-		k->job = J_OPEN;
-		k->idx = (uint32_t)(l->first + l->next);
-	}
-	l->next++;
-	return true;
-}
 
 static bool status_moves_seqid(nfsstat4 st)
 {
@@ -187,14 +140,13 @@ static bool status_moves_seqid(nfsstat4 st)
 static void call_done(void *ctx, int rc, COMPOUND4res *res)
 {
 	struct call40 *k = ctx;
-	struct load40 *l = k->l;
-	struct m40 *m = l->m;
+	struct m40 *m = k->m;
 	char why[200] = "";
-	bool requeue = false, done = false;
+	enum bench_mds_end end = BENCH_MDS_FAIL;
 	if (!rc && k->job != J_LOOKUP && status_moves_seqid(res->status))
-		m->owners[k->owner].seqid++; /* one call per owner at a time */
+		m->owners[k->head.chain].seqid++; /* one call per owner at a time */
 	if (!rc && res->status == NFS4ERR_DELAY) {
-		requeue = true; /* the same job again, with the next seqid */
+		end = BENCH_MDS_DELAY; /* the same job again, with the next seqid */
 	} else if (rc || res->status != NFS4_OK) {
 		err_of(rc, res, why, sizeof(why));
 	} else {
@@ -207,54 +159,36 @@ static void call_done(void *ctx, int rc, COMPOUND4res *res)
 			k->fhlen = fh->len <= sizeof(k->fh) ? fh->len : 0;
 			memcpy(k->fh, fh->val, k->fhlen);
 			k->job = (ok->rflags & OPEN4_RESULT_CONFIRM) ? J_CONFIRM : J_CLOSE;
-			requeue = true;
+			end = BENCH_MDS_NEXT;
 			break;
 		}
 		case J_CONFIRM:
 			k->sid = r[1].u.opopen_confirm.u.resok4.open_stateid;
-			m->owners[k->owner].confirmed = true;
+			m->owners[k->head.chain].confirmed = true;
 			k->job = J_CLOSE;
-			requeue = true;
+			end = BENCH_MDS_NEXT;
 			break;
 		case J_CLOSE:
 		case J_LOOKUP:
-			done = true;
+			end = BENCH_MDS_DONE; /* the chain goes on with its next file */
 			break;
 		}
 	}
-	pthread_mutex_lock(&l->lock);
-	l->inflight--;
-	if (!requeue && !done) {
-		char name[16];
-		bench_mds_file_name(k->idx, name, sizeof(name));
-		fail_locked(l, "%s %s: %s", k->job == J_LOOKUP ? "lookup" : "create", name, why);
-	}
-	if (res && !rc && res->status == NFS4ERR_DELAY)
-		l->delays++;
-	if (done) {
-		l->completed++;
-		requeue = next_locked(l, k); /* this owner's (or slot's) next */
-	}
-	if (requeue) {
-		k->next = l->queue;
-		l->queue = k;
-		k = NULL;
-	}
-	pthread_cond_signal(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-	free(k);
+	bench_mds_call_end(&k->head, end, 0, why);
 }
 
-static int call_send(struct m40 *m, struct call40 *k, unsigned *rr)
+static int call_send(void *ctx, struct bench_mds_call *head, unsigned seq)
 {
+	struct m40 *m = ctx;
+	struct call40 *k = (struct call40 *)head;
 	char name[16], owner[24];
 	nfs_argop4 ops[4];
 	unsigned n = 0;
-	struct owner40 *ow = &m->owners[k->owner];
-	bench_mds_file_name(k->idx, name, sizeof(name));
+	struct owner40 *ow = &m->owners[head->chain];
+	bench_mds_file_name(head->idx, name, sizeof(name));
 	switch (k->job) {
 	case J_OPEN: {
-		bench_strfmt(owner, sizeof(owner), "bench-mds40-%u", k->owner);
+		bench_strfmt(owner, sizeof(owner), "bench-mds40-%u", head->chain);
 		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
 		nfs_argop4 a = {.argop = OP_OPEN};
 		OPEN4args *o = &a.u.opopen;
@@ -293,84 +227,28 @@ static int call_send(struct m40 *m, struct call40 *k, unsigned *rr)
 		ops[n++].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
 		break;
 	}
-	struct nfsd_clnt *c = m->c[(*rr)++ % m->nconn];
+	struct nfsd_clnt *c = m->c[seq % m->nconn];
 	return nfs41c_compound_raw_sys_async(c, m->uid, m->gid, 0, ops, n, call_done, k);
 }
 
-/* count creates from first, or lookups; as load_drive (mds_load.c). */
-static int drive40(struct m40 *m, bool lookup, uint64_t first, uint64_t count, const char *label,
-		   struct phase *ph)
+static void call_begin(void *ctx, struct bench_mds_call *head)
 {
-	struct load40 l = {.m = m, .lookup = lookup, .first = first, .count = count};
-	l.rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(bench_now_s() * 1e9);
-	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.cond, NULL);
-	unsigned rr = 0;
-	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
-	double tprog = t0 + PROGRESS_S;
-	/* one chain per owner (lookups: per slot) */
-	pthread_mutex_lock(&l.lock);
-	for (unsigned i = 0; i < m->nowners; i++) {
-		struct call40 *k = calloc(1, sizeof(*k));
-		if (!k) {
-			fail_locked(&l, "out of memory");
-			break;
-		}
-		k->l = &l;
-		k->owner = i;
-		if (!next_locked(&l, k)) {
-			free(k);
-			break;
-		}
-		k->next = l.queue;
-		l.queue = k;
-	}
-	for (;;) {
-		while (!l.queue && l.inflight && !l.failed)
-			pthread_cond_wait(&l.cond, &l.lock);
-		if (l.failed || !l.queue)
-			break;
-		struct call40 *k = l.queue;
-		l.queue = k->next;
-		l.inflight++;
-		pthread_mutex_unlock(&l.lock);
-		int rc = call_send(m, k, &rr);
-		if (label && bench_now_s() >= tprog) {
-			fprintf(stderr, "%s: %s: %llu of %llu\n", bench_prog, label,
-				(unsigned long long)(first + l.completed),
-				(unsigned long long)(first + count));
-			tprog = bench_now_s() + PROGRESS_S;
-		}
-		pthread_mutex_lock(&l.lock);
-		if (rc) {
-			char eb[64];
-			l.inflight--;
-			fail_locked(&l, "send: %s", bench_call_err_str(rc, eb, sizeof(eb)));
-			free(k);
-		}
-	}
-	while (l.inflight)
-		pthread_cond_wait(&l.cond, &l.lock);
-	while (l.queue) {
-		struct call40 *k = l.queue;
-		l.queue = k->next;
-		free(k);
-	}
-	pthread_mutex_unlock(&l.lock);
-	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
-	ph->cli_cpu = bench_self_cpu_s() - u0;
-	ph->secs = bench_now_s() - t0;
-	ph->ops = l.completed;
-	ph->ok = !l.failed;
-	if (l.failed)
-		bench_strfmt(ph->why, sizeof(ph->why), "%s", l.why);
-	m->res->delays40 += l.delays;
-	if (!lookup)
-		m->nfiles = first + l.completed;
-	pthread_cond_destroy(&l.cond);
-	pthread_mutex_destroy(&l.lock);
-	return l.failed ? -EIO : 0;
+	struct call40 *k = (struct call40 *)head;
+	k->m = ctx;
+	k->job = head->lookup ? J_LOOKUP : J_OPEN;
 }
+
+static const char *call_what(const struct bench_mds_call *head)
+{
+	return head->lookup ? "lookup" : "create";
+}
+
+static const struct bench_mds_window_ops call40_ops = {
+    .call_size = sizeof(struct call40),
+    .begin = call_begin,
+    .send = call_send,
+    .what = call_what,
+};
 
 static void renew40(struct m40 *m)
 {
@@ -413,13 +291,13 @@ static int readdir_page40(void *ctx, struct bench_mds_page *pg, struct xdr_arena
 static int v40_create(void *ctx, uint64_t first, uint64_t count, const char *label,
 		      struct phase *ph)
 {
-	return drive40(ctx, false, first, count, label, ph);
+	return bench_mds_window_run(&((struct m40 *)ctx)->win, false, first, count, label, ph);
 }
 
 static int v40_lookup(void *ctx, uint64_t count, struct phase *ph)
 {
 	renew40(ctx);
-	return drive40(ctx, true, 0, count, NULL, ph);
+	return bench_mds_window_run(&((struct m40 *)ctx)->win, true, 0, count, NULL, ph);
 }
 
 static int v40_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
@@ -521,6 +399,12 @@ void bench_mds_stage40_run(const struct mds_opts *o, struct nfsd_server *eng, st
 		bench_mds_series40_missing(r, why);
 	} else {
 		r->ran40 = true;
+		m.win = (struct bench_mds_window){.ops = &call40_ops,
+						  .ctx = &m,
+						  .chains = m.nowners,
+						  .server = pid,
+						  .nfiles = &m.nfiles,
+						  .delays = &r->delays40};
 		bench_mds_series_run(&v40_ops, &m, o, "braid-mds NFSv4.0", r->at40);
 	}
 	for (unsigned i = 0; i < m.nconn; i++)
