@@ -115,21 +115,19 @@ void bench_mds_size_key(uint64_t n, char *out, size_t len);
 
 /* ------------------------------------------------------------- mds_load.c */
 
+struct bench_mds_window;
+
 /*
- * One protocol's load on one server, for bench_mds_series_run: create
- * count files f<first>.. (bench_mds_file_name) timed into ph (label: print
- * progress on stderr under it), count lookups of random existing names,
- * and a walk of the whole directory up to cap entries (0: no cap) by
- * chained cookies; each returns 0, or -EIO with ph->why.  nfiles: how many
- * files the directory holds (f0000000000 .. nfiles - 1).
+ * What else one protocol's load does on one server, for
+ * bench_mds_series_run (its creates and lookups are a bench_mds_window's,
+ * ctx that window's): a walk of the whole directory up to cap entries
+ * (0: no cap) by chained cookies, returning 0, or -EIO with ph->why; and
+ * before each size's lookups and walk, renew (NULL: nothing to renew).
  */
 struct mds_load_ops {
-	int (*create)(void *ctx, uint64_t first, uint64_t count, const char *label,
-		      struct phase *ph);
-	int (*lookup)(void *ctx, uint64_t count, struct phase *ph);
 	int (*walk)(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks);
-	uint64_t (*nfiles)(void *ctx);
-	const char *walk_name; /* "READDIR" */
+	void (*renew)(void *ctx); /* NFSv4.0: RENEW, the lease */
+	const char *walk_name;	  /* "READDIR" */
 };
 
 /* The name of file idx: "f0000000042". */
@@ -137,14 +135,14 @@ void bench_mds_file_name(uint32_t idx, char *out, size_t len);
 /* Every phase of a not measured, and with no reason yet, gets why. */
 void bench_mds_at_fail(struct at_size *a, const char *why);
 /*
- * Every size of at (ascending, ended by n 0), in order, with ops on ctx:
+ * Every size of at (ascending, ended by n 0), in order, on w with ops:
  * grow the directory untimed to the size minus a timed batch of creates
  * that ends at the size, then lookups and a walk there.  The first failure
  * ends the series (the later sizes say why).  who: "braid-mds", for
  * progress lines.
  */
-void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struct mds_opts *o,
-			  const char *who, struct at_size *at);
+void bench_mds_series_run(const struct mds_load_ops *ops, const struct bench_mds_window *w,
+			  const struct mds_opts *o, const char *who, struct at_size *at);
 /* r did not run at all, for why. */
 void bench_mds_series_missing(struct server_res *r, const char *why);
 /* A session to the server on port (pid: whose CPU to count), r's sizes run

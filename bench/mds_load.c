@@ -639,8 +639,8 @@ void bench_mds_at_fail(struct at_size *a, const char *why)
 			bench_strfmt(ps[i]->why, sizeof(ps[i]->why), "%s", why);
 }
 
-void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struct mds_opts *o,
-			  const char *who, struct at_size *at)
+void bench_mds_series_run(const struct mds_load_ops *ops, const struct bench_mds_window *w,
+			  const struct mds_opts *o, const char *who, struct at_size *at)
 {
 	char stop_why[300] = "";
 	for (unsigned i = 0; i < NSIZES_MAX && at[i].n; i++) {
@@ -653,7 +653,7 @@ void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struc
 			bench_mds_at_fail(a, stop_why);
 			continue;
 		}
-		uint64_t nfiles = ops->nfiles(ctx);
+		uint64_t nfiles = *w->nfiles;
 		uint64_t batch = batch_at(a->n);
 		if (nfiles + batch > a->n)
 			batch = a->n - nfiles;
@@ -664,7 +664,7 @@ void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struc
 				     key);
 			fprintf(stderr, "%s: %s (%llu creates)\n", bench_prog, label,
 				(unsigned long long)grow);
-			if (ops->create(ctx, nfiles, grow, label, &pop)) {
+			if (bench_mds_window_run(w, false, nfiles, grow, label, &pop)) {
 				bench_strfmt(stop_why, sizeof(stop_why), "growing to %s: %s", key,
 					     pop.why);
 				bench_mds_at_fail(a, stop_why);
@@ -675,30 +675,23 @@ void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struc
 		fprintf(stderr, "%s: %s at %s: %llu timed creates, %llu lookups, %s walk\n",
 			bench_prog, who, key, (unsigned long long)batch,
 			(unsigned long long)o->lookups, ops->walk_name);
-		if (ops->create(ctx, ops->nfiles(ctx), batch, NULL, &a->create)) {
+		if (bench_mds_window_run(w, false, *w->nfiles, batch, NULL, &a->create)) {
 			bench_strfmt(stop_why, sizeof(stop_why), "after create failure at %s: %s",
 				     key, a->create.why);
 			bench_mds_at_fail(a, stop_why);
 			continue;
 		}
-		ops->lookup(ctx, o->lookups, &a->lookup);
+		if (ops->renew)
+			ops->renew(w->ctx);
+		bench_mds_window_run(w, true, 0, o->lookups, NULL, &a->lookup);
 		uint64_t cap = o->walk_cap && o->walk_cap < a->n ? o->walk_cap : 0;
-		ops->walk(ctx, cap, &a->readdir, &a->walk_capped, &a->walks);
+		if (ops->renew)
+			ops->renew(w->ctx);
+		ops->walk(w->ctx, cap, &a->readdir, &a->walk_capped, &a->walks);
 	}
 }
 
-/* The NFSv4.1 session as a series' load. */
-static int v41_create(void *ctx, uint64_t first, uint64_t count, const char *label,
-		      struct phase *ph)
-{
-	return bench_mds_window_run(&((struct mctx *)ctx)->win, false, first, count, label, ph);
-}
-
-static int v41_lookup(void *ctx, uint64_t count, struct phase *ph)
-{
-	return bench_mds_window_run(&((struct mctx *)ctx)->win, true, 0, count, NULL, ph);
-}
-
+/* The NFSv4.1 session's walk, for the series. */
 static int v41_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
 	struct mctx *m = ctx;
@@ -706,16 +699,8 @@ static int v41_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, uns
 			      m->nfiles, cap, ph, capped, walks);
 }
 
-static uint64_t v41_nfiles(void *ctx)
-{
-	return ((const struct mctx *)ctx)->nfiles;
-}
-
 static const struct mds_load_ops v41_ops = {
-    .create = v41_create,
-    .lookup = v41_lookup,
     .walk = v41_walk,
-    .nfiles = v41_nfiles,
     .walk_name = "READDIR",
 };
 
@@ -743,6 +728,6 @@ void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, stru
 		return;
 	}
 	r->ran = true;
-	bench_mds_series_run(&v41_ops, &m, o, r->name, r->at);
+	bench_mds_series_run(&v41_ops, &m.win, o, r->name, r->at);
 	mctx_close(&m);
 }

@@ -255,16 +255,6 @@ static int readdirplus_page(void *ctx, struct bench_mds_page *pg, struct xdr_are
 
 /* ------------------------------------------------------------ the series */
 
-static int v3_create(void *ctx, uint64_t first, uint64_t count, const char *label, struct phase *ph)
-{
-	return bench_mds_window_run(&((struct m3ctx *)ctx)->win, false, first, count, label, ph);
-}
-
-static int v3_lookup(void *ctx, uint64_t count, struct phase *ph)
-{
-	return bench_mds_window_run(&((struct m3ctx *)ctx)->win, true, 0, count, NULL, ph);
-}
-
 static int v3_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
 	struct m3ctx *m = ctx;
@@ -272,16 +262,8 @@ static int v3_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsi
 			      m->server, m->nfiles, cap, ph, capped, walks);
 }
 
-static uint64_t v3_nfiles(void *ctx)
-{
-	return ((const struct m3ctx *)ctx)->nfiles;
-}
-
 static const struct mds_load_ops v3_ops = {
-    .create = v3_create,
-    .lookup = v3_lookup,
     .walk = v3_walk,
-    .nfiles = v3_nfiles,
     .walk_name = "READDIRPLUS",
 };
 
@@ -441,6 +423,6 @@ void bench_mds_stage3_run(const struct mds_opts *o, struct nfsd_server *eng, str
 	r->ran3 = true;
 	r->conns3 = m.nconn;
 	bench_strfmt(who, sizeof(who), "%s NFSv3", r->name);
-	bench_mds_series_run(&v3_ops, &m, o, who, r->at3);
+	bench_mds_series_run(&v3_ops, &m.win, o, who, r->at3);
 	m3ctx_close(&m);
 }

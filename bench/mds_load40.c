@@ -250,8 +250,9 @@ static const struct bench_mds_window_ops call40_ops = {
     .what = call_what,
 };
 
-static void renew40(struct m40 *m)
+static void renew40(void *ctx)
 {
+	struct m40 *m = ctx;
 	nfs_argop4 op = op_plain(OP_RENEW);
 	op.u.oprenew.clientid = m->clientid;
 	COMPOUND4res res;
@@ -288,36 +289,16 @@ static int readdir_page40(void *ctx, struct bench_mds_page *pg, struct xdr_arena
 	return 0;
 }
 
-static int v40_create(void *ctx, uint64_t first, uint64_t count, const char *label,
-		      struct phase *ph)
-{
-	return bench_mds_window_run(&((struct m40 *)ctx)->win, false, first, count, label, ph);
-}
-
-static int v40_lookup(void *ctx, uint64_t count, struct phase *ph)
-{
-	renew40(ctx);
-	return bench_mds_window_run(&((struct m40 *)ctx)->win, true, 0, count, NULL, ph);
-}
-
 static int v40_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
 	struct m40 *m = ctx;
-	renew40(m);
 	return bench_mds_walk(m, readdir_page40, "READDIR", "entries", m->res->name, m->server,
 			      m->nfiles, cap, ph, capped, walks);
 }
 
-static uint64_t v40_nfiles(void *ctx)
-{
-	return ((const struct m40 *)ctx)->nfiles;
-}
-
 static const struct mds_load_ops v40_ops = {
-    .create = v40_create,
-    .lookup = v40_lookup,
     .walk = v40_walk,
-    .nfiles = v40_nfiles,
+    .renew = renew40,
     .walk_name = "READDIR",
 };
 
@@ -405,7 +386,7 @@ void bench_mds_stage40_run(const struct mds_opts *o, struct nfsd_server *eng, st
 						  .server = pid,
 						  .nfiles = &m.nfiles,
 						  .delays = &r->delays40};
-		bench_mds_series_run(&v40_ops, &m, o, "braid-mds NFSv4.0", r->at40);
+		bench_mds_series_run(&v40_ops, &m.win, o, "braid-mds NFSv4.0", r->at40);
 	}
 	for (unsigned i = 0; i < m.nconn; i++)
 		nfsd_clnt_free(m.c[i]);
