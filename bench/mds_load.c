@@ -15,9 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/mds.h"
+#include "bench/mds4.h"
 #include "nfsd/nfs41_clnt.h"
-#include "nfsd/xdr/nfs4_prot.h"
 
 /* ------------------------------------------------------------ NFSv4 names */
 
@@ -142,8 +141,9 @@ static uint32_t lookup_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_CHANGE | 1u <
 				  1u << FATTR4_FILEID};
 static uint32_t readdir_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_FILEID};
 
-static fattr4 mode_attr(const uint8_t *mode)
+fattr4 bench_mds4_mode(bool dir)
 {
+	const uint8_t *mode = dir ? mode_dir : mode_file;
 	return (fattr4){.attrmask = {2, mode_bits}, .attr_vals = xdr_opaque_of(mode, 4)};
 }
 
@@ -169,16 +169,53 @@ struct mctx {
 	struct bench_mds_window win; /* sends wait for a slot */
 };
 
-static nfs_argop4 op_putfh(const uint8_t *fh, uint32_t len)
+nfs_argop4 bench_mds4_putfh(const uint8_t *fh, uint32_t len)
 {
 	nfs_argop4 a = {.argop = OP_PUTFH};
 	a.u.opputfh.object = xdr_opaque_of(fh, len);
 	return a;
 }
 
-static nfs_argop4 op_plain(nfs_opnum4 op)
+nfs_argop4 bench_mds4_op(nfs_opnum4 op)
 {
 	return (nfs_argop4){.argop = op};
+}
+
+unsigned bench_mds4_lookup_ops(nfs_argop4 *ops, const uint8_t *dirfh, uint32_t dirfhlen,
+			       const char *name)
+{
+	ops[0] = bench_mds4_putfh(dirfh, dirfhlen);
+	ops[1] = bench_mds4_op(OP_LOOKUP);
+	ops[1].u.oplookup.objname = xdr_string_of(name);
+	ops[2] = bench_mds4_op(OP_GETFH);
+	ops[3] = bench_mds4_op(OP_GETATTR);
+	ops[3].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
+	return 4;
+}
+
+unsigned bench_mds4_readdir_ops(nfs_argop4 *ops, const uint8_t *dirfh, uint32_t dirfhlen,
+				const struct bench_mds_page *pg)
+{
+	ops[0] = bench_mds4_putfh(dirfh, dirfhlen);
+	ops[1] = bench_mds4_op(OP_READDIR);
+	READDIR4args *ra = &ops[1].u.opreaddir;
+	ra->cookie = pg->cookie;
+	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
+	ra->dircount = READDIR_DIRCOUNT;
+	ra->maxcount = READDIR_MAXCOUNT;
+	ra->attr_request = (bitmap4){1, readdir_bits};
+	return 2;
+}
+
+void bench_mds4_readdir_take(struct bench_mds_page *pg, const READDIR4resok *ok)
+{
+	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
+		pg->cookie = e->cookie;
+		pg->got++;
+	}
+	pg->counted = pg->got;
+	pg->eof = ok->reply.eof;
+	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
 }
 
 /* OPEN name for writing, creating it (GUARDED4: an existing name is an
@@ -193,7 +230,7 @@ static nfs_argop4 op_open_create(const struct mctx *m, const char *name, const c
 	o->owner.owner = xdr_opaque_of(owner, strlen(owner));
 	o->openhow.opentype = OPEN4_CREATE;
 	o->openhow.u.how.mode = GUARDED4;
-	o->openhow.u.how.u.createattrs = mode_attr(mode_file);
+	o->openhow.u.how.u.createattrs = bench_mds4_mode(false);
 	o->claim.claim = CLAIM_NULL;
 	o->claim.u.file = xdr_string_of(name);
 	return a;
@@ -320,23 +357,18 @@ static int mcall_send(void *ctx, struct bench_mds_call *head, unsigned seq)
 	switch (k->op) {
 	case MOP_CREATE:
 	case MOP_OPEN:
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
+		ops[n++] = bench_mds4_putfh(m->dirfh, m->dirfhlen);
 		ops[n++] = op_open_create(m, name, owner);
-		ops[n++] = op_plain(OP_GETFH);
+		ops[n++] = bench_mds4_op(OP_GETFH);
 		if (k->op == MOP_CREATE)
 			ops[n++] = op_close(NULL);
 		break;
 	case MOP_CLOSE:
-		ops[n++] = op_putfh(k->fh, k->fhlen);
+		ops[n++] = bench_mds4_putfh(k->fh, k->fhlen);
 		ops[n++] = op_close(&k->sid);
 		break;
 	case MOP_LOOKUP:
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
-		ops[n] = op_plain(OP_LOOKUP);
-		ops[n++].u.oplookup.objname = xdr_string_of(name);
-		ops[n++] = op_plain(OP_GETFH);
-		ops[n] = op_plain(OP_GETATTR);
-		ops[n++].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
+		n = bench_mds4_lookup_ops(ops, m->dirfh, m->dirfhlen, name);
 		break;
 	}
 	struct nfsd_clnt *c = m->c[seq % m->nconn];
@@ -427,15 +459,10 @@ static int readdir_page(void *ctx, struct bench_mds_page *pg, struct xdr_arena *
 			size_t len)
 {
 	struct mctx *m = ctx;
-	nfs_argop4 ops[2] = {op_putfh(m->dirfh, m->dirfhlen), op_plain(OP_READDIR)};
-	READDIR4args *ra = &ops[1].u.opreaddir;
-	ra->cookie = pg->cookie;
-	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
-	ra->dircount = READDIR_DIRCOUNT;
-	ra->maxcount = READDIR_MAXCOUNT;
-	ra->attr_request = (bitmap4){1, readdir_bits};
+	nfs_argop4 ops[2];
+	unsigned n = bench_mds4_readdir_ops(ops, m->dirfh, m->dirfhlen, pg);
 	COMPOUND4res res;
-	int rc = nfs41c_compound_ex(m->sess, m->c[0], 0, ops, 2, &res, ar);
+	int rc = nfs41c_compound_ex(m->sess, m->c[0], 0, ops, n, &res, ar);
 	if (rc || res.status != NFS4_OK) {
 		compound_err(rc, &res, why, len);
 		return -EIO;
@@ -444,14 +471,7 @@ static int readdir_page(void *ctx, struct bench_mds_page *pg, struct xdr_arena *
 		bench_strfmt(why, len, "READDIR: %u results", res.resarray.len);
 		return -EIO;
 	}
-	const READDIR4resok *ok = &res.resarray.val[2].u.opreaddir.u.resok4;
-	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
-		pg->cookie = e->cookie;
-		pg->got++;
-	}
-	pg->counted = pg->got;
-	pg->eof = ok->reply.eof;
-	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
+	bench_mds4_readdir_take(pg, &res.resarray.val[2].u.opreaddir.u.resok4);
 	return 0;
 }
 
@@ -530,7 +550,7 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 	char w[200];
 	int rc;
 	/* RFC 8881 §18.51.3: before the first OPEN of a new client ID */
-	nfs_argop4 rcop = op_plain(OP_RECLAIM_COMPLETE);
+	nfs_argop4 rcop = bench_mds4_op(OP_RECLAIM_COMPLETE);
 	rcop.u.opreclaim_complete.rca_one_fs = false;
 	if (sync_compound(m, &rcop, 1, &res, &ar, w, sizeof(w)) &&
 	    res.status != NFS4ERR_COMPLETE_ALREADY)
@@ -538,11 +558,12 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 			m->res->name, w);
 
 	/* the directory, under the export's root */
-	nfs_argop4 mk[3] = {op_plain(OP_PUTROOTFH), op_plain(OP_CREATE), op_plain(OP_GETFH)};
+	nfs_argop4 mk[3] = {bench_mds4_op(OP_PUTROOTFH), bench_mds4_op(OP_CREATE),
+			    bench_mds4_op(OP_GETFH)};
 	CREATE4args *ca = &mk[1].u.opcreate;
 	ca->objtype.type = NF4DIR;
 	ca->objname = xdr_string_of(DIR_NAME);
-	ca->createattrs = mode_attr(mode_dir);
+	ca->createattrs = bench_mds4_mode(true);
 	/* a server still in its grace period says so for a while */
 	double end = bench_now_s() + 120;
 	for (;;) {
@@ -565,8 +586,9 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 	/* the first file: one COMPOUND, or OPEN then CLOSE */
 	char name[16];
 	bench_mds_file_name(0, name, sizeof(name));
-	nfs_argop4 cr[4] = {op_putfh(m->dirfh, m->dirfhlen), op_open_create(m, name, "bench-mds-0"),
-			    op_plain(OP_GETFH), op_close(NULL)};
+	nfs_argop4 cr[4] = {bench_mds4_putfh(m->dirfh, m->dirfhlen),
+			    op_open_create(m, name, "bench-mds-0"), bench_mds4_op(OP_GETFH),
+			    op_close(NULL)};
 	end = bench_now_s() + 120;
 	for (;;) {
 		xdr_arena_reset(&ar);
@@ -594,7 +616,7 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 		uint8_t fh[NFS4_FHSIZE];
 		uint32_t fl = ffh->len <= sizeof(fh) ? ffh->len : 0;
 		memcpy(fh, ffh->val, fl);
-		nfs_argop4 cl[2] = {op_putfh(fh, fl), op_close(&sid)};
+		nfs_argop4 cl[2] = {bench_mds4_putfh(fh, fl), op_close(&sid)};
 		xdr_arena_reset(&ar);
 		if (sync_compound(m, cl, 2, &res, &ar, w, sizeof(w))) {
 			bench_strfmt(why, len, "CLOSE %s: %s", name, w);

@@ -27,22 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/mds.h"
+#include "bench/mds4.h"
 #include "nfsd/nfs41_clnt.h"
 
 #define DIR_NAME40 "mds-bench-v40"
-
-static uint32_t mode_bits[2] = {0, 1u << (FATTR4_MODE - 32)};
-static const uint8_t mode_file[4] = {0, 0, 0x01, 0xa4}; /* 0644 */
-static const uint8_t mode_dir[4] = {0, 0, 0x01, 0xed};	/* 0755 */
-static uint32_t lookup_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE |
-				  1u << FATTR4_FILEID};
-static uint32_t readdir_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_FILEID};
-
-static fattr4 mode_attr(const uint8_t *mode)
-{
-	return (fattr4){.attrmask = {2, mode_bits}, .attr_vals = {4, (uint8_t *)mode}};
-}
 
 /* One open-owner: its creates run one after the other. */
 struct owner40 {
@@ -65,18 +53,6 @@ struct m40 {
 	struct owner40 *owners;
 	struct bench_mds_window win; /* a chain per owner */
 };
-
-static nfs_argop4 op_plain(nfs_opnum4 op)
-{
-	return (nfs_argop4){.argop = op};
-}
-
-static nfs_argop4 op_putfh(const uint8_t *fh, uint32_t len)
-{
-	nfs_argop4 a = {.argop = OP_PUTFH};
-	a.u.opputfh.object = xdr_opaque_of(fh, len);
-	return a;
-}
 
 /* "NFS4ERR 10008 in OPEN", or the transport error. */
 static void err_of(int rc, const COMPOUND4res *res, char *out, size_t len)
@@ -189,7 +165,7 @@ static int call_send(void *ctx, struct bench_mds_call *head, unsigned seq)
 	switch (k->job) {
 	case J_OPEN: {
 		bench_strfmt(owner, sizeof(owner), "bench-mds40-%u", head->chain);
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
+		ops[n++] = bench_mds4_putfh(m->dirfh, m->dirfhlen);
 		nfs_argop4 a = {.argop = OP_OPEN};
 		OPEN4args *o = &a.u.opopen;
 		o->seqid = ow->seqid;
@@ -199,32 +175,27 @@ static int call_send(void *ctx, struct bench_mds_call *head, unsigned seq)
 		o->owner.owner = xdr_opaque_of(owner, (uint32_t)strlen(owner));
 		o->openhow.opentype = OPEN4_CREATE;
 		o->openhow.u.how.mode = GUARDED4;
-		o->openhow.u.how.u.createattrs = mode_attr(mode_file);
+		o->openhow.u.how.u.createattrs = bench_mds4_mode(false);
 		o->claim.claim = CLAIM_NULL;
 		o->claim.u.file = xdr_string_of(name);
 		ops[n++] = a;
-		ops[n++] = op_plain(OP_GETFH);
+		ops[n++] = bench_mds4_op(OP_GETFH);
 		break;
 	}
 	case J_CONFIRM:
-		ops[n++] = op_putfh(k->fh, k->fhlen);
-		ops[n] = op_plain(OP_OPEN_CONFIRM);
+		ops[n++] = bench_mds4_putfh(k->fh, k->fhlen);
+		ops[n] = bench_mds4_op(OP_OPEN_CONFIRM);
 		ops[n].u.opopen_confirm.open_stateid = k->sid;
 		ops[n++].u.opopen_confirm.seqid = ow->seqid;
 		break;
 	case J_CLOSE:
-		ops[n++] = op_putfh(k->fh, k->fhlen);
-		ops[n] = op_plain(OP_CLOSE);
+		ops[n++] = bench_mds4_putfh(k->fh, k->fhlen);
+		ops[n] = bench_mds4_op(OP_CLOSE);
 		ops[n].u.opclose.open_stateid = k->sid;
 		ops[n++].u.opclose.seqid = ow->seqid;
 		break;
 	case J_LOOKUP:
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
-		ops[n] = op_plain(OP_LOOKUP);
-		ops[n++].u.oplookup.objname = xdr_string_of(name);
-		ops[n++] = op_plain(OP_GETFH);
-		ops[n] = op_plain(OP_GETATTR);
-		ops[n++].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
+		n = bench_mds4_lookup_ops(ops, m->dirfh, m->dirfhlen, name);
 		break;
 	}
 	struct nfsd_clnt *c = m->c[seq % m->nconn];
@@ -253,7 +224,7 @@ static const struct bench_mds_window_ops call40_ops = {
 static void renew40(void *ctx)
 {
 	struct m40 *m = ctx;
-	nfs_argop4 op = op_plain(OP_RENEW);
+	nfs_argop4 op = bench_mds4_op(OP_RENEW);
 	op.u.oprenew.clientid = m->clientid;
 	COMPOUND4res res;
 	struct xdr_arena ar;
@@ -268,24 +239,12 @@ static int readdir_page40(void *ctx, struct bench_mds_page *pg, struct xdr_arena
 			  size_t len)
 {
 	struct m40 *m = ctx;
-	nfs_argop4 ops[2] = {op_putfh(m->dirfh, m->dirfhlen), op_plain(OP_READDIR)};
-	READDIR4args *ra = &ops[1].u.opreaddir;
-	ra->cookie = pg->cookie;
-	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
-	ra->dircount = READDIR_DIRCOUNT;
-	ra->maxcount = READDIR_MAXCOUNT;
-	ra->attr_request = (bitmap4){1, readdir_bits};
+	nfs_argop4 ops[2];
+	unsigned n = bench_mds4_readdir_ops(ops, m->dirfh, m->dirfhlen, pg);
 	COMPOUND4res res;
-	if (sync40(m, ops, 2, &res, ar, why, len))
+	if (sync40(m, ops, n, &res, ar, why, len))
 		return -EIO;
-	const READDIR4resok *ok = &res.resarray.val[1].u.opreaddir.u.resok4;
-	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
-		pg->cookie = e->cookie;
-		pg->got++;
-	}
-	pg->counted = pg->got;
-	pg->eof = ok->reply.eof;
-	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
+	bench_mds4_readdir_take(pg, &res.resarray.val[1].u.opreaddir.u.resok4);
 	return 0;
 }
 
@@ -326,7 +285,7 @@ static int m40_open(struct m40 *m, const struct mds_opts *o, int port, char *why
 	COMPOUND4res res;
 	char w[200], id[64];
 	bench_strfmt(id, sizeof(id), "braid-bench-mds40-%d", (int)getpid());
-	nfs_argop4 sc = op_plain(OP_SETCLIENTID);
+	nfs_argop4 sc = bench_mds4_op(OP_SETCLIENTID);
 	uint64_t verf = (uint64_t)getpid() << 32 | (uint32_t)(bench_now_s() * 1000);
 	memcpy(sc.u.opsetclientid.client.verifier, &verf, 8);
 	sc.u.opsetclientid.client.id = xdr_opaque_of(id, (uint32_t)strlen(id));
@@ -338,7 +297,7 @@ static int m40_open(struct m40 *m, const struct mds_opts *o, int port, char *why
 		return -EIO;
 	}
 	m->clientid = res.resarray.val[0].u.opsetclientid.u.resok4.clientid;
-	nfs_argop4 cf = op_plain(OP_SETCLIENTID_CONFIRM);
+	nfs_argop4 cf = bench_mds4_op(OP_SETCLIENTID_CONFIRM);
 	cf.u.opsetclientid_confirm.clientid = m->clientid;
 	memcpy(cf.u.opsetclientid_confirm.setclientid_confirm,
 	       res.resarray.val[0].u.opsetclientid.u.resok4.setclientid_confirm, 8);
@@ -348,11 +307,12 @@ static int m40_open(struct m40 *m, const struct mds_opts *o, int port, char *why
 		xdr_arena_release(&ar);
 		return -EIO;
 	}
-	nfs_argop4 mk[3] = {op_plain(OP_PUTROOTFH), op_plain(OP_CREATE), op_plain(OP_GETFH)};
+	nfs_argop4 mk[3] = {bench_mds4_op(OP_PUTROOTFH), bench_mds4_op(OP_CREATE),
+			    bench_mds4_op(OP_GETFH)};
 	CREATE4args *ca = &mk[1].u.opcreate;
 	ca->objtype.type = NF4DIR;
 	ca->objname = xdr_string_of(DIR_NAME40);
-	ca->createattrs = mode_attr(mode_dir);
+	ca->createattrs = bench_mds4_mode(true);
 	xdr_arena_reset(&ar);
 	if (sync40(m, mk, 3, &res, &ar, w, sizeof(w))) {
 		bench_strfmt(why, len, "create directory /%s: %s", DIR_NAME40, w);
