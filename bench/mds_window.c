@@ -25,9 +25,9 @@ struct bench_mds_flight {
 	const struct bench_mds_window *w;
 	bool lookup;
 	uint64_t first, count;
-	uint64_t rng;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	uint64_t rng;		      /* lookups' picks */
 	uint64_t next;		      /* files handed out */
 	uint64_t issued, done;	      /* calls sent, and answered or failed */
 	uint64_t completed;	      /* creates or lookups finished */
