@@ -47,6 +47,15 @@ double bench_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+uint64_t bench_rand64(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
 double bench_proc_cpu_s(pid_t pid)
 {
 	char path[64], buf[1024];

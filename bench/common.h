@@ -33,6 +33,9 @@ extern const char *bench_prog;
 void bench_strfmt(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double bench_now_s(void); /* CLOCK_MONOTONIC */
+/* The next of a xorshift64 sequence in *state (not zero): picks for loads,
+ * not for anything that must be unpredictable. */
+uint64_t bench_rand64(uint64_t *state);
 /* "1.5G", "64MiB", "512k", "4096B": bytes (k, M, G are powers of 1024);
  * false when it does not parse or is not positive. */
 bool bench_size_parse(const char *s, uint64_t *bytes);

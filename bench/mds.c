@@ -49,8 +49,10 @@
  *
  * The parts: this file (options, main), mds_load.c (the NFSv4.1 load
  * generator and the schedule of sizes), mds_load3.c (the NFSv3 load),
- * mds_servers.c (braid-mds and Ganesha as children), mds_report.c (the
- * table and the JSON line); what they share is in mds.h.
+ * mds_load40.c (the NFSv4.0 load), mds_window.c (the calls in flight that
+ * the three loads' creates and lookups share), mds_servers.c (braid-mds
+ * and Ganesha as children), mds_report.c (the table and the JSON line);
+ * what they share is in mds.h.
  */
 #include "config.h"
 

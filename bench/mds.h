@@ -7,6 +7,9 @@
  *                  creates, lookups and READDIR walks, the series of sizes
  *   mds_load3.c    the NFSv3 load: MOUNT, CREATE, LOOKUP and READDIRPLUS
  *                  walks, the same series in a directory of its own
+ *   mds_load40.c   the NFSv4.0 load: SETCLIENTID, seqids, OPEN_CONFIRM
+ *   mds_window.c   the three loads' creates and lookups: calls kept in
+ *                  flight, sent again, counted and timed
  *   mds_servers.c  braid-mds and NFS-Ganesha as our children, a stage each
  *   mds_report.c   the table, the ratios and the JSON line
  *
@@ -112,21 +115,19 @@ void bench_mds_size_key(uint64_t n, char *out, size_t len);
 
 /* ------------------------------------------------------------- mds_load.c */
 
+struct bench_mds_window;
+
 /*
- * One protocol's load on one server, for bench_mds_series_run: create
- * count files f<first>.. (bench_mds_file_name) timed into ph (label: print
- * progress on stderr under it), count lookups of random existing names,
- * and a walk of the whole directory up to cap entries (0: no cap) by
- * chained cookies; each returns 0, or -EIO with ph->why.  nfiles: how many
- * files the directory holds (f0000000000 .. nfiles - 1).
+ * What else one protocol's load does on one server, for
+ * bench_mds_series_run (its creates and lookups are a bench_mds_window's,
+ * ctx that window's): a walk of the whole directory up to cap entries
+ * (0: no cap) by chained cookies, returning 0, or -EIO with ph->why; and
+ * before each size's lookups and walk, renew (NULL: nothing to renew).
  */
 struct mds_load_ops {
-	int (*create)(void *ctx, uint64_t first, uint64_t count, const char *label,
-		      struct phase *ph);
-	int (*lookup)(void *ctx, uint64_t count, struct phase *ph);
 	int (*walk)(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks);
-	uint64_t (*nfiles)(void *ctx);
-	const char *walk_name; /* "READDIR" */
+	void (*renew)(void *ctx); /* NFSv4.0: RENEW, the lease */
+	const char *walk_name;	  /* "READDIR" */
 };
 
 /* The name of file idx: "f0000000042". */
@@ -134,14 +135,14 @@ void bench_mds_file_name(uint32_t idx, char *out, size_t len);
 /* Every phase of a not measured, and with no reason yet, gets why. */
 void bench_mds_at_fail(struct at_size *a, const char *why);
 /*
- * Every size of at (ascending, ended by n 0), in order, with ops on ctx:
+ * Every size of at (ascending, ended by n 0), in order, on w with ops:
  * grow the directory untimed to the size minus a timed batch of creates
  * that ends at the size, then lookups and a walk there.  The first failure
  * ends the series (the later sizes say why).  who: "braid-mds", for
  * progress lines.
  */
-void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struct mds_opts *o,
-			  const char *who, struct at_size *at);
+void bench_mds_series_run(const struct mds_load_ops *ops, const struct bench_mds_window *w,
+			  const struct mds_opts *o, const char *who, struct at_size *at);
 /* r did not run at all, for why. */
 void bench_mds_series_missing(struct server_res *r, const char *why);
 /* A session to the server on port (pid: whose CPU to count), r's sizes run
@@ -194,6 +195,72 @@ typedef int (*bench_mds_page_fn)(void *ctx, struct bench_mds_page *pg, struct xd
 int bench_mds_walk(void *ctx, bench_mds_page_fn page, const char *what, const char *unit,
 		   const char *name, pid_t server, uint64_t nfiles, uint64_t cap, struct phase *ph,
 		   bool *capped, unsigned *walks);
+
+/* ----------------------------------------------------------- mds_window.c */
+
+struct bench_mds_flight;
+
+/*
+ * The head of one protocol's call: the first member of its own struct (or
+ * the whole call), so that the protocol's functions may cast.  The window
+ * owns it while it is queued, the protocol from its send until
+ * bench_mds_call_end.
+ */
+struct bench_mds_call {
+	struct bench_mds_flight *f;
+	bool lookup;		     /* a lookup of f<idx>, else its create */
+	uint32_t idx;		     /* the file: bench_mds_file_name */
+	unsigned chain;		     /* its chain, with bench_mds_window.chains */
+	struct bench_mds_call *next; /* in the window's queue */
+};
+
+/* How a call ends, for bench_mds_call_end. */
+enum bench_mds_end {
+	BENCH_MDS_DONE,	 /* its create or lookup is finished */
+	BENCH_MDS_NEXT,	 /* send it again for its next step (CLOSE after OPEN) */
+	BENCH_MDS_DELAY, /* send it again: the server said later (counted) */
+	BENCH_MDS_FAIL,	 /* the load stops, with why */
+};
+
+/* What a protocol does for the window; ctx is bench_mds_window.ctx. */
+struct bench_mds_window_ops {
+	size_t call_size; /* its call, struct bench_mds_call first */
+	/* k holds a new file (k->idx, k->lookup): set its first step
+	 * (NULL: nothing to set). */
+	void (*begin)(void *ctx, struct bench_mds_call *k);
+	/* Send k, the seq'th send of the load (to pick a connection); its
+	 * answer goes to bench_mds_call_end.  0, or the call error. */
+	int (*send)(void *ctx, struct bench_mds_call *k, unsigned seq);
+	/* k's step, for messages: "create", "LOOKUP". */
+	const char *(*what)(const struct bench_mds_call *k);
+};
+
+/* One protocol's creates and lookups on one server. */
+struct bench_mds_window {
+	const struct bench_mds_window_ops *ops;
+	void *ctx;
+	/* calls in flight at most; 0: ops->send waits for room itself */
+	unsigned limit;
+	/* not 0: this many chains instead, each one call at a time that takes
+	 * the next file when its own is done (an NFSv4.0 open-owner's seqids) */
+	unsigned chains;
+	pid_t server;	  /* whose CPU a phase counts */
+	uint64_t *nfiles; /* f0000000000 .. *nfiles - 1 exist; creates add */
+	uint64_t *delays; /* += calls sent again (BENCH_MDS_DELAY) */
+	uint64_t *delegs; /* += delegations granted; NULL: none can be */
+};
+
+/*
+ * count creates of names first.., or count lookups of random existing
+ * names, on w.  ph gets the wall time, CPU times and the count; label (not
+ * NULL) prints progress on stderr.  Returns 0 or -EIO (ph->why says why).
+ */
+int bench_mds_window_run(const struct bench_mds_window *w, bool lookup, uint64_t first,
+			 uint64_t count, const char *label, struct phase *ph);
+/* k's answer (from any thread): end, with delegs granted, and why when it
+ * failed ("NFS4ERR_IO", said as "create f0000000042: NFS4ERR_IO"). */
+void bench_mds_call_end(struct bench_mds_call *k, enum bench_mds_end end, uint64_t delegs,
+			const char *why);
 
 /* ---------------------------------------------------------- mds_servers.c */
 

@@ -2,24 +2,21 @@
 /*
  * bench/mds's load generator: one NFSv4.1 session to a server and the
  * directory it works in, creates and lookups with --inflight COMPOUNDs in
- * flight, READDIR walks by chained cookies, and the series of sizes run
- * on it (the stage of one server).  The schedule of sizes
+ * flight (mds_window.c keeps them there), READDIR walks by chained
+ * cookies, and the series of sizes run on it (the stage of one server).  The schedule of sizes
  * (bench_mds_series_run) is the NFSv3 load's too (mds_load3.c).  The
  * benchmark is described in mds.c.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/mds.h"
+#include "bench/mds4.h"
 #include "nfsd/nfs41_clnt.h"
-#include "nfsd/xdr/nfs4_prot.h"
 
 /* ------------------------------------------------------------ NFSv4 names */
 
@@ -144,8 +141,9 @@ static uint32_t lookup_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_CHANGE | 1u <
 				  1u << FATTR4_FILEID};
 static uint32_t readdir_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_FILEID};
 
-static fattr4 mode_attr(const uint8_t *mode)
+fattr4 bench_mds4_mode(bool dir)
 {
+	const uint8_t *mode = dir ? mode_dir : mode_file;
 	return (fattr4){.attrmask = {2, mode_bits}, .attr_vals = xdr_opaque_of(mode, 4)};
 }
 
@@ -168,18 +166,56 @@ struct mctx {
 	uint8_t dirfh[NFS4_FHSIZE];
 	uint64_t nfiles; /* f0000000000 .. nfiles - 1 exist */
 	struct server_res *res;
+	struct bench_mds_window win; /* sends wait for a slot */
 };
 
-static nfs_argop4 op_putfh(const uint8_t *fh, uint32_t len)
+nfs_argop4 bench_mds4_putfh(const uint8_t *fh, uint32_t len)
 {
 	nfs_argop4 a = {.argop = OP_PUTFH};
 	a.u.opputfh.object = xdr_opaque_of(fh, len);
 	return a;
 }
 
-static nfs_argop4 op_plain(nfs_opnum4 op)
+nfs_argop4 bench_mds4_op(nfs_opnum4 op)
 {
 	return (nfs_argop4){.argop = op};
+}
+
+unsigned bench_mds4_lookup_ops(nfs_argop4 *ops, const uint8_t *dirfh, uint32_t dirfhlen,
+			       const char *name)
+{
+	ops[0] = bench_mds4_putfh(dirfh, dirfhlen);
+	ops[1] = bench_mds4_op(OP_LOOKUP);
+	ops[1].u.oplookup.objname = xdr_string_of(name);
+	ops[2] = bench_mds4_op(OP_GETFH);
+	ops[3] = bench_mds4_op(OP_GETATTR);
+	ops[3].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
+	return 4;
+}
+
+unsigned bench_mds4_readdir_ops(nfs_argop4 *ops, const uint8_t *dirfh, uint32_t dirfhlen,
+				const struct bench_mds_page *pg)
+{
+	ops[0] = bench_mds4_putfh(dirfh, dirfhlen);
+	ops[1] = bench_mds4_op(OP_READDIR);
+	READDIR4args *ra = &ops[1].u.opreaddir;
+	ra->cookie = pg->cookie;
+	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
+	ra->dircount = READDIR_DIRCOUNT;
+	ra->maxcount = READDIR_MAXCOUNT;
+	ra->attr_request = (bitmap4){1, readdir_bits};
+	return 2;
+}
+
+void bench_mds4_readdir_take(struct bench_mds_page *pg, const READDIR4resok *ok)
+{
+	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
+		pg->cookie = e->cookie;
+		pg->got++;
+	}
+	pg->counted = pg->got;
+	pg->eof = ok->reply.eof;
+	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
 }
 
 /* OPEN name for writing, creating it (GUARDED4: an existing name is an
@@ -194,7 +230,7 @@ static nfs_argop4 op_open_create(const struct mctx *m, const char *name, const c
 	o->owner.owner = xdr_opaque_of(owner, strlen(owner));
 	o->openhow.opentype = OPEN4_CREATE;
 	o->openhow.u.how.mode = GUARDED4;
-	o->openhow.u.how.u.createattrs = mode_attr(mode_file);
+	o->openhow.u.how.u.createattrs = bench_mds4_mode(false);
 	o->claim.claim = CLAIM_NULL;
 	o->claim.u.file = xdr_string_of(name);
 	return a;
@@ -220,48 +256,14 @@ enum mop {
 	MOP_LOOKUP, /* PUTFH dir, LOOKUP, GETFH, GETATTR */
 };
 
-struct load;
-
-/* One COMPOUND in flight, or queued for the driver to send. */
+/* One COMPOUND in flight, or queued for the window to send. */
 struct mcall {
-	struct load *l;
+	struct bench_mds_call head;
 	enum mop op;
-	uint32_t idx;
-	struct mcall *next; /* in load.queue */
-	stateid4 sid;	    /* MOP_CLOSE */
+	stateid4 sid; /* MOP_CLOSE */
 	uint32_t fhlen;
 	uint8_t fh[NFS4_FHSIZE];
 };
-
-/*
- * Callbacks run on the client loop thread; the driver (the thread that
- * runs load_drive) sends, since taking a slot may wait.  lock guards every
- * field below it.
- */
-struct load {
-	struct mctx *m;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t issued, done; /* COMPOUNDs sent, and answered or failed */
-	uint64_t completed;    /* creates or lookups finished */
-	uint64_t delegs, delays;
-	struct mcall *queue; /* CLOSEs and NFS4ERR_DELAY retries to send */
-	bool failed;
-	char why[256];
-};
-
-static void load_fail_locked(struct load *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void load_fail_locked(struct load *l, const char *fmt, ...)
-{
-	if (l->failed)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->why, sizeof(l->why), fmt, ap);
-	va_end(ap);
-	l->failed = true;
-}
 
 static const char *mop_str(enum mop op)
 {
@@ -322,198 +324,77 @@ static bool mcall_check(struct mcall *k, const COMPOUND4res *res, char *why, siz
 static void mcall_done(void *ctx, int rc, COMPOUND4res *res)
 {
 	struct mcall *k = ctx;
-	struct load *l = k->l;
-	char why[200] = "", name[16];
+	char why[200] = "";
 	uint64_t delegs = 0;
-	bool retry = false, ok = false;
+	enum bench_mds_end end = BENCH_MDS_FAIL;
 	if (!rc && res->status == NFS4ERR_DELAY && res->resarray.len &&
 	    res->resarray.val[res->resarray.len - 1].resop != OP_CLOSE) {
 		/* not done: send it again (an answered CLOSE of a create
 		 * would make the retried OPEN find the name) */
-		retry = true;
+		end = BENCH_MDS_DELAY;
 	} else if (rc || res->status != NFS4_OK) {
 		compound_err(rc, res, why, sizeof(why));
-	} else {
-		ok = mcall_check(k, res, why, sizeof(why), &delegs);
+	} else if (mcall_check(k, res, why, sizeof(why), &delegs)) {
+		end = k->op == MOP_OPEN ? BENCH_MDS_NEXT : BENCH_MDS_DONE;
+		if (k->op == MOP_OPEN)
+			k->op = MOP_CLOSE;
 	}
-	pthread_mutex_lock(&l->lock);
-	l->done++;
-	l->delegs += delegs;
-	if (retry) {
-		l->delays++;
-		k->next = l->queue;
-		l->queue = k;
-		k = NULL;
-	} else if (!ok) {
-		bench_mds_file_name(k->idx, name, sizeof(name));
-		load_fail_locked(l, "%s %s: %s", mop_str(k->op), name, why);
-	} else if (k->op == MOP_OPEN) {
-		k->op = MOP_CLOSE;
-		k->next = l->queue;
-		l->queue = k;
-		k = NULL;
-	} else {
-		l->completed++;
-	}
-	pthread_cond_signal(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-	free(k);
+	bench_mds_call_end(&k->head, end, delegs, why);
 }
 
 /* Send k on the next connection; its result comes to mcall_done. */
-static int mcall_send(struct mctx *m, struct mcall *k, unsigned *rr)
+static int mcall_send(void *ctx, struct bench_mds_call *head, unsigned seq)
 {
+	struct mctx *m = ctx;
+	struct mcall *k = (struct mcall *)head;
 	char name[16], owner[24];
 	nfs_argop4 ops[4];
 	unsigned n = 0;
-	bench_mds_file_name(k->idx, name, sizeof(name));
+	bench_mds_file_name(head->idx, name, sizeof(name));
 	/* an open owner per slot we keep busy, so that no server serializes
 	 * our OPENs on one owner */
-	bench_strfmt(owner, sizeof(owner), "bench-mds-%u", k->idx % m->inflight);
+	bench_strfmt(owner, sizeof(owner), "bench-mds-%u", head->idx % m->inflight);
 	switch (k->op) {
 	case MOP_CREATE:
 	case MOP_OPEN:
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
+		ops[n++] = bench_mds4_putfh(m->dirfh, m->dirfhlen);
 		ops[n++] = op_open_create(m, name, owner);
-		ops[n++] = op_plain(OP_GETFH);
+		ops[n++] = bench_mds4_op(OP_GETFH);
 		if (k->op == MOP_CREATE)
 			ops[n++] = op_close(NULL);
 		break;
 	case MOP_CLOSE:
-		ops[n++] = op_putfh(k->fh, k->fhlen);
+		ops[n++] = bench_mds4_putfh(k->fh, k->fhlen);
 		ops[n++] = op_close(&k->sid);
 		break;
 	case MOP_LOOKUP:
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
-		ops[n] = op_plain(OP_LOOKUP);
-		ops[n++].u.oplookup.objname = xdr_string_of(name);
-		ops[n++] = op_plain(OP_GETFH);
-		ops[n] = op_plain(OP_GETATTR);
-		ops[n++].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
+		n = bench_mds4_lookup_ops(ops, m->dirfh, m->dirfhlen, name);
 		break;
 	}
-	struct nfsd_clnt *c = m->c[(*rr)++ % m->nconn];
+	struct nfsd_clnt *c = m->c[seq % m->nconn];
 	/* the arguments are encoded before this returns: ops may go */
 	return nfs41c_compound_async(m->sess, c, 0, ops, n, mcall_done, k);
 }
 
-static uint64_t xorshift64(uint64_t *s)
+/* A new create or lookup's first COMPOUND. */
+static void mcall_begin(void *ctx, struct bench_mds_call *head)
 {
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
+	const struct mctx *m = ctx;
+	struct mcall *k = (struct mcall *)head;
+	k->op = head->lookup ? MOP_LOOKUP : m->two_compound ? MOP_OPEN : MOP_CREATE;
 }
 
-/*
- * count creates of names first.., or count lookups of random existing
- * names, with as many COMPOUNDs in flight as the session has slots.  ph
- * gets the wall time, CPU times and the count; label (not NULL) prints
- * progress on stderr.  Returns 0 or -EIO (ph->why says why).
- */
-static int load_drive(struct mctx *m, bool lookup, uint64_t first, uint64_t count,
-		      const char *label, struct phase *ph)
+static const char *mcall_what(const struct bench_mds_call *head)
 {
-	struct load l = {.m = m};
-	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.cond, NULL);
-	uint64_t next = 0, rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(bench_now_s() * 1e9);
-	unsigned rr = 0;
-	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
-	double tprog = t0 + PROGRESS_S;
-	uint64_t prog_done = 0;
-	for (;;) {
-		struct mcall *k = NULL;
-		pthread_mutex_lock(&l.lock);
-		for (;;) {
-			if (l.failed)
-				break;
-			if (l.queue) {
-				k = l.queue;
-				l.queue = k->next;
-				break;
-			}
-			if (next < count || l.done == l.issued)
-				break;
-			pthread_cond_wait(&l.cond, &l.lock);
-		}
-		bool stop = l.failed || (!k && next >= count);
-		if (!stop)
-			l.issued++;
-		pthread_mutex_unlock(&l.lock);
-		if (stop)
-			break;
-		if (!k) {
-			k = calloc(1, sizeof(*k));
-			if (!k) {
-				pthread_mutex_lock(&l.lock);
-				l.issued--;
-				load_fail_locked(&l, "out of memory");
-				pthread_mutex_unlock(&l.lock);
-				break;
-			}
-			k->l = &l;
-			if (lookup) {
-				k->op = MOP_LOOKUP;
-				k->idx = (uint32_t)(xorshift64(&rng) % m->nfiles);
-			} else {
-				k->op = m->two_compound ? MOP_OPEN : MOP_CREATE;
-				k->idx = (uint32_t)(first + next);
-			}
-			next++;
-		}
-		int rc = mcall_send(m, k, &rr);
-		if (rc) {
-			char eb[64], name[16];
-			bench_mds_file_name(k->idx, name, sizeof(name));
-			pthread_mutex_lock(&l.lock);
-			l.issued--;
-			load_fail_locked(&l, "send %s %s: %s", mop_str(k->op), name,
-					 bench_call_err_str(rc, eb, sizeof(eb)));
-			pthread_mutex_unlock(&l.lock);
-			free(k);
-			break;
-		}
-		if (label && (next & 1023) == 0 && bench_now_s() >= tprog) {
-			double t = bench_now_s();
-			pthread_mutex_lock(&l.lock);
-			uint64_t d = l.completed;
-			pthread_mutex_unlock(&l.lock);
-			fprintf(stderr, "%s: %s: %llu of %llu, %.0f/s\n", bench_prog, label,
-				(unsigned long long)(first + d),
-				(unsigned long long)(first + count),
-				(double)(d - prog_done) / (t - tprog + PROGRESS_S));
-			prog_done = d;
-			tprog = t + PROGRESS_S;
-		}
-	}
-	/* after a failure: let what is in flight come back before l goes */
-	pthread_mutex_lock(&l.lock);
-	while (l.done < l.issued)
-		pthread_cond_wait(&l.cond, &l.lock);
-	while (l.queue) {
-		struct mcall *k = l.queue;
-		l.queue = k->next;
-		free(k);
-	}
-	pthread_mutex_unlock(&l.lock);
-	double t1 = bench_now_s();
-	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
-	ph->cli_cpu = bench_self_cpu_s() - u0;
-	ph->secs = t1 - t0;
-	ph->ops = l.completed;
-	ph->ok = !l.failed;
-	if (l.failed)
-		bench_strfmt(ph->why, sizeof(ph->why), "%s", l.why);
-	m->res->delegs += l.delegs;
-	m->res->delays += l.delays;
-	if (!lookup)
-		m->nfiles = first + l.completed;
-	pthread_cond_destroy(&l.cond);
-	pthread_mutex_destroy(&l.lock);
-	return l.failed ? -EIO : 0;
+	return mop_str(((const struct mcall *)head)->op);
 }
+
+static const struct bench_mds_window_ops mcall_ops = {
+    .call_size = sizeof(struct mcall),
+    .begin = mcall_begin,
+    .send = mcall_send,
+    .what = mcall_what,
+};
 
 /* --------------------------------------------------------------- READDIR */
 
@@ -578,15 +459,10 @@ static int readdir_page(void *ctx, struct bench_mds_page *pg, struct xdr_arena *
 			size_t len)
 {
 	struct mctx *m = ctx;
-	nfs_argop4 ops[2] = {op_putfh(m->dirfh, m->dirfhlen), op_plain(OP_READDIR)};
-	READDIR4args *ra = &ops[1].u.opreaddir;
-	ra->cookie = pg->cookie;
-	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
-	ra->dircount = READDIR_DIRCOUNT;
-	ra->maxcount = READDIR_MAXCOUNT;
-	ra->attr_request = (bitmap4){1, readdir_bits};
+	nfs_argop4 ops[2];
+	unsigned n = bench_mds4_readdir_ops(ops, m->dirfh, m->dirfhlen, pg);
 	COMPOUND4res res;
-	int rc = nfs41c_compound_ex(m->sess, m->c[0], 0, ops, 2, &res, ar);
+	int rc = nfs41c_compound_ex(m->sess, m->c[0], 0, ops, n, &res, ar);
 	if (rc || res.status != NFS4_OK) {
 		compound_err(rc, &res, why, len);
 		return -EIO;
@@ -595,14 +471,7 @@ static int readdir_page(void *ctx, struct bench_mds_page *pg, struct xdr_arena *
 		bench_strfmt(why, len, "READDIR: %u results", res.resarray.len);
 		return -EIO;
 	}
-	const READDIR4resok *ok = &res.resarray.val[2].u.opreaddir.u.resok4;
-	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
-		pg->cookie = e->cookie;
-		pg->got++;
-	}
-	pg->counted = pg->got;
-	pg->eof = ok->reply.eof;
-	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
+	bench_mds4_readdir_take(pg, &res.resarray.val[2].u.opreaddir.u.resok4);
 	return 0;
 }
 
@@ -681,7 +550,7 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 	char w[200];
 	int rc;
 	/* RFC 8881 §18.51.3: before the first OPEN of a new client ID */
-	nfs_argop4 rcop = op_plain(OP_RECLAIM_COMPLETE);
+	nfs_argop4 rcop = bench_mds4_op(OP_RECLAIM_COMPLETE);
 	rcop.u.opreclaim_complete.rca_one_fs = false;
 	if (sync_compound(m, &rcop, 1, &res, &ar, w, sizeof(w)) &&
 	    res.status != NFS4ERR_COMPLETE_ALREADY)
@@ -689,11 +558,12 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 			m->res->name, w);
 
 	/* the directory, under the export's root */
-	nfs_argop4 mk[3] = {op_plain(OP_PUTROOTFH), op_plain(OP_CREATE), op_plain(OP_GETFH)};
+	nfs_argop4 mk[3] = {bench_mds4_op(OP_PUTROOTFH), bench_mds4_op(OP_CREATE),
+			    bench_mds4_op(OP_GETFH)};
 	CREATE4args *ca = &mk[1].u.opcreate;
 	ca->objtype.type = NF4DIR;
 	ca->objname = xdr_string_of(DIR_NAME);
-	ca->createattrs = mode_attr(mode_dir);
+	ca->createattrs = bench_mds4_mode(true);
 	/* a server still in its grace period says so for a while */
 	double end = bench_now_s() + 120;
 	for (;;) {
@@ -716,8 +586,9 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 	/* the first file: one COMPOUND, or OPEN then CLOSE */
 	char name[16];
 	bench_mds_file_name(0, name, sizeof(name));
-	nfs_argop4 cr[4] = {op_putfh(m->dirfh, m->dirfhlen), op_open_create(m, name, "bench-mds-0"),
-			    op_plain(OP_GETFH), op_close(NULL)};
+	nfs_argop4 cr[4] = {bench_mds4_putfh(m->dirfh, m->dirfhlen),
+			    op_open_create(m, name, "bench-mds-0"), bench_mds4_op(OP_GETFH),
+			    op_close(NULL)};
 	end = bench_now_s() + 120;
 	for (;;) {
 		xdr_arena_reset(&ar);
@@ -745,7 +616,7 @@ static int mctx_open(struct mctx *m, const struct mds_opts *o, int port, char *w
 		uint8_t fh[NFS4_FHSIZE];
 		uint32_t fl = ffh->len <= sizeof(fh) ? ffh->len : 0;
 		memcpy(fh, ffh->val, fl);
-		nfs_argop4 cl[2] = {op_putfh(fh, fl), op_close(&sid)};
+		nfs_argop4 cl[2] = {bench_mds4_putfh(fh, fl), op_close(&sid)};
 		xdr_arena_reset(&ar);
 		if (sync_compound(m, cl, 2, &res, &ar, w, sizeof(w))) {
 			bench_strfmt(why, len, "CLOSE %s: %s", name, w);
@@ -790,8 +661,8 @@ void bench_mds_at_fail(struct at_size *a, const char *why)
 			bench_strfmt(ps[i]->why, sizeof(ps[i]->why), "%s", why);
 }
 
-void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struct mds_opts *o,
-			  const char *who, struct at_size *at)
+void bench_mds_series_run(const struct mds_load_ops *ops, const struct bench_mds_window *w,
+			  const struct mds_opts *o, const char *who, struct at_size *at)
 {
 	char stop_why[300] = "";
 	for (unsigned i = 0; i < NSIZES_MAX && at[i].n; i++) {
@@ -804,7 +675,7 @@ void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struc
 			bench_mds_at_fail(a, stop_why);
 			continue;
 		}
-		uint64_t nfiles = ops->nfiles(ctx);
+		uint64_t nfiles = *w->nfiles;
 		uint64_t batch = batch_at(a->n);
 		if (nfiles + batch > a->n)
 			batch = a->n - nfiles;
@@ -815,7 +686,7 @@ void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struc
 				     key);
 			fprintf(stderr, "%s: %s (%llu creates)\n", bench_prog, label,
 				(unsigned long long)grow);
-			if (ops->create(ctx, nfiles, grow, label, &pop)) {
+			if (bench_mds_window_run(w, false, nfiles, grow, label, &pop)) {
 				bench_strfmt(stop_why, sizeof(stop_why), "growing to %s: %s", key,
 					     pop.why);
 				bench_mds_at_fail(a, stop_why);
@@ -826,30 +697,23 @@ void bench_mds_series_run(const struct mds_load_ops *ops, void *ctx, const struc
 		fprintf(stderr, "%s: %s at %s: %llu timed creates, %llu lookups, %s walk\n",
 			bench_prog, who, key, (unsigned long long)batch,
 			(unsigned long long)o->lookups, ops->walk_name);
-		if (ops->create(ctx, ops->nfiles(ctx), batch, NULL, &a->create)) {
+		if (bench_mds_window_run(w, false, *w->nfiles, batch, NULL, &a->create)) {
 			bench_strfmt(stop_why, sizeof(stop_why), "after create failure at %s: %s",
 				     key, a->create.why);
 			bench_mds_at_fail(a, stop_why);
 			continue;
 		}
-		ops->lookup(ctx, o->lookups, &a->lookup);
+		if (ops->renew)
+			ops->renew(w->ctx);
+		bench_mds_window_run(w, true, 0, o->lookups, NULL, &a->lookup);
 		uint64_t cap = o->walk_cap && o->walk_cap < a->n ? o->walk_cap : 0;
-		ops->walk(ctx, cap, &a->readdir, &a->walk_capped, &a->walks);
+		if (ops->renew)
+			ops->renew(w->ctx);
+		ops->walk(w->ctx, cap, &a->readdir, &a->walk_capped, &a->walks);
 	}
 }
 
-/* The NFSv4.1 session as a series' load. */
-static int v41_create(void *ctx, uint64_t first, uint64_t count, const char *label,
-		      struct phase *ph)
-{
-	return load_drive(ctx, false, first, count, label, ph);
-}
-
-static int v41_lookup(void *ctx, uint64_t count, struct phase *ph)
-{
-	return load_drive(ctx, true, 0, count, NULL, ph);
-}
-
+/* The NFSv4.1 session's walk, for the series. */
 static int v41_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
 	struct mctx *m = ctx;
@@ -857,16 +721,8 @@ static int v41_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, uns
 			      m->nfiles, cap, ph, capped, walks);
 }
 
-static uint64_t v41_nfiles(void *ctx)
-{
-	return ((const struct mctx *)ctx)->nfiles;
-}
-
 static const struct mds_load_ops v41_ops = {
-    .create = v41_create,
-    .lookup = v41_lookup,
     .walk = v41_walk,
-    .nfiles = v41_nfiles,
     .walk_name = "READDIR",
 };
 
@@ -881,6 +737,12 @@ void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, stru
 			 int port, pid_t pid)
 {
 	struct mctx m = {.eng = eng, .server = pid, .res = r};
+	m.win = (struct bench_mds_window){.ops = &mcall_ops,
+					  .ctx = &m,
+					  .server = pid,
+					  .nfiles = &m.nfiles,
+					  .delays = &r->delays,
+					  .delegs = &r->delegs};
 	char why[512];
 	if (mctx_open(&m, o, port, why, sizeof(why))) {
 		bench_mds_series_missing(r, why);
@@ -888,6 +750,6 @@ void bench_mds_stage_run(const struct mds_opts *o, struct nfsd_server *eng, stru
 		return;
 	}
 	r->ran = true;
-	bench_mds_series_run(&v41_ops, &m, o, r->name, r->at);
+	bench_mds_series_run(&v41_ops, &m.win, o, r->name, r->at);
 	mctx_close(&m);
 }

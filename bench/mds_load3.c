@@ -10,8 +10,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +108,12 @@ struct m3ctx {
 	struct nfsd_clnt *c[CONNS_MAX];
 	unsigned nconn;
 	uint32_t uid, gid;
-	unsigned inflight; /* calls in flight, over all connections */
 	pid_t server;
 	uint32_t dirfhlen;
 	uint8_t dirfh[NFS3_FHSIZE];
 	uint64_t nfiles; /* f0000000000 .. nfiles - 1 exist */
 	struct server_res *res;
+	struct bench_mds_window win; /* --inflight calls over c[] */
 };
 
 static diropargs3 dirop(const struct m3ctx *m, const char *fname)
@@ -126,88 +124,49 @@ static diropargs3 dirop(const struct m3ctx *m, const char *fname)
 
 /* ------------------------------------------------------------------- loads */
 
-struct load3;
-
-/* One call in flight, or queued for the driver to send again. */
-struct call3 {
-	struct load3 *l;
-	uint32_t idx;
-	struct call3 *next; /* in load3.queue */
-};
-
-/*
- * Callbacks run on the client loop thread; the driver (the thread that
- * runs load3_drive) sends.  lock guards every field below it.
- */
-struct load3 {
-	struct m3ctx *m;
-	bool lookup; /* LOOKUPs, else CREATEs */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t issued, done; /* calls sent, and answered or failed */
-	uint64_t completed;    /* creates or lookups finished */
-	uint64_t delays;       /* NFS3ERR_JUKEBOX answers, sent again */
-	struct call3 *queue;   /* the calls to send again */
-	bool failed;
-	char why[256];
-};
-
-static void load3_fail_locked(struct load3 *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void load3_fail_locked(struct load3 *l, const char *fmt, ...)
-{
-	if (l->failed)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->why, sizeof(l->why), fmt, ap);
-	va_end(ap);
-	l->failed = true;
-}
-
-/* The reply's checks: 0 and done, 1 to send it again (NFS3ERR_JUKEBOX,
- * RFC 1813 §2.6), -1 with why. */
-static int call3_check(const struct load3 *l, struct xdr_dec *d, char *why, size_t len)
+/* The reply's checks: done, sent again (NFS3ERR_JUKEBOX, RFC 1813 §2.6),
+ * or failed with why. */
+static enum bench_mds_end call3_check(const struct bench_mds_call *k, struct xdr_dec *d, char *why,
+				      size_t len)
 {
 	int st;
-	if (l->lookup) {
+	if (k->lookup) {
 		LOOKUP3res r;
 		if (xdr_dec_LOOKUP3res(d, &r) < 0) {
 			bench_strfmt(why, len, "reply does not decode");
-			return -1;
+			return BENCH_MDS_FAIL;
 		}
 		st = r.status;
 		/* as the NFSv4.1 lookup's GETATTR: the object's attributes */
 		if (st == NFS3_OK && !r.u.resok.obj_attributes.attributes_follow) {
 			bench_strfmt(why, len, "no attributes in the reply");
-			return -1;
+			return BENCH_MDS_FAIL;
 		}
 		if (st == NFS3_OK && r.u.resok.obj_attributes.u.attributes.type != NF3REG) {
 			bench_strfmt(why, len, "type is not NF3REG");
-			return -1;
+			return BENCH_MDS_FAIL;
 		}
 	} else {
 		CREATE3res r;
 		if (xdr_dec_CREATE3res(d, &r) < 0) {
 			bench_strfmt(why, len, "reply does not decode");
-			return -1;
+			return BENCH_MDS_FAIL;
 		}
 		st = r.status;
 	}
 	if (st == NFS3_OK)
-		return 0;
+		return BENCH_MDS_DONE;
 	if (st == NFS3ERR_JUKEBOX)
-		return 1;
+		return BENCH_MDS_DELAY;
 	call3_err(0, st, why, len);
-	return -1;
+	return BENCH_MDS_FAIL;
 }
 
 static void call3_done(void *ctx, int err, struct xdr_dec *d)
 {
-	struct call3 *k = ctx;
-	struct load3 *l = k->l;
-	char why[200] = "", fname[16];
-	int rc = -1;
+	struct bench_mds_call *k = ctx; /* NFSv3 needs no more than the head */
+	char why[200] = "";
+	enum bench_mds_end end = BENCH_MDS_FAIL;
 	if (err) {
 		call3_err(err, 0, why, sizeof(why));
 	} else {
@@ -215,37 +174,22 @@ static void call3_done(void *ctx, int err, struct xdr_dec *d)
 		struct xdr_arena ar;
 		xdr_arena_init(&ar, ab, sizeof(ab), 64u << 10);
 		d->arena = &ar;
-		rc = call3_check(l, d, why, sizeof(why));
+		end = call3_check(k, d, why, sizeof(why));
 		xdr_arena_release(&ar);
 	}
-	pthread_mutex_lock(&l->lock);
-	l->done++;
-	if (rc == 1) {
-		l->delays++;
-		k->next = l->queue;
-		l->queue = k;
-		k = NULL;
-	} else if (rc) {
-		bench_mds_file_name(k->idx, fname, sizeof(fname));
-		load3_fail_locked(l, "%s %s: %s", l->lookup ? "LOOKUP" : "CREATE", fname, why);
-	} else {
-		l->completed++;
-	}
-	pthread_cond_signal(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-	free(k);
+	bench_mds_call_end(k, end, 0, why);
 }
 
 /* Send k on the next connection; its result comes to call3_done. */
-static int call3_send(struct load3 *l, struct call3 *k, unsigned *rr)
+static int call3_send(void *ctx, struct bench_mds_call *k, unsigned seq)
 {
-	struct m3ctx *m = l->m;
+	struct m3ctx *m = ctx;
 	char fname[16];
 	bench_mds_file_name(k->idx, fname, sizeof(fname));
 	struct nfsd_call_opts co;
 	CREATE3args ca;
 	LOOKUP3args la;
-	if (l->lookup) {
+	if (k->lookup) {
 		la = (LOOKUP3args){.what = dirop(m, fname)};
 		co = nfs3_call_opts(NFSPROC3_LOOKUP, &la, m->uid, m->gid);
 	} else {
@@ -256,127 +200,21 @@ static int call3_send(struct load3 *l, struct call3 *k, unsigned *rr)
 		ca.how.u.obj_attributes.mode.u.mode = 0644;
 		co = nfs3_call_opts(NFSPROC3_CREATE, &ca, m->uid, m->gid);
 	}
-	struct nfsd_clnt *c = m->c[(*rr)++ % m->nconn];
+	struct nfsd_clnt *c = m->c[seq % m->nconn];
 	/* the arguments are encoded before this returns: ca and la may go */
 	return nfsd_clnt_call_async(c, &co, call3_done, k);
 }
 
-static uint64_t xorshift64(uint64_t *s)
+static const char *call3_what(const struct bench_mds_call *k)
 {
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
+	return k->lookup ? "LOOKUP" : "CREATE";
 }
 
-/*
- * count creates of names first.., or count lookups of random existing
- * names, with m->inflight calls in flight.  ph gets the wall time, CPU
- * times and the count; label (not NULL) prints progress on stderr.
- * Returns 0 or -EIO (ph->why says why).
- */
-static int load3_drive(struct m3ctx *m, bool lookup, uint64_t first, uint64_t count,
-		       const char *label, struct phase *ph)
-{
-	struct load3 l = {.m = m, .lookup = lookup};
-	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.cond, NULL);
-	uint64_t next = 0, rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(bench_now_s() * 1e9);
-	unsigned rr = 0;
-	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
-	double tprog = t0 + PROGRESS_S;
-	uint64_t prog_done = 0;
-	for (;;) {
-		struct call3 *k = NULL;
-		bool stop = false;
-		pthread_mutex_lock(&l.lock);
-		for (;;) {
-			if (l.failed) {
-				stop = true;
-				break;
-			}
-			bool room = l.issued - l.done < m->inflight;
-			if (room && l.queue) {
-				k = l.queue;
-				l.queue = k->next;
-				break;
-			}
-			if (room && next < count)
-				break;
-			if (next >= count && !l.queue && l.done == l.issued) {
-				stop = true;
-				break;
-			}
-			pthread_cond_wait(&l.cond, &l.lock);
-		}
-		if (!stop)
-			l.issued++;
-		pthread_mutex_unlock(&l.lock);
-		if (stop)
-			break;
-		if (!k) {
-			k = calloc(1, sizeof(*k));
-			if (!k) {
-				pthread_mutex_lock(&l.lock);
-				l.issued--;
-				load3_fail_locked(&l, "out of memory");
-				pthread_mutex_unlock(&l.lock);
-				break;
-			}
-			k->l = &l;
-			k->idx = (uint32_t)(lookup ? xorshift64(&rng) % m->nfiles : first + next);
-			next++;
-		}
-		int rc = call3_send(&l, k, &rr);
-		if (rc) {
-			char eb[64], fname[16];
-			bench_mds_file_name(k->idx, fname, sizeof(fname));
-			pthread_mutex_lock(&l.lock);
-			l.issued--;
-			load3_fail_locked(&l, "send %s %s: %s", lookup ? "LOOKUP" : "CREATE", fname,
-					  bench_call_err_str(rc, eb, sizeof(eb)));
-			pthread_mutex_unlock(&l.lock);
-			free(k);
-			break;
-		}
-		if (label && (next & 1023) == 0 && bench_now_s() >= tprog) {
-			double t = bench_now_s();
-			pthread_mutex_lock(&l.lock);
-			uint64_t d = l.completed;
-			pthread_mutex_unlock(&l.lock);
-			fprintf(stderr, "%s: %s: %llu of %llu, %.0f/s\n", bench_prog, label,
-				(unsigned long long)(first + d),
-				(unsigned long long)(first + count),
-				(double)(d - prog_done) / (t - tprog + PROGRESS_S));
-			prog_done = d;
-			tprog = t + PROGRESS_S;
-		}
-	}
-	/* after a failure: let what is in flight come back before l goes */
-	pthread_mutex_lock(&l.lock);
-	while (l.done < l.issued)
-		pthread_cond_wait(&l.cond, &l.lock);
-	while (l.queue) {
-		struct call3 *k = l.queue;
-		l.queue = k->next;
-		free(k);
-	}
-	pthread_mutex_unlock(&l.lock);
-	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
-	ph->cli_cpu = bench_self_cpu_s() - u0;
-	ph->secs = bench_now_s() - t0;
-	ph->ops = l.completed;
-	ph->ok = !l.failed;
-	if (l.failed)
-		bench_strfmt(ph->why, sizeof(ph->why), "%s", l.why);
-	m->res->delays3 += l.delays;
-	if (!lookup)
-		m->nfiles = first + l.completed;
-	pthread_cond_destroy(&l.cond);
-	pthread_mutex_destroy(&l.lock);
-	return l.failed ? -EIO : 0;
-}
+static const struct bench_mds_window_ops call3_ops = {
+    .call_size = sizeof(struct bench_mds_call),
+    .send = call3_send,
+    .what = call3_what,
+};
 
 /* ------------------------------------------------------------ READDIRPLUS */
 
@@ -417,16 +255,6 @@ static int readdirplus_page(void *ctx, struct bench_mds_page *pg, struct xdr_are
 
 /* ------------------------------------------------------------ the series */
 
-static int v3_create(void *ctx, uint64_t first, uint64_t count, const char *label, struct phase *ph)
-{
-	return load3_drive(ctx, false, first, count, label, ph);
-}
-
-static int v3_lookup(void *ctx, uint64_t count, struct phase *ph)
-{
-	return load3_drive(ctx, true, 0, count, NULL, ph);
-}
-
 static int v3_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
 	struct m3ctx *m = ctx;
@@ -434,16 +262,8 @@ static int v3_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsi
 			      m->server, m->nfiles, cap, ph, capped, walks);
 }
 
-static uint64_t v3_nfiles(void *ctx)
-{
-	return ((const struct m3ctx *)ctx)->nfiles;
-}
-
 static const struct mds_load_ops v3_ops = {
-    .create = v3_create,
-    .lookup = v3_lookup,
     .walk = v3_walk,
-    .nfiles = v3_nfiles,
     .walk_name = "READDIRPLUS",
 };
 
@@ -587,12 +407,13 @@ void bench_mds_series3_missing(struct server_res *r, const char *why)
 void bench_mds_stage3_run(const struct mds_opts *o, struct nfsd_server *eng, struct server_res *r,
 			  int port, int mnt_port, const char *mnt_path, pid_t pid)
 {
-	struct m3ctx m = {.eng = eng,
-			  .uid = o->uid,
-			  .gid = o->gid,
-			  .inflight = o->inflight,
-			  .server = pid,
-			  .res = r};
+	struct m3ctx m = {.eng = eng, .uid = o->uid, .gid = o->gid, .server = pid, .res = r};
+	m.win = (struct bench_mds_window){.ops = &call3_ops,
+					  .ctx = &m,
+					  .limit = o->inflight,
+					  .server = pid,
+					  .nfiles = &m.nfiles,
+					  .delays = &r->delays3};
 	char why[512], who[64];
 	if (m3ctx_open(&m, o, port, mnt_port, mnt_path, why, sizeof(why))) {
 		bench_mds_series3_missing(r, why);
@@ -602,6 +423,6 @@ void bench_mds_stage3_run(const struct mds_opts *o, struct nfsd_server *eng, str
 	r->ran3 = true;
 	r->conns3 = m.nconn;
 	bench_strfmt(who, sizeof(who), "%s NFSv3", r->name);
-	bench_mds_series_run(&v3_ops, &m, o, who, r->at3);
+	bench_mds_series_run(&v3_ops, &m.win, o, who, r->at3);
 	m3ctx_close(&m);
 }

@@ -22,29 +22,15 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/mds.h"
+#include "bench/mds4.h"
 #include "nfsd/nfs41_clnt.h"
 
 #define DIR_NAME40 "mds-bench-v40"
-
-static uint32_t mode_bits[2] = {0, 1u << (FATTR4_MODE - 32)};
-static const uint8_t mode_file[4] = {0, 0, 0x01, 0xa4}; /* 0644 */
-static const uint8_t mode_dir[4] = {0, 0, 0x01, 0xed};	/* 0755 */
-static uint32_t lookup_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_CHANGE | 1u << FATTR4_SIZE |
-				  1u << FATTR4_FILEID};
-static uint32_t readdir_bits[1] = {1u << FATTR4_TYPE | 1u << FATTR4_FILEID};
-
-static fattr4 mode_attr(const uint8_t *mode)
-{
-	return (fattr4){.attrmask = {2, mode_bits}, .attr_vals = {4, (uint8_t *)mode}};
-}
 
 /* One open-owner: its creates run one after the other. */
 struct owner40 {
@@ -65,19 +51,8 @@ struct m40 {
 	uint64_t nfiles;
 	unsigned nowners;
 	struct owner40 *owners;
+	struct bench_mds_window win; /* a chain per owner */
 };
-
-static nfs_argop4 op_plain(nfs_opnum4 op)
-{
-	return (nfs_argop4){.argop = op};
-}
-
-static nfs_argop4 op_putfh(const uint8_t *fh, uint32_t len)
-{
-	nfs_argop4 a = {.argop = OP_PUTFH};
-	a.u.opputfh.object = xdr_opaque_of(fh, len);
-	return a;
-}
 
 /* "NFS4ERR 10008 in OPEN", or the transport error. */
 static void err_of(int rc, const COMPOUND4res *res, char *out, size_t len)
@@ -111,70 +86,15 @@ enum job40 {
 	J_LOOKUP,  /* PUTFH dir, LOOKUP, GETFH, GETATTR */
 };
 
-struct load40;
-
+/* One open-owner's create (its chain is the owner), or a lookup. */
 struct call40 {
-	struct load40 *l;
+	struct bench_mds_call head;
+	struct m40 *m;
 	enum job40 job;
-	unsigned owner;
-	uint32_t idx;
 	stateid4 sid;
 	uint32_t fhlen;
 	uint8_t fh[NFS4_FHSIZE];
-	struct call40 *next; /* in load40.queue */
 };
-
-/* lock guards everything after it; callbacks queue, the driver sends. */
-struct load40 {
-	struct m40 *m;
-	bool lookup;
-	uint64_t first, count, next;
-	uint64_t rng;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t inflight, completed, delays;
-	struct call40 *queue;
-	bool failed;
-	char why[256];
-};
-
-static void fail_locked(struct load40 *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void fail_locked(struct load40 *l, const char *fmt, ...)
-{
-	if (l->failed)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->why, sizeof(l->why), fmt, ap);
-	va_end(ap);
-	l->failed = true;
-}
-
-static uint64_t xorshift64(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
-/* lock held: the next create or lookup for k, or false when all are out. */
-static bool next_locked(struct load40 *l, struct call40 *k)
-{
-	if (l->next >= l->count || l->failed)
-		return false;
-	if (l->lookup) {
-		k->job = J_LOOKUP;
-		k->idx = (uint32_t)(xorshift64(&l->rng) % l->m->nfiles);
-	} else {
-		k->job = J_OPEN;
-		k->idx = (uint32_t)(l->first + l->next);
-	}
-	l->next++;
-	return true;
-}
 
 static bool status_moves_seqid(nfsstat4 st)
 {
@@ -196,14 +116,13 @@ static bool status_moves_seqid(nfsstat4 st)
 static void call_done(void *ctx, int rc, COMPOUND4res *res)
 {
 	struct call40 *k = ctx;
-	struct load40 *l = k->l;
-	struct m40 *m = l->m;
+	struct m40 *m = k->m;
 	char why[200] = "";
-	bool requeue = false, done = false;
+	enum bench_mds_end end = BENCH_MDS_FAIL;
 	if (!rc && k->job != J_LOOKUP && status_moves_seqid(res->status))
-		m->owners[k->owner].seqid++; /* one call per owner at a time */
+		m->owners[k->head.chain].seqid++; /* one call per owner at a time */
 	if (!rc && res->status == NFS4ERR_DELAY) {
-		requeue = true; /* the same job again, with the next seqid */
+		end = BENCH_MDS_DELAY; /* the same job again, with the next seqid */
 	} else if (rc || res->status != NFS4_OK) {
 		err_of(rc, res, why, sizeof(why));
 	} else {
@@ -216,55 +135,37 @@ static void call_done(void *ctx, int rc, COMPOUND4res *res)
 			k->fhlen = fh->len <= sizeof(k->fh) ? fh->len : 0;
 			memcpy(k->fh, fh->val, k->fhlen);
 			k->job = (ok->rflags & OPEN4_RESULT_CONFIRM) ? J_CONFIRM : J_CLOSE;
-			requeue = true;
+			end = BENCH_MDS_NEXT;
 			break;
 		}
 		case J_CONFIRM:
 			k->sid = r[1].u.opopen_confirm.u.resok4.open_stateid;
-			m->owners[k->owner].confirmed = true;
+			m->owners[k->head.chain].confirmed = true;
 			k->job = J_CLOSE;
-			requeue = true;
+			end = BENCH_MDS_NEXT;
 			break;
 		case J_CLOSE:
 		case J_LOOKUP:
-			done = true;
+			end = BENCH_MDS_DONE; /* the chain goes on with its next file */
 			break;
 		}
 	}
-	pthread_mutex_lock(&l->lock);
-	l->inflight--;
-	if (!requeue && !done) {
-		char name[16];
-		bench_mds_file_name(k->idx, name, sizeof(name));
-		fail_locked(l, "%s %s: %s", k->job == J_LOOKUP ? "lookup" : "create", name, why);
-	}
-	if (res && !rc && res->status == NFS4ERR_DELAY)
-		l->delays++;
-	if (done) {
-		l->completed++;
-		requeue = next_locked(l, k); /* this owner's (or slot's) next */
-	}
-	if (requeue) {
-		k->next = l->queue;
-		l->queue = k;
-		k = NULL;
-	}
-	pthread_cond_signal(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-	free(k);
+	bench_mds_call_end(&k->head, end, 0, why);
 }
 
-static int call_send(struct m40 *m, struct call40 *k, unsigned *rr)
+static int call_send(void *ctx, struct bench_mds_call *head, unsigned seq)
 {
+	struct m40 *m = ctx;
+	struct call40 *k = (struct call40 *)head;
 	char name[16], owner[24];
 	nfs_argop4 ops[4];
 	unsigned n = 0;
-	struct owner40 *ow = &m->owners[k->owner];
-	bench_mds_file_name(k->idx, name, sizeof(name));
+	struct owner40 *ow = &m->owners[head->chain];
+	bench_mds_file_name(head->idx, name, sizeof(name));
 	switch (k->job) {
 	case J_OPEN: {
-		bench_strfmt(owner, sizeof(owner), "bench-mds40-%u", k->owner);
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
+		bench_strfmt(owner, sizeof(owner), "bench-mds40-%u", head->chain);
+		ops[n++] = bench_mds4_putfh(m->dirfh, m->dirfhlen);
 		nfs_argop4 a = {.argop = OP_OPEN};
 		OPEN4args *o = &a.u.opopen;
 		o->seqid = ow->seqid;
@@ -274,116 +175,56 @@ static int call_send(struct m40 *m, struct call40 *k, unsigned *rr)
 		o->owner.owner = xdr_opaque_of(owner, (uint32_t)strlen(owner));
 		o->openhow.opentype = OPEN4_CREATE;
 		o->openhow.u.how.mode = GUARDED4;
-		o->openhow.u.how.u.createattrs = mode_attr(mode_file);
+		o->openhow.u.how.u.createattrs = bench_mds4_mode(false);
 		o->claim.claim = CLAIM_NULL;
 		o->claim.u.file = xdr_string_of(name);
 		ops[n++] = a;
-		ops[n++] = op_plain(OP_GETFH);
+		ops[n++] = bench_mds4_op(OP_GETFH);
 		break;
 	}
 	case J_CONFIRM:
-		ops[n++] = op_putfh(k->fh, k->fhlen);
-		ops[n] = op_plain(OP_OPEN_CONFIRM);
+		ops[n++] = bench_mds4_putfh(k->fh, k->fhlen);
+		ops[n] = bench_mds4_op(OP_OPEN_CONFIRM);
 		ops[n].u.opopen_confirm.open_stateid = k->sid;
 		ops[n++].u.opopen_confirm.seqid = ow->seqid;
 		break;
 	case J_CLOSE:
-		ops[n++] = op_putfh(k->fh, k->fhlen);
-		ops[n] = op_plain(OP_CLOSE);
+		ops[n++] = bench_mds4_putfh(k->fh, k->fhlen);
+		ops[n] = bench_mds4_op(OP_CLOSE);
 		ops[n].u.opclose.open_stateid = k->sid;
 		ops[n++].u.opclose.seqid = ow->seqid;
 		break;
 	case J_LOOKUP:
-		ops[n++] = op_putfh(m->dirfh, m->dirfhlen);
-		ops[n] = op_plain(OP_LOOKUP);
-		ops[n++].u.oplookup.objname = xdr_string_of(name);
-		ops[n++] = op_plain(OP_GETFH);
-		ops[n] = op_plain(OP_GETATTR);
-		ops[n++].u.opgetattr.attr_request = (bitmap4){1, lookup_bits};
+		n = bench_mds4_lookup_ops(ops, m->dirfh, m->dirfhlen, name);
 		break;
 	}
-	struct nfsd_clnt *c = m->c[(*rr)++ % m->nconn];
+	struct nfsd_clnt *c = m->c[seq % m->nconn];
 	return nfs41c_compound_raw_sys_async(c, m->uid, m->gid, 0, ops, n, call_done, k);
 }
 
-/* count creates from first, or lookups; as load_drive (mds_load.c). */
-static int drive40(struct m40 *m, bool lookup, uint64_t first, uint64_t count, const char *label,
-		   struct phase *ph)
+static void call_begin(void *ctx, struct bench_mds_call *head)
 {
-	struct load40 l = {.m = m, .lookup = lookup, .first = first, .count = count};
-	l.rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(bench_now_s() * 1e9);
-	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.cond, NULL);
-	unsigned rr = 0;
-	double t0 = bench_now_s(), c0 = bench_proc_cpu_s(m->server), u0 = bench_self_cpu_s();
-	double tprog = t0 + PROGRESS_S;
-	/* one chain per owner (lookups: per slot) */
-	pthread_mutex_lock(&l.lock);
-	for (unsigned i = 0; i < m->nowners; i++) {
-		struct call40 *k = calloc(1, sizeof(*k));
-		if (!k) {
-			fail_locked(&l, "out of memory");
-			break;
-		}
-		k->l = &l;
-		k->owner = i;
-		if (!next_locked(&l, k)) {
-			free(k);
-			break;
-		}
-		k->next = l.queue;
-		l.queue = k;
-	}
-	for (;;) {
-		while (!l.queue && l.inflight && !l.failed)
-			pthread_cond_wait(&l.cond, &l.lock);
-		if (l.failed || !l.queue)
-			break;
-		struct call40 *k = l.queue;
-		l.queue = k->next;
-		l.inflight++;
-		pthread_mutex_unlock(&l.lock);
-		int rc = call_send(m, k, &rr);
-		if (label && bench_now_s() >= tprog) {
-			fprintf(stderr, "%s: %s: %llu of %llu\n", bench_prog, label,
-				(unsigned long long)(first + l.completed),
-				(unsigned long long)(first + count));
-			tprog = bench_now_s() + PROGRESS_S;
-		}
-		pthread_mutex_lock(&l.lock);
-		if (rc) {
-			char eb[64];
-			l.inflight--;
-			fail_locked(&l, "send: %s", bench_call_err_str(rc, eb, sizeof(eb)));
-			free(k);
-		}
-	}
-	while (l.inflight)
-		pthread_cond_wait(&l.cond, &l.lock);
-	while (l.queue) {
-		struct call40 *k = l.queue;
-		l.queue = k->next;
-		free(k);
-	}
-	pthread_mutex_unlock(&l.lock);
-	ph->srv_cpu = bench_proc_cpu_s(m->server) - c0;
-	ph->cli_cpu = bench_self_cpu_s() - u0;
-	ph->secs = bench_now_s() - t0;
-	ph->ops = l.completed;
-	ph->ok = !l.failed;
-	if (l.failed)
-		bench_strfmt(ph->why, sizeof(ph->why), "%s", l.why);
-	m->res->delays40 += l.delays;
-	if (!lookup)
-		m->nfiles = first + l.completed;
-	pthread_cond_destroy(&l.cond);
-	pthread_mutex_destroy(&l.lock);
-	return l.failed ? -EIO : 0;
+	struct call40 *k = (struct call40 *)head;
+	k->m = ctx;
+	k->job = head->lookup ? J_LOOKUP : J_OPEN;
 }
 
-static void renew40(struct m40 *m)
+static const char *call_what(const struct bench_mds_call *head)
 {
-	nfs_argop4 op = op_plain(OP_RENEW);
+	return head->lookup ? "lookup" : "create";
+}
+
+static const struct bench_mds_window_ops call40_ops = {
+    .call_size = sizeof(struct call40),
+    .begin = call_begin,
+    .send = call_send,
+    .what = call_what,
+};
+
+static void renew40(void *ctx)
+{
+	struct m40 *m = ctx;
+	nfs_argop4 op = bench_mds4_op(OP_RENEW);
 	op.u.oprenew.clientid = m->clientid;
 	COMPOUND4res res;
 	struct xdr_arena ar;
@@ -398,57 +239,25 @@ static int readdir_page40(void *ctx, struct bench_mds_page *pg, struct xdr_arena
 			  size_t len)
 {
 	struct m40 *m = ctx;
-	nfs_argop4 ops[2] = {op_putfh(m->dirfh, m->dirfhlen), op_plain(OP_READDIR)};
-	READDIR4args *ra = &ops[1].u.opreaddir;
-	ra->cookie = pg->cookie;
-	memcpy(ra->cookieverf, pg->verf, sizeof(pg->verf));
-	ra->dircount = READDIR_DIRCOUNT;
-	ra->maxcount = READDIR_MAXCOUNT;
-	ra->attr_request = (bitmap4){1, readdir_bits};
+	nfs_argop4 ops[2];
+	unsigned n = bench_mds4_readdir_ops(ops, m->dirfh, m->dirfhlen, pg);
 	COMPOUND4res res;
-	if (sync40(m, ops, 2, &res, ar, why, len))
+	if (sync40(m, ops, n, &res, ar, why, len))
 		return -EIO;
-	const READDIR4resok *ok = &res.resarray.val[1].u.opreaddir.u.resok4;
-	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
-		pg->cookie = e->cookie;
-		pg->got++;
-	}
-	pg->counted = pg->got;
-	pg->eof = ok->reply.eof;
-	memcpy(pg->verf, ok->cookieverf, sizeof(pg->verf));
+	bench_mds4_readdir_take(pg, &res.resarray.val[1].u.opreaddir.u.resok4);
 	return 0;
-}
-
-static int v40_create(void *ctx, uint64_t first, uint64_t count, const char *label,
-		      struct phase *ph)
-{
-	return drive40(ctx, false, first, count, label, ph);
-}
-
-static int v40_lookup(void *ctx, uint64_t count, struct phase *ph)
-{
-	renew40(ctx);
-	return drive40(ctx, true, 0, count, NULL, ph);
 }
 
 static int v40_walk(void *ctx, uint64_t cap, struct phase *ph, bool *capped, unsigned *walks)
 {
 	struct m40 *m = ctx;
-	renew40(m);
 	return bench_mds_walk(m, readdir_page40, "READDIR", "entries", m->res->name, m->server,
 			      m->nfiles, cap, ph, capped, walks);
 }
 
-static uint64_t v40_nfiles(void *ctx)
-{
-	return ((const struct m40 *)ctx)->nfiles;
-}
-
 static const struct mds_load_ops v40_ops = {
-    .create = v40_create,
-    .lookup = v40_lookup,
     .walk = v40_walk,
-    .nfiles = v40_nfiles,
+    .renew = renew40,
     .walk_name = "READDIR",
 };
 
@@ -476,7 +285,7 @@ static int m40_open(struct m40 *m, const struct mds_opts *o, int port, char *why
 	COMPOUND4res res;
 	char w[200], id[64];
 	bench_strfmt(id, sizeof(id), "braid-bench-mds40-%d", (int)getpid());
-	nfs_argop4 sc = op_plain(OP_SETCLIENTID);
+	nfs_argop4 sc = bench_mds4_op(OP_SETCLIENTID);
 	uint64_t verf = (uint64_t)getpid() << 32 | (uint32_t)(bench_now_s() * 1000);
 	memcpy(sc.u.opsetclientid.client.verifier, &verf, 8);
 	sc.u.opsetclientid.client.id = xdr_opaque_of(id, (uint32_t)strlen(id));
@@ -488,7 +297,7 @@ static int m40_open(struct m40 *m, const struct mds_opts *o, int port, char *why
 		return -EIO;
 	}
 	m->clientid = res.resarray.val[0].u.opsetclientid.u.resok4.clientid;
-	nfs_argop4 cf = op_plain(OP_SETCLIENTID_CONFIRM);
+	nfs_argop4 cf = bench_mds4_op(OP_SETCLIENTID_CONFIRM);
 	cf.u.opsetclientid_confirm.clientid = m->clientid;
 	memcpy(cf.u.opsetclientid_confirm.setclientid_confirm,
 	       res.resarray.val[0].u.opsetclientid.u.resok4.setclientid_confirm, 8);
@@ -498,11 +307,12 @@ static int m40_open(struct m40 *m, const struct mds_opts *o, int port, char *why
 		xdr_arena_release(&ar);
 		return -EIO;
 	}
-	nfs_argop4 mk[3] = {op_plain(OP_PUTROOTFH), op_plain(OP_CREATE), op_plain(OP_GETFH)};
+	nfs_argop4 mk[3] = {bench_mds4_op(OP_PUTROOTFH), bench_mds4_op(OP_CREATE),
+			    bench_mds4_op(OP_GETFH)};
 	CREATE4args *ca = &mk[1].u.opcreate;
 	ca->objtype.type = NF4DIR;
 	ca->objname = xdr_string_of(DIR_NAME40);
-	ca->createattrs = mode_attr(mode_dir);
+	ca->createattrs = bench_mds4_mode(true);
 	xdr_arena_reset(&ar);
 	if (sync40(m, mk, 3, &res, &ar, w, sizeof(w))) {
 		bench_strfmt(why, len, "create directory /%s: %s", DIR_NAME40, w);
@@ -530,7 +340,13 @@ void bench_mds_stage40_run(const struct mds_opts *o, struct nfsd_server *eng, st
 		bench_mds_series40_missing(r, why);
 	} else {
 		r->ran40 = true;
-		bench_mds_series_run(&v40_ops, &m, o, "braid-mds NFSv4.0", r->at40);
+		m.win = (struct bench_mds_window){.ops = &call40_ops,
+						  .ctx = &m,
+						  .chains = m.nowners,
+						  .server = pid,
+						  .nfiles = &m.nfiles,
+						  .delays = &r->delays40};
+		bench_mds_series_run(&v40_ops, &m.win, o, "braid-mds NFSv4.0", r->at40);
 	}
 	for (unsigned i = 0; i < m.nconn; i++)
 		nfsd_clnt_free(m.c[i]);

@@ -157,15 +157,6 @@ static void load_fail(struct load *l, const char *fmt, ...)
 	atomic_store(&l->stop, true);
 }
 
-static uint64_t xorshift64(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 static void slot_done(void *ctx, int err, struct xdr_dec *d);
 
 /* Issue the slot's next call, or retire it when the load is over. */
@@ -181,7 +172,7 @@ static void slot_issue(struct load_slot *s)
 		if (blk >= l->nblocks)
 			goto retire;
 	} else if (cfg->random) {
-		blk = xorshift64(&s->rng) % l->nblocks;
+		blk = bench_rand64(&s->rng) % l->nblocks;
 	} else {
 		blk = atomic_fetch_add(&l->next_block, 1) % l->nblocks;
 	}
