@@ -150,12 +150,13 @@ struct mds_nlm {
 	pthread_cond_t wake;
 	bool kicked, stop;
 
+	struct nlm_host nohost; /* constant: any host not known yet (holds nothing) */
 	pthread_mutex_t rec_mu; /* each check-then-write of a host's record; before mu */
 	pthread_mutex_t mu;
 	struct nlm_host *hosts;
 	unsigned nhosts;
 	struct nlm_block *blocks, *granting; /* waiting; granted, GRANTED_MSG sent */
-	unsigned nblocks;
+	unsigned nblocks, ngranting;
 	uint64_t next_grant;
 	struct nlm_share *shares;
 	unsigned nshares;
@@ -266,6 +267,16 @@ static void host_reboot_locked(struct mds_nlm *n, struct nlm_host *h)
 			pp = &b->next;
 		}
 	}
+	for (struct nlm_block **pp = &n->granting; *pp;) {
+		struct nlm_block *b = *pp;
+		if (b->lk.host == h) {
+			*pp = b->next;
+			n->ngranting--;
+			free(b);
+		} else {
+			pp = &b->next;
+		}
+	}
 	for (struct nlm_share **pp = &n->shares; *pp;) {
 		struct nlm_share *s = *pp;
 		if (s->host == h) {
@@ -349,9 +360,15 @@ static nlm4_stats lk_of(struct nfsd_req *req, const nlm4_lock *l, bool exclusive
 	lk->name_len = l->caller_name.len;
 	memcpy(lk->name, l->caller_name.val, l->caller_name.len);
 	lk->name[l->caller_name.len] = '\0';
+	/* only LOCK and SHARE make a host; a host unknown to TEST, CANCEL or
+	 * UNLOCK holds nothing, which the stand-in says as well */
 	pthread_mutex_lock(&n->mu);
-	lk->host = host_get(n, lk->name, true);
+	lk->host = host_get(n, lk->name, write);
+	if (lk->host && write && !lk->host->recorded) /* for FREE_ALL's address check */
+		mds_peer_text(nfsd_req_peer(req), lk->host->addr);
 	pthread_mutex_unlock(&n->mu);
+	if (!lk->host && !write)
+		lk->host = &n->nohost;
 	return lk->host ? NLM4_GRANTED : NLM4_DENIED_NOLOCKS;
 }
 
@@ -585,6 +602,7 @@ static void granted_res(struct mds_nlm *n, const nlm4_res *a)
 		if ((*pp)->grant_id == id) {
 			b = *pp;
 			*pp = b->next;
+			n->ngranting--;
 			break;
 		}
 	if (b && a->stat.stat != NLM4_GRANTED) {
@@ -839,7 +857,7 @@ static void host_rebooted(struct mds_nlm *n, const xdr_string *name, int32_t sta
 	nm[name->len] = '\0';
 	pthread_mutex_lock(&n->mu);
 	struct nlm_host *h = host_get(n, nm, false);
-	if (h && h->addr[0] && !peer_same(peer, h->addr)) {
+	if (h && !peer_same(peer, h->addr)) {
 		char from[INET6_ADDRSTRLEN];
 		mds_peer_text(peer, from);
 		mds_log("nlm: %s for %s from %s, not from its address %s: ignored", why, nm, from,
@@ -1010,9 +1028,10 @@ static void grant_pass(struct mds_nlm *n)
 		if (!ok) {
 			struct mds_nlm_owner o = owner_of(&b->lk);
 			(void)mds_lock_nlm_unlock(n->mds, b->lk.ino, &o, b->lk.start, b->lk.end);
-		} else if (b->msg) {
+		} else if (b->msg && n->ngranting < NLM_BLOCKS_MAX) {
 			b->next = n->granting; /* until its GRANTED_RES */
 			n->granting = b;
+			n->ngranting++;
 			b = NULL;
 		}
 		pthread_mutex_unlock(&n->mu);

@@ -383,21 +383,22 @@ static void conflict_out(const struct st_range *r, struct mds_lock_conflict *x)
 	memcpy(x->oh, ow->name, x->oh_len);
 }
 
-/* A stack owner to compare with (never linked anywhere). */
+/* A stack owner to compare with (never linked anywhere): st_owner and room
+ * for its name. */
 struct nlm_key {
-	struct st_owner ow;
-	uint8_t name[MDS_LOCK_OH_MAX];
+	_Alignas(struct st_owner) uint8_t buf[sizeof(struct st_owner) + MDS_LOCK_OH_MAX];
 };
 
 static const struct st_owner *nlm_key(struct nlm_key *k, const struct mds_nlm_owner *o)
 {
-	memset(&k->ow, 0, sizeof(k->ow));
-	k->ow.kind = ST_NLM_OWNER;
-	k->ow.nlm_host = o->host;
-	k->ow.nlm_svid = o->svid;
-	k->ow.len = o->oh_len < MDS_LOCK_OH_MAX ? o->oh_len : MDS_LOCK_OH_MAX;
-	memcpy(k->name, o->oh, k->ow.len);
-	return &k->ow;
+	struct st_owner *ow = (struct st_owner *)k->buf;
+	memset(ow, 0, sizeof(*ow));
+	ow->kind = ST_NLM_OWNER;
+	ow->nlm_host = o->host;
+	ow->nlm_svid = o->svid;
+	ow->len = o->oh_len < MDS_LOCK_OH_MAX ? o->oh_len : MDS_LOCK_OH_MAX;
+	memcpy(ow->name, o->oh, ow->len);
+	return ow;
 }
 
 /* The owner's entry on f, or NULL. */
