@@ -664,6 +664,8 @@ int main(void)
 	CHECK(nsm_recorded(&t, fa.host));
 	set_grace(&t, "grace_time = 5s");
 	from = ev_count();
+	/* the NFSv4 client holds an open: its client ID stays (and its record) */
+	CHECK_EQ(nfs41c_session_destroy(s4), NFS4ERR_CLIENTID_BUSY);
 	mt_stop(&t);
 	mt_boot(&t);
 	CHECK(ev_wait(SM_PROG, SM_NOTIFY, from, 10, &e));
