@@ -109,9 +109,10 @@ struct nlm_lk {
 struct nlm_block {
 	struct nlm_block *next;
 	struct nlm_lk lk;
-	bool msg;		      /* came by LOCK_MSG: GRANTED_MSG */
-	struct sockaddr_storage peer; /* the request's source */
-	uint64_t grant_id;	      /* our cookie in GRANTED(_MSG) */
+	bool msg;		       /* came by LOCK_MSG: GRANTED_MSG */
+	struct sockaddr_storage peer;  /* the request's source */
+	struct sockaddr_storage local; /* where it came to (family 0: unknown) */
+	uint64_t grant_id;	       /* our cookie in GRANTED(_MSG) */
 };
 
 struct nlm_share {
@@ -126,7 +127,7 @@ struct nlm_share {
 /* A call to a client's NLM service the thread sends: flat arguments. */
 struct nlm_out {
 	struct nlm_out *next;
-	struct sockaddr_storage peer;
+	struct sockaddr_storage peer, local;
 	uint32_t proc;
 	size_t len;
 	uint8_t args[];
@@ -526,6 +527,8 @@ static nlm4_stats do_lock(struct nfsd_req *req, const nlm4_lockargs *a, bool msg
 		} else if (!queued) {
 			b->msg = msg;
 			b->peer = *nfsd_req_peer(req);
+			if (nfsd_req_local(req, &b->local))
+				b->local.ss_family = 0;
 			b->grant_id = ++n->next_grant;
 			b->next = n->blocks;
 			n->blocks = b;
@@ -629,6 +632,8 @@ static void res_queue(struct nfsd_req *req, uint32_t proc, xdr_enc_fn enc, const
 		return;
 	o->next = NULL;
 	o->peer = *nfsd_req_peer(req);
+	if (nfsd_req_local(req, &o->local))
+		o->local.ss_family = 0;
 	o->proc = proc;
 	o->len = e.len;
 	xdr_enc_flatten(&e, o->args);
@@ -915,14 +920,17 @@ static socklen_t with_port(const struct sockaddr_storage *in, int port,
 	return sizeof(struct sockaddr_in6);
 }
 
-/* One call to peer:port, bounded.  0 or the client's error. */
-static int call_at(struct mds_nlm *n, const struct sockaddr_storage *peer, int port, uint32_t prog,
-		   uint32_t vers, uint32_t proc, xdr_enc_fn enc, const void *args, xdr_dec_fn dec,
-		   void *res, struct xdr_arena *ar)
+/* One call to peer:port (from src when not NULL), bounded.  0 or the client's error. */
+static int call_at(struct mds_nlm *n, const struct sockaddr_storage *peer,
+		   const struct sockaddr_storage *src, int port, uint32_t prog, uint32_t vers,
+		   uint32_t proc, xdr_enc_fn enc, const void *args, xdr_dec_fn dec, void *res,
+		   struct xdr_arena *ar)
 {
 	struct sockaddr_storage sa;
 	socklen_t len = with_port(peer, port, &sa);
 	struct nfsd_clnt_opts co = {.timeout_ms = NLM_CALL_MS, .max_inflight = 4};
+	if (src)
+		co.src = *src; /* Linux's lockd takes GRANTED only from the address it called */
 	int err = 0;
 	struct nfsd_clnt *c = nfsd_clnt_new(n->eng, (struct sockaddr *)&sa, len, &co, &err);
 	if (!c)
@@ -943,27 +951,27 @@ static int call_at(struct mds_nlm *n, const struct sockaddr_storage *peer, int p
 }
 
 /* prog v vers over TCP at peer, from the rpcbind at peer (never elsewhere). */
-static int getport(struct mds_nlm *n, const struct sockaddr_storage *peer, uint32_t prog,
-		   uint32_t vers)
+static int getport(struct mds_nlm *n, const struct sockaddr_storage *peer,
+		   const struct sockaddr_storage *src, uint32_t prog, uint32_t vers)
 {
 	mapping m = {.prog = prog, .vers = vers, .prot = PMAP_IPPROTO_TCP, .port = 0};
 	uint32_t port = 0;
 	const struct xdr_proc_desc *d = &xdr_desc_RPCBPROG_PMAPVERS.procs[PMAPPROC_GETPORT];
-	int rc = call_at(n, peer, (int)n->mds->set.nlm_rpcbind_port, RPCBPROG, PMAPVERS,
+	int rc = call_at(n, peer, src, (int)n->mds->set.nlm_rpcbind_port, RPCBPROG, PMAPVERS,
 			 PMAPPROC_GETPORT, d->enc_arg, &m, d->dec_res, &port, NULL);
 	if (rc)
 		return rc > 0 ? -EPROTO : rc;
 	return port && port < 65536 ? (int)port : -ENOENT;
 }
 
-static int nlm_call(struct mds_nlm *n, const struct sockaddr_storage *peer, uint32_t proc,
-		    xdr_enc_fn enc, const void *args, xdr_dec_fn dec, void *res,
-		    struct xdr_arena *ar)
+static int nlm_call(struct mds_nlm *n, const struct sockaddr_storage *peer,
+		    const struct sockaddr_storage *src, uint32_t proc, xdr_enc_fn enc,
+		    const void *args, xdr_dec_fn dec, void *res, struct xdr_arena *ar)
 {
-	int port = getport(n, peer, NLM_PROG, NLM4_VERS);
+	int port = getport(n, peer, src, NLM_PROG, NLM4_VERS);
 	if (port < 0)
 		return port;
-	return call_at(n, peer, port, NLM_PROG, NLM4_VERS, proc, enc, args, dec, res, ar);
+	return call_at(n, peer, src, port, NLM_PROG, NLM4_VERS, proc, enc, args, dec, res, ar);
 }
 
 /* Tell the client its queued lock is granted; false: it is not (released). */
@@ -986,11 +994,12 @@ static bool grant_call(struct mds_nlm *n, struct nlm_block *b)
 	memset(&r, 0, sizeof(r));
 	int rc;
 	if (b->msg)
-		rc = nlm_call(n, &b->peer, NLMPROC4_GRANTED_MSG, (xdr_enc_fn)xdr_enc_nlm4_testargs,
-			      &a, NULL, NULL, NULL);
+		rc = nlm_call(n, &b->peer, &b->local, NLMPROC4_GRANTED_MSG,
+			      (xdr_enc_fn)xdr_enc_nlm4_testargs, &a, NULL, NULL, NULL);
 	else
-		rc = nlm_call(n, &b->peer, NLMPROC4_GRANTED, (xdr_enc_fn)xdr_enc_nlm4_testargs, &a,
-			      (xdr_dec_fn)xdr_dec_nlm4_res, &r, &ar);
+		rc = nlm_call(n, &b->peer, &b->local, NLMPROC4_GRANTED,
+			      (xdr_enc_fn)xdr_enc_nlm4_testargs, &a, (xdr_dec_fn)xdr_dec_nlm4_res,
+			      &r, &ar);
 	xdr_arena_release(&ar);
 	if (rc)
 		mds_log("nlm: GRANTED to host %s: %s; the lock is released", lk->name,
@@ -1050,7 +1059,7 @@ static void out_pass(struct mds_nlm *n)
 	while (o) {
 		struct nlm_out *next = o->next;
 		struct flat f = {o->args, o->len};
-		int rc = nlm_call(n, &o->peer, o->proc, enc_flat, &f, NULL, NULL, NULL);
+		int rc = nlm_call(n, &o->peer, &o->local, o->proc, enc_flat, &f, NULL, NULL, NULL);
 		if (rc) {
 			char host[INET6_ADDRSTRLEN];
 			mds_peer_text(&o->peer, host);
@@ -1098,12 +1107,12 @@ static bool notify_pass(struct mds_nlm *n)
 			s6->sin6_family = AF_INET6;
 		else
 			goto done;
-		int port = getport(n, &ss, SM_PROG, SM_VERS);
+		int port = getport(n, &ss, NULL, SM_PROG, SM_VERS);
 		rc = port;
 		if (port > 0) {
 			sm_stat_chge a = {.mon_name = xdr_string_of(n->nsm_name),
 					  .state = n->nsm_state};
-			rc = call_at(n, &ss, port, SM_PROG, SM_VERS, SM_NOTIFY,
+			rc = call_at(n, &ss, NULL, port, SM_PROG, SM_VERS, SM_NOTIFY,
 				     (xdr_enc_fn)xdr_enc_sm_stat_chge, &a, NULL, NULL, NULL);
 		}
 	done:

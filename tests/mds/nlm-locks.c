@@ -41,6 +41,7 @@ struct ev {
 	int32_t stat, state, svid;
 	uint64_t off, len;
 	char name[64];
+	char from[INET6_ADDRSTRLEN]; /* the caller's address (GRANTED) */
 	uint32_t cookie_len;
 	uint8_t cookie[16];
 };
@@ -125,6 +126,10 @@ static int f_granted(struct nfsd_req *req, void *argp, void *resp)
 	snprintf(e.name, sizeof(e.name), "%.*s", (int)a->alock.caller_name.len,
 		 (const char *)a->alock.caller_name.val);
 	ev_cookie(&e, &a->cookie);
+	const struct sockaddr_storage *peer = nfsd_req_peer(req);
+	if (peer->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, e.from,
+			  sizeof(e.from));
 	pthread_mutex_lock(&E.mu);
 	e.stat = E.granted_answer;
 	pthread_mutex_unlock(&E.mu);
@@ -444,7 +449,9 @@ int main(void)
 	struct nfsd_server *fake = fake_host_start();
 	struct mt t;
 	char conf[256];
-	snprintf(conf, sizeof(conf), "nlm_rpcbind_port = %d\nnsm_name = " NSM_NAME "\n", E.port);
+	/* a second address: callbacks must come from the one the client called */
+	snprintf(conf, sizeof(conf),
+		 "listen = 127.0.0.2:0\nnlm_rpcbind_port = %d\nnsm_name = " NSM_NAME "\n", E.port);
 	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", conf);
 	struct nfs41c_session *s4 = ts_session(&t, "nlm-v4-client", 0, 0);
 	struct ts_openres o4;
@@ -528,8 +535,31 @@ int main(void)
 	CHECK_EQ(nlm_unlock(&t, f, &A, 3000, 10), NLM4_GRANTED);
 	CHECK(ev_wait(NLM_PROG, NLMPROC4_GRANTED, from, 10, &e));
 	CHECK_EQ(e.off, 3000);
+	CHECK(!strcmp(e.from, "127.0.0.1"));
 	CHECK_EQ(nlm_test(&t, f, &A, true, 3000, 10, NULL), NLM4_DENIED);
 	CHECK_EQ(nlm_unlock(&t, f, &C, 3000, 10), NLM4_GRANTED);
+
+	/* a client that called the server at 127.0.0.2 (from 127.0.0.1) gets
+	 * its GRANTED from 127.0.0.2: Linux's lockd takes it from no other */
+	struct nfsd_clnt *c1 = t.c;
+	{
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)braid_mds_port(t.mds, 1)),
+					 .sin_addr.s_addr = htonl(0x7f000002)};
+		struct nfsd_clnt_opts co = {.timeout_ms = 30000};
+		int err = 0;
+		t.c = nfsd_clnt_new(t.eng, (struct sockaddr *)&sa, sizeof(sa), &co, &err);
+		CHECK(t.c);
+	}
+	CHECK_EQ(nlm_lock(&t, f, &A, true, 3000, 10, false, false, 1), NLM4_GRANTED);
+	from = ev_count();
+	CHECK_EQ(nlm_lock(&t, f, &C, true, 3000, 10, true, false, 1), NLM4_BLOCKED);
+	CHECK_EQ(nlm_unlock(&t, f, &A, 3000, 10), NLM4_GRANTED);
+	CHECK(ev_wait(NLM_PROG, NLMPROC4_GRANTED, from, 10, &e));
+	CHECK(!strcmp(e.from, "127.0.0.2"));
+	CHECK_EQ(nlm_unlock(&t, f, &C, 3000, 10), NLM4_GRANTED);
+	nfsd_clnt_free(t.c);
+	t.c = c1;
 
 	/* a client that refuses the grant does not keep the lock */
 	CHECK_EQ(nlm_lock(&t, f, &A, true, 4000, 10, false, false, 1), NLM4_GRANTED);
