@@ -17,7 +17,9 @@
  *   answered NLM4_BLOCKED.  This module's thread tries the queue when locks
  *   go (mds_nlm_kick) and twice a second; a request it can grant is granted
  *   and the client told with GRANTED (GRANTED_MSG for a request that came
- *   by LOCK_MSG).  If that call fails, or the client answers anything but
+ *   by LOCK_MSG).  While requests wait, the thread also expires NFSv4
+ *   clients whose lease ran out (nfs41_server_sweep), whose locks may be
+ *   what they wait for.  If that call fails, or the client answers anything but
  *   NLM4_GRANTED (for GRANTED_MSG: in its GRANTED_RES), the lock is
  *   released again.  CANCEL and UNLOCK take a queued request out.
  * - Calls to clients (GRANTED, the _RES answers to _MSG calls, SM_NOTIFY)
@@ -1173,6 +1175,11 @@ static void *nlm_thread(void *arg)
 		if (stop)
 			break;
 		out_pass(n);
+		pthread_mutex_lock(&n->mu);
+		bool waiting = n->blocks != NULL;
+		pthread_mutex_unlock(&n->mu);
+		if (waiting) /* an NFSv4 holder's lease may have run out */
+			nfs41_server_sweep(n->mds->v41);
 		grant_pass(n);
 		bool pending = notify_pass(n);
 		if (!n->forgot && !pending && !mds_state_in_grace(n->mds)) {

@@ -16,7 +16,9 @@
  * garbage and bad handles; and a restart: SM_NOTIFY with the new NSM state,
  * DENIED_GRACE_PERIOD for new locks and TEST in grace, reclaim granted,
  * the reclaimed lock conflicting after grace, hosts without locks
- * forgotten.
+ * forgotten.  Last, with lease_time = 2s, a blocked NLM request granted
+ * when the NFSv4 client holding the range goes silent and its lease runs
+ * out (no NFSv4 traffic at all to trigger expiry).
  */
 #include "config.h"
 
@@ -723,6 +725,25 @@ int main(void)
 	CHECK(nsm_recorded(&t, r.host));
 
 	mt_finish(&t);
+
+	/* an NFSv4 holder whose lease runs out: the blocked NLM request is granted */
+	snprintf(conf, sizeof(conf), "lease_time = 2s\nnlm_rpcbind_port = %d\n", E.port);
+	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", conf);
+	struct nfs41c_session *s5 = ts_session(&t, "nlm-v4-silent", 0, 0);
+	struct ts_openres o6;
+	CHECK_EQ(ts_open_name(s5, NULL, "o6", "f-lease", RW, DN, true, &o6), NFS4_OK);
+	CHECK_EQ(ts_lock(s5, &o6.fh, WRITE_LT, false, 0, 100, &o6.sid, "lo6", &l4, NULL), NFS4_OK);
+	double silent = ts_now();
+	from = ev_count();
+	CHECK_EQ(nlm_lock(&t, &o6.fh, &A, true, 50, 10, true, false, 1), NLM4_BLOCKED);
+	CHECK(ev_wait(NLM_PROG, NLMPROC4_GRANTED, from, 20, &e));
+	CHECK(ts_now() - silent >= 1.9); /* not before the lease could have run out */
+	CHECK_EQ(e.off, 50);
+	CHECK_EQ(nlm_test(&t, &o6.fh, &B, false, 55, 1, &h), NLM4_DENIED);
+	CHECK_EQ(h.svid, A.svid);
+	nfs41c_session_destroy(s5); /* gone with its lease: only the memory */
+	mt_finish(&t);
+
 	nfsd_server_free(fake);
 	return 0;
 }
