@@ -295,6 +295,13 @@ static void host_reboot_locked(struct mds_nlm *n, struct nlm_host *h)
 
 /* ------------------------------------------------------------ arguments */
 
+/* The request's peer; one with no connection (a fuzz target's) is 0.0.0.0. */
+static const struct sockaddr_storage *req_peer(const struct nfsd_req *req)
+{
+	static const struct sockaddr_storage none = {.ss_family = AF_INET};
+	return req->conn ? nfsd_req_peer(req) : &none;
+}
+
 static bool peer_same(const struct sockaddr_storage *ss, const char *addr)
 {
 	char host[INET6_ADDRSTRLEN];
@@ -368,7 +375,7 @@ static nlm4_stats lk_of(struct nfsd_req *req, const nlm4_lock *l, bool exclusive
 	pthread_mutex_lock(&n->mu);
 	lk->host = host_get(n, lk->name, write);
 	if (lk->host && write && !lk->host->recorded) /* for FREE_ALL's address check */
-		mds_peer_text(nfsd_req_peer(req), lk->host->addr);
+		mds_peer_text(req_peer(req), lk->host->addr);
 	pthread_mutex_unlock(&n->mu);
 	if (!lk->host && !write)
 		lk->host = &n->nohost;
@@ -490,7 +497,7 @@ static nlm4_stats do_lock(struct nfsd_req *req, const nlm4_lockargs *a, bool msg
 		goto out;
 	}
 	char addr[INET6_ADDRSTRLEN];
-	mds_peer_text(nfsd_req_peer(req), addr);
+	mds_peer_text(req_peer(req), addr);
 	/* another NSM state than before: the host rebooted, its locks are stale */
 	pthread_mutex_lock(&n->mu);
 	bool rebooted =
@@ -528,7 +535,7 @@ static nlm4_stats do_lock(struct nfsd_req *req, const nlm4_lockargs *a, bool msg
 			r = NLM4_DENIED_NOLOCKS;
 		} else if (!queued) {
 			b->msg = msg;
-			b->peer = *nfsd_req_peer(req);
+			b->peer = *req_peer(req);
 			if (nfsd_req_local(req, &b->local))
 				b->local.ss_family = 0;
 			b->grant_id = ++n->next_grant;
@@ -633,7 +640,7 @@ static void res_queue(struct nfsd_req *req, uint32_t proc, xdr_enc_fn enc, const
 	if (!o)
 		return;
 	o->next = NULL;
-	o->peer = *nfsd_req_peer(req);
+	o->peer = *req_peer(req);
 	if (nfsd_req_local(req, &o->local))
 		o->local.ss_family = 0;
 	o->proc = proc;
@@ -882,7 +889,7 @@ static int p_free_all(struct nfsd_req *req, void *argp, void *resp)
 {
 	(void)resp;
 	const nlm4_notify *a = argp;
-	host_rebooted(((struct braid_mds *)req->priv)->nlm, &a->name, a->state, nfsd_req_peer(req),
+	host_rebooted(((struct braid_mds *)req->priv)->nlm, &a->name, a->state, req_peer(req),
 		      "FREE_ALL");
 	return NFSD_SUCCESS;
 }
@@ -892,8 +899,8 @@ static int p_sm_notify(struct nfsd_req *req, void *argp, void *resp)
 {
 	(void)resp;
 	const sm_stat_chge *a = argp;
-	host_rebooted(((struct braid_mds *)req->priv)->nlm, &a->mon_name, a->state,
-		      nfsd_req_peer(req), "SM_NOTIFY");
+	host_rebooted(((struct braid_mds *)req->priv)->nlm, &a->mon_name, a->state, req_peer(req),
+		      "SM_NOTIFY");
 	return NFSD_SUCCESS;
 }
 
