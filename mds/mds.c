@@ -78,8 +78,9 @@ const struct conf_schema mds_conf_schema[] = {
 		  "the table of NFSv4's locks) and NSM's SM_NOTIFY (program 100024), and "
 		  "notify the hosts that held NLM locks after a restart." },
 	{ "mds", NULL, "nsm_name", CONF_STRING, .def = "", S(nsm_name),
-	  .desc = "The name this server gives in SM_NOTIFY after a restart (the name or "
-		  "address clients mount it by); empty: the host name." },
+	  .desc = "The name this server gives in SM_NOTIFY after a restart; empty: to each "
+		  "host, the server address its requests came to (what Linux clients "
+		  "monitor), else the host name." },
 	{ "mds", NULL, "nlm_rpcbind_port", CONF_INT, .min = 1, .max = 65535, .def = "111",
 	  S(nlm_rpcbind_port),
 	  .desc = "The port of the clients' rpcbind, asked (at the address a client's request "

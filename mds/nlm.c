@@ -34,8 +34,9 @@
  *   their first lock is granted; this server's own NSM state number is
  *   there too, advanced at start (odd while up) and at a clean stop (even).
  *   At start, recorded hosts hold the grace period its whole time
- *   (mds_state_grace_hold) and get SM_NOTIFY (mon_name [mds] nsm_name,
- *   the new state), retried NSM_TRIES times; after grace, hosts holding no
+ *   (mds_state_grace_hold) and get SM_NOTIFY (the new state; mon_name
+ *   [mds] nsm_name, else the server address the host called, recorded
+ *   with it), retried NSM_TRIES times; after grace, hosts holding no
  *   lock are forgotten.  In grace only LOCKs with reclaim = true are
  *   granted; other LOCKs, TEST and SHAREs get NLM4_DENIED_GRACE_PERIOD.
  * - A host's reboot frees its locks, shares and queued requests: an
@@ -86,11 +87,12 @@ struct nlm_host {
 	struct mds_nlm_holder locks; /* the lock table's list (state lock) */
 	struct nlm_host *next;
 	char name[LM_MAXSTRLEN + 1];
-	char addr[INET6_ADDRSTRLEN]; /* where its requests came from, as text */
-	int32_t nsm_state;	     /* its NSM state in its last LOCK (0: none seen) */
-	bool recorded;		     /* the store has it, with this addr */
-	bool prev;		     /* recorded before the restart: to notify */
-	bool notified;		     /* its statd answered our SM_NOTIFY */
+	char addr[INET6_ADDRSTRLEN];  /* where its requests came from, as text */
+	char local[INET6_ADDRSTRLEN]; /* the server address they came to ("": unknown) */
+	int32_t nsm_state;	      /* its NSM state in its last LOCK (0: none seen) */
+	bool recorded;		      /* the store has it, with this addr */
+	bool prev;		      /* recorded before the restart: to notify */
+	bool notified;		      /* its statd answered our SM_NOTIFY */
 	unsigned tries;
 	uint64_t next_ns;
 };
@@ -170,7 +172,9 @@ struct mds_nlm {
 
 /* ------------------------------------------------------------ records */
 
-static int record_host(struct braid_mds *mds, const char *name, const char *addr, int32_t state)
+/* The record's data: "ADDR" or "ADDR LOCAL" (the server address it called). */
+static int record_host(struct braid_mds *mds, const char *name, const char *addr, const char *local,
+		       int32_t state)
 {
 	char key[sizeof(NSM_KEY_HOST) + LM_MAXSTRLEN];
 	int kl = snprintf(key, sizeof(key), NSM_KEY_HOST "%s", name);
@@ -179,8 +183,8 @@ static int record_host(struct braid_mds *mds, const char *name, const char *addr
 		return -ENOMEM;
 	rec->clientid = (uint32_t)state;
 	rec->flags = MDS_CLIENT_NSM;
-	rec->data_len = (uint32_t)strlen(addr);
-	memcpy(rec->data, addr, rec->data_len);
+	rec->data_len = (uint32_t)snprintf((char *)rec->data, sizeof(rec->data), "%s%s%s", addr,
+					   local[0] ? " " : "", local);
 	struct mds_client_args a = {.owner = key, .owner_len = (size_t)kl, .rec = rec};
 	int rc = mds_client_put(mds->store, &a);
 	free(rec);
@@ -241,8 +245,16 @@ static int host_load(void *arg, const void *owner, size_t len, const struct mds_
 		n->nsm_state = (int32_t)rec->clientid;
 		return 0;
 	}
+	char data[2 * INET6_ADDRSTRLEN];
 	if (len <= pl || len - pl > LM_MAXSTRLEN || memcmp(owner, NSM_KEY_HOST, pl) ||
-	    rec->data_len >= INET6_ADDRSTRLEN)
+	    rec->data_len >= sizeof(data))
+		return 0;
+	memcpy(data, rec->data, rec->data_len);
+	data[rec->data_len] = '\0';
+	char *local = strchr(data, ' ');
+	if (local)
+		*local++ = '\0';
+	if (strlen(data) >= INET6_ADDRSTRLEN || (local && strlen(local) >= INET6_ADDRSTRLEN))
 		return 0;
 	char name[LM_MAXSTRLEN + 1];
 	memcpy(name, (const char *)owner + pl, len - pl);
@@ -250,8 +262,8 @@ static int host_load(void *arg, const void *owner, size_t len, const struct mds_
 	struct nlm_host *h = host_get(n, name, true);
 	if (!h)
 		return 0;
-	memcpy(h->addr, rec->data, rec->data_len);
-	h->addr[rec->data_len] = '\0';
+	snprintf(h->addr, sizeof(h->addr), "%s", data);
+	snprintf(h->local, sizeof(h->local), "%s", local ? local : "");
 	h->nsm_state = (int32_t)rec->clientid;
 	h->recorded = h->prev = true;
 	return 0;
@@ -454,19 +466,21 @@ static nlm4_stats do_test(struct nfsd_req *req, const nlm4_testargs *a, nlm4_tes
 
 /* Record the host (durably, before its first lock is granted) at addr. */
 static nlm4_stats host_record(struct mds_nlm *n, struct nlm_host *h, const char *addr,
-			      int32_t state)
+			      const char *local, int32_t state)
 {
 	pthread_mutex_lock(&n->rec_mu);
 	pthread_mutex_lock(&n->mu);
-	bool need = !h->recorded || strcmp(h->addr, addr) || h->nsm_state != state;
+	bool need = !h->recorded || strcmp(h->addr, addr) || strcmp(h->local, local) ||
+		    h->nsm_state != state;
 	char name[sizeof(h->name)];
 	memcpy(name, h->name, sizeof(name));
 	pthread_mutex_unlock(&n->mu);
-	int rc = need ? record_host(n->mds, name, addr, state) : 0;
+	int rc = need ? record_host(n->mds, name, addr, local, state) : 0;
 	if (need && !rc) {
 		pthread_mutex_lock(&n->mu);
 		h->recorded = true;
 		snprintf(h->addr, sizeof(h->addr), "%s", addr);
+		snprintf(h->local, sizeof(h->local), "%s", local);
 		h->nsm_state = state;
 		pthread_mutex_unlock(&n->mu);
 	}
@@ -496,8 +510,11 @@ static nlm4_stats do_lock(struct nfsd_req *req, const nlm4_lockargs *a, bool msg
 		r = NLM4_DENIED_GRACE_PERIOD;
 		goto out;
 	}
-	char addr[INET6_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN], local[INET6_ADDRSTRLEN] = "";
 	mds_peer_text(req_peer(req), addr);
+	struct sockaddr_storage ls;
+	if (!nfsd_req_local(req, &ls))
+		mds_peer_text(&ls, local);
 	/* another NSM state than before: the host rebooted, its locks are stale */
 	pthread_mutex_lock(&n->mu);
 	bool rebooted =
@@ -510,7 +527,7 @@ static nlm4_stats do_lock(struct nfsd_req *req, const nlm4_lockargs *a, bool msg
 	pthread_mutex_unlock(&n->mu);
 	/* recorded before granted; forget_pass may drop the record meanwhile */
 	for (;;) {
-		if (monitored && (r = host_record(n, lk->host, addr, a->state)))
+		if (monitored && (r = host_record(n, lk->host, addr, local, a->state)))
 			goto out;
 		pthread_mutex_lock(&n->mu);
 		if (!monitored || lk->host->recorded)
@@ -1080,13 +1097,31 @@ static void out_pass(struct mds_nlm *n)
 	}
 }
 
-/* SM_NOTIFY to the hosts recorded before the restart, at their recorded address. */
+/* Text address -> sockaddr (port 0); false when it is none. */
+static bool addr_parse(const char *text, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, text, &s4->sin_addr) == 1)
+		s4->sin_family = AF_INET;
+	else if (inet_pton(AF_INET6, text, &s6->sin6_addr) == 1)
+		s6->sin6_family = AF_INET6;
+	return ss->ss_family != 0;
+}
+
+/*
+ * SM_NOTIFY to the hosts recorded before the restart, at their recorded
+ * address, from the server address they called.  mon_name: [mds] nsm_name,
+ * else that server address (what a Linux client's statd monitors: its
+ * kernel names servers by address), else the host name.
+ */
 static bool notify_pass(struct mds_nlm *n)
 {
 	bool pending = false;
 	uint64_t now = nfsd_now_ns();
 	for (;;) {
-		char name[LM_MAXSTRLEN + 1], addr[INET6_ADDRSTRLEN];
+		char name[LM_MAXSTRLEN + 1], addr[INET6_ADDRSTRLEN], local[INET6_ADDRSTRLEN];
 		struct nlm_host *h;
 		pthread_mutex_lock(&n->mu);
 		for (h = n->hosts; h; h = h->next) {
@@ -1101,27 +1136,23 @@ static bool notify_pass(struct mds_nlm *n)
 			h->next_ns = now + (2000000000ull << (h->tries - 1));
 			memcpy(name, h->name, sizeof(name));
 			memcpy(addr, h->addr, sizeof(addr));
+			memcpy(local, h->local, sizeof(local));
 		}
 		pthread_mutex_unlock(&n->mu);
 		if (!h)
 			return pending;
-		struct sockaddr_storage ss;
-		memset(&ss, 0, sizeof(ss));
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		struct sockaddr_storage ss, src;
+		bool have_src = local[0] && addr_parse(local, &src);
+		const char *mon = n->mds->set.nsm_name[0] || !have_src ? n->nsm_name : local;
 		int rc = -EINVAL;
-		if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1)
-			s4->sin_family = AF_INET;
-		else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1)
-			s6->sin6_family = AF_INET6;
-		else
+		if (!addr_parse(addr, &ss))
 			goto done;
-		int port = getport(n, &ss, NULL, SM_PROG, SM_VERS);
+		const struct sockaddr_storage *from = have_src ? &src : NULL;
+		int port = getport(n, &ss, from, SM_PROG, SM_VERS);
 		rc = port;
 		if (port > 0) {
-			sm_stat_chge a = {.mon_name = xdr_string_of(n->nsm_name),
-					  .state = n->nsm_state};
-			rc = call_at(n, &ss, NULL, port, SM_PROG, SM_VERS, SM_NOTIFY,
+			sm_stat_chge a = {.mon_name = xdr_string_of(mon), .state = n->nsm_state};
+			rc = call_at(n, &ss, from, port, SM_PROG, SM_VERS, SM_NOTIFY,
 				     (xdr_enc_fn)xdr_enc_sm_stat_chge, &a, NULL, NULL, NULL);
 		}
 	done:

@@ -18,7 +18,9 @@
  * the reclaimed lock conflicting after grace, hosts without locks
  * forgotten.  Last, with lease_time = 2s, a blocked NLM request granted
  * when the NFSv4 client holding the range goes silent and its lease runs
- * out (no NFSv4 traffic at all to trigger expiry).
+ * out (no NFSv4 traffic at all to trigger expiry), and without nsm_name
+ * the SM_NOTIFY after a restart naming the server by the address the host
+ * called.
  */
 #include "config.h"
 
@@ -742,6 +744,14 @@ int main(void)
 	CHECK_EQ(nlm_test(&t, &o6.fh, &B, false, 55, 1, &h), NLM4_DENIED);
 	CHECK_EQ(h.svid, A.svid);
 	nfs41c_session_destroy(s5); /* gone with its lease: only the memory */
+	/* without nsm_name, SM_NOTIFY names the server by the address the host
+	 * called (as a Linux client's statd monitors it) */
+	from = ev_count();
+	mt_stop(&t);
+	mt_boot(&t);
+	CHECK(ev_wait(SM_PROG, SM_NOTIFY, from, 10, &e));
+	CHECK(!strcmp(e.name, "127.0.0.1"));
+	CHECK_EQ(e.state, 3);
 	mt_finish(&t);
 
 	nfsd_server_free(fake);
