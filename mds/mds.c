@@ -26,6 +26,7 @@
 #include "mds/mds_impl.h"
 #include "mds/mount.h"
 #include "mds/nfs3.h"
+#include "mds/nlm.h"
 #include "mds/resilver.h"
 #include "mds/space.h"
 #include "mds/state.h"
@@ -71,7 +72,20 @@ const struct conf_schema mds_conf_schema[] = {
 	  .desc = "Serve NFSv3 (RFC 1813) beside NFSv4.1/4.2, its file data through the MDS "
 		  "to the data servers." },
 	{ "mds", NULL, "rpcbind", CONF_BOOL, .def = "yes", S(rpcbind),
-	  .desc = "Register NFS and MOUNT with rpcbind when one runs (rpcinfo -p)." },
+	  .desc = "Register NFS, MOUNT, NLM and NSM with rpcbind when one runs (rpcinfo -p)." },
+	{ "mds", NULL, "nlm", CONF_BOOL, .def = "yes", S(nlm),
+	  .desc = "With nfs3: serve NLM v4 (program 100021, NFSv3 clients' fcntl locks, in "
+		  "the table of NFSv4's locks) and NSM's SM_NOTIFY (program 100024), and "
+		  "notify the hosts that held NLM locks after a restart." },
+	{ "mds", NULL, "nsm_name", CONF_STRING, .def = "", S(nsm_name),
+	  .desc = "The name this server gives in SM_NOTIFY after a restart; empty: to each "
+		  "host, the server address its requests came to (what Linux clients "
+		  "monitor), else the host name." },
+	{ "mds", NULL, "nlm_rpcbind_port", CONF_INT, .min = 1, .max = 65535, .def = "111",
+	  S(nlm_rpcbind_port),
+	  .desc = "The port of the clients' rpcbind, asked (at the address a client's request "
+		  "came from, never another) for its NLM and NSM ports before calling it back; "
+		  "for tests." },
 	{ "mds", NULL, "data_io", CONF_ENUM, .values = data_io_modes, .def = "proxy", S(data_io),
 	  .desc = "READ/WRITE of file data sent to the MDS: proxy them to the data server, or "
 		  "refuse them (to prove that clients use layouts)." },
@@ -867,7 +881,8 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
 	    (rc = mds_space_init(mds, msg, msglen)) || (rc = mds_layout_init(mds, msg, msglen)) ||
 	    (rc = mds_resilver_init(mds, msg, msglen)) ||
-	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_admin_init(mds, msg, msglen)))
+	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_nlm_init(mds, msg, msglen)) ||
+	    (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
 
 	struct nfs41_server_opts no = {
@@ -916,6 +931,10 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	const struct nfsd_program *mp = mds_mount_program(mds);
 	if (mp && (rc = nfsd_server_add_program(mds->srv, mp)))
 		goto fail_prog;
+	if (mds_nlm_program(mds) &&
+	    ((rc = nfsd_server_add_program(mds->srv, mds_nlm_program(mds))) ||
+	     (rc = nfsd_server_add_program(mds->srv, mds_nsm_program(mds)))))
+		goto fail_prog;
 	if ((rc = nfsd_server_add_program(mds->srv, mds_admin_program(mds))))
 		goto fail_prog;
 	if ((rc = listen_all(mds, msg, msglen)))
@@ -924,6 +943,8 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		snprintf(msg, msglen, "RPC server start: %s", strerror(-rc));
 		goto fail;
 	}
+	if ((rc = mds_nlm_start(mds, msg, msglen)))
+		goto fail;
 	if (set->metrics_listen.n &&
 	    (rc = nfsd_metrics_http_start(mds->metrics, set->metrics_listen.addr,
 					  set->metrics_listen.n, &mds->metrics_http, msg, msglen)))
@@ -948,6 +969,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_resilver_stop(mds); /* its thread calls data servers and the layout layer */
 	mds_layout_stop(mds); /* its thread calls clients back and data servers */
 	mds_state_stop(mds);  /* the delegation thread calls clients back */
+	mds_nlm_stop(mds);    /* its thread calls NFSv3 clients back */
 	mds_space_stop(mds);  /* its thread calls data servers; notes stop counting */
 	if (mds->srv)
 		nfsd_server_free(mds->srv);
@@ -956,6 +978,7 @@ void braid_mds_stop(struct braid_mds *mds)
 		nfs41_server_free(mds->v41);
 	mds_admin_release(mds);
 	mds_nfs3_release(mds);
+	mds_nlm_release(mds); /* its locks are in the state's table */
 	mds_mount_release(mds);
 	mds_resilver_release(mds);
 	mds_dsreg_release(mds);

@@ -41,6 +41,9 @@ struct mds_settings {
 	bool mount;		       /* serve MOUNT v3 (showmount -e) */
 	bool nfs3;		       /* serve NFSv3 */
 	bool rpcbind;		       /* register with rpcbind when one runs */
+	bool nlm;		       /* serve NLM v4 and NSM (with nfs3) */
+	char nsm_name[256];	       /* SM_NOTIFY's mon_name; "": the address called */
+	int64_t nlm_rpcbind_port;      /* clients' rpcbind port, for callbacks (111) */
 	int data_io;		       /* enum mds_data_io */
 	uint64_t heartbeat_ms;	       /* interval asked of data servers */
 	uint64_t ds_timeout_ms;	       /* no heartbeat this long: DS is down */

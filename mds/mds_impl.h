@@ -43,6 +43,9 @@
  *                 NFSv4 groups: mds/ns.h, mds/io.h, mds_setattr_run)
  *   mount.c       MOUNT v3 and rpcbind registration (mds/mount.h; the
  *                 libtirpc side: mds/rpcbind.c, mds/rpcbind.h)
+ *   nlm.c         NLM v4 and NSM: NFSv3 clients' fcntl locks (in
+ *                 state_lock.c's table), blocking locks and their
+ *                 callbacks, reboot notification and reclaim (mds/nlm.h)
  *   admin.c       braidctl's protocol (nfsd/xdr/braid_admin.x) and the
  *                 MDS's metrics collectors (mds/admin.h)
  *   store.c, store_ops.c  the metadata store (mds/store.h, libmds.a)
@@ -76,6 +79,7 @@ struct mds_data;   /* data.c */
 struct mds_space;  /* space.c */
 struct mds_resilver; /* resilver.c */
 struct mds_mount;  /* mount.c */
+struct mds_nlm;	   /* nlm.c */
 struct mds_cb;	   /* callback.c */
 struct mds_layout; /* layout_state.c */
 struct mds_admin;  /* admin.c */
@@ -149,6 +153,7 @@ struct braid_mds {
 	struct mds_space *space;
 	struct mds_resilver *resilver;
 	struct mds_mount *mount;
+	struct mds_nlm *nlm; /* NULL with [mds] nlm = no or nfs3 = no */
 	struct mds_cb *cb;
 	struct mds_layout *layout;
 	struct mds_admin *admin;

@@ -37,6 +37,7 @@
 #include "mds/fh.h"
 #include "mds/mds_impl.h"
 #include "mds/mount.h"
+#include "mds/nlm.h"
 #include "mds/rpcbind.h"
 
 #define MNT_RECS_MAX 4096
@@ -70,7 +71,7 @@ struct mds_mount {
 
 	/* What rpcbind has from us: written by mds_mount_rpcbind_set at start,
 	 * read by _unset at stop, both on the thread that starts and stops. */
-	struct mnt_reg reg[6]; /* NFS v4, v3, MOUNT v3 on tcp and tcp6 */
+	struct mnt_reg reg[10]; /* NFS v4, v3, MOUNT v3, NLM v4, NSM v1 on tcp and tcp6 */
 	unsigned nreg;
 };
 
@@ -631,7 +632,9 @@ static void uaddr_of(const struct braid_mds *mds, unsigned i, char *buf, size_t 
  * NFS v4 and v3 and MOUNT v3 on "tcp" at the first IPv4 listen address and on
  * "tcp6" at the first IPv6 one (IPv6 sockets are v6-only).  A mapping left
  * by an earlier run, or by another server, is replaced: rpcbind refuses a
- * SET over an existing one.
+ * SET over an existing one.  NLM v4 and NSM v1 (mds/nlm.c) are registered
+ * the same way unless another service holds them (the host's own lockd or
+ * rpc.statd, which its NFS client needs): then they are left to it.
  */
 void mds_mount_rpcbind_set(struct braid_mds *mds)
 {
@@ -651,12 +654,17 @@ void mds_mount_rpcbind_set(struct braid_mds *mds)
 		const char *netid;
 		int family;
 	} nets[] = { { "tcp", AF_INET }, { "tcp6", AF_INET6 } };
-	struct mnt_reg progs[3] = { { NFS4_PROGRAM, NFS_V4, NULL, "" } };
-	unsigned nprogs = 1;
+	struct mnt_reg progs[5] = { { NFS4_PROGRAM, NFS_V4, NULL, "" } };
+	unsigned nprogs = 1, nmust;
 	if (mds->set.nfs3)
 		progs[nprogs++] = (struct mnt_reg){ NFS4_PROGRAM, 3, NULL, "" };
 	if (mds->set.mount)
 		progs[nprogs++] = (struct mnt_reg){ MOUNT_PROGRAM, MOUNT_V3, NULL, "" };
+	nmust = nprogs; /* past these: only when nobody else holds them */
+	if (mds_nlm_program(mds)) {
+		progs[nprogs++] = (struct mnt_reg){ 100021, 4, NULL, "" };
+		progs[nprogs++] = (struct mnt_reg){ 100024, 1, NULL, "" };
+	}
 	char done[128] = "";
 	size_t dl = 0;
 	for (unsigned k = 0; k < sizeof(nets) / sizeof(nets[0]); k++) {
@@ -669,6 +677,20 @@ void mds_mount_rpcbind_set(struct braid_mds *mds)
 		uaddr_of(mds, i, uaddr, sizeof(uaddr));
 		unsigned before = m->nreg;
 		for (unsigned p = 0; p < nprogs; p++) {
+			if (p >= nmust) {
+				char now[INET6_ADDRSTRLEN + 16];
+				int g = mds_rpcb_getaddr(b, progs[p].prog, progs[p].vers,
+							 nets[k].netid, now, sizeof(now));
+				if (g == -ETIMEDOUT)
+					goto out;
+				if (!g && strcmp(now, uaddr)) {
+					mds_log("rpcbind: %u v%u on %s maps to %s (the host's "
+						"own %s?): left to it",
+						progs[p].prog, progs[p].vers, nets[k].netid, now,
+						progs[p].prog == 100024 ? "rpc.statd" : "lockd");
+					continue;
+				}
+			}
 			int rc = mds_rpcb_unset(b, progs[p].prog, progs[p].vers, nets[k].netid);
 			if (rc != -ETIMEDOUT)
 				rc = mds_rpcb_set(b, progs[p].prog, progs[p].vers, nets[k].netid,
@@ -693,8 +715,9 @@ void mds_mount_rpcbind_set(struct braid_mds *mds)
 out:
 	mds_rpcb_free(b);
 	if (m->nreg)
-		mds_log("rpcbind: registered NFS v4%s%s on %s", mds->set.nfs3 ? ", v3" : "",
-			mds->set.mount ? " and MOUNT v3" : "", done);
+		mds_log("rpcbind: registered NFS v4%s%s%s on %s", mds->set.nfs3 ? ", v3" : "",
+			mds->set.mount ? ", MOUNT v3" : "",
+			mds_nlm_program(mds) ? ", NLM v4, NSM v1 (unless held)" : "", done);
 }
 
 void mds_mount_rpcbind_unset(struct braid_mds *mds)

@@ -156,7 +156,7 @@ struct st_file *st_file_get(struct mds_state *st, uint64_t ino, bool create)
 
 void st_file_put_unused(struct mds_state *st, struct st_file *f)
 {
-	if (f && !f->opens && !f->lockers && !f->delegs) {
+	if (f && !f->opens && !f->lockers && !f->delegs && !f->nlm) {
 		htab_del(&st->files, &f->h);
 		free(f);
 	}
@@ -370,7 +370,7 @@ static struct st_prev *grace_end_locked(struct mds_state *st, unsigned *n)
 	*n = 0;
 	if (!st->in_grace)
 		return NULL;
-	if (nfsd_now_ns() < st->grace_end_ns && st->nprev_complete < st->nprev)
+	if (nfsd_now_ns() < st->grace_end_ns && (st->grace_full || st->nprev_complete < st->nprev))
 		return NULL;
 	st->in_grace = false;
 	atomic_store(&st->grace, false);
@@ -421,6 +421,8 @@ nfsstat4 st_reclaim_check(struct mds_state *st, const struct st_client *cl)
 static int prev_collect(void *arg, const void *owner, size_t len, const struct mds_client_rec *rec)
 {
 	struct mds_state *st = arg;
+	if (rec->flags & MDS_CLIENT_NSM)
+		return 0; /* NLM's hosts and NSM state (mds/nlm.c) */
 	if (st->nprev == st->prev_cap) {
 		unsigned cap = st->prev_cap ? st->prev_cap * 2 : 16;
 		struct st_prev *p = realloc(st->prev, cap * sizeof(*p));
@@ -660,6 +662,23 @@ static bool reclaim_done(struct mds_state *st, struct nfs41_compound *c)
 	bool done = cl && (cl->reclaim_complete || cl->v40);
 	pthread_mutex_unlock(&st->mu);
 	return done;
+}
+
+void mds_state_grace_hold(struct braid_mds *mds)
+{
+	struct mds_state *st = mds->state;
+	if (!mds->set.grace_ms)
+		return;
+	pthread_mutex_lock(&st->mu);
+	if (!st->in_grace) {
+		st->in_grace = true;
+		atomic_store(&st->grace, true);
+		st->grace_end_ns = nfsd_now_ns() + mds->set.grace_ms * 1000000ull;
+		mds_log("grace period: NLM hosts may reclaim for %llu ms",
+			(unsigned long long)mds->set.grace_ms);
+	}
+	st->grace_full = true;
+	pthread_mutex_unlock(&st->mu);
 }
 
 bool mds_state_in_grace(struct braid_mds *mds)

@@ -39,6 +39,10 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
 /* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
 bool mds_state_in_grace(struct braid_mds *mds);
+/* NLM hosts recorded before the restart may reclaim (mds/nlm.c): begin the
+ * grace period if it has not begun (and grace_time is not 0), and let it
+ * run its whole grace_time (NLM has no RECLAIM_COMPLETE).  At start. */
+void mds_state_grace_hold(struct braid_mds *mds);
 /* Open and lock stateids and delegations a client holds (braidctl
  * clients): 0, or -ENOENT when it holds no state. */
 int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *opens,
@@ -52,6 +56,56 @@ int mds_state_client_counts(struct braid_mds *mds, uint64_t clientid, unsigned *
 nfsstat4 mds_v40_begin(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, bool *done);
 void mds_v40_end(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r, nfsstat4 st);
 bool mds_v40_cb_path_down(void *mds, uint64_t clientid);
+
+/*
+ * NLM locks (mds/nlm.c) live in the table of NFSv4's byte-range locks
+ * (state_lock.c), so each conflicts with the other both ways.  An NLM
+ * owner is (host, svid, oh); the host is NLM's struct mds_nlm_holder, which
+ * lists the host's locks.  Ranges are [start, end], end inclusive,
+ * UINT64_MAX to the end of the file.  Called without the state lock.
+ */
+struct st_sid;
+struct mds_nlm_holder {
+	struct st_sid *sids; /* its owners' locks, one entry per (owner, file); state lock */
+};
+struct mds_nlm_owner {
+	const struct mds_nlm_holder *host;
+	int32_t svid;
+	const uint8_t *oh;
+	uint32_t oh_len; /* at most MDS_LOCK_OH_MAX */
+};
+#define MDS_LOCK_OH_MAX 1024 /* NLM's MAXNETOBJ_SZ, NFSv4's NFS4_OPAQUE_LIMIT */
+/* A conflicting lock, for NLM TEST and NFS4ERR_DENIED. */
+struct mds_lock_conflict {
+	bool exclusive;
+	bool nlm;	   /* an NLM owner's: svid and oh are its; else an NFSv4
+			    * lock-owner's: clientid and oh its owner name */
+	int32_t svid;
+	uint64_t clientid;
+	uint64_t start, end;
+	uint32_t oh_len;
+	uint8_t oh[MDS_LOCK_OH_MAX];
+};
+/* Take [start, end] for host's owner (POSIX: replaces what the owner held
+ * there, merges, never blocks).  0; -EAGAIN: a conflicting lock, in *x
+ * when x is not NULL; -ENOMEM. */
+int mds_lock_nlm(struct braid_mds *mds, uint64_t ino, const struct mds_nlm_owner *ow,
+		 bool exclusive, uint64_t start, uint64_t end, struct mds_lock_conflict *x);
+/* The same question without taking it (NLM TEST): 0 or -EAGAIN. */
+int mds_lock_nlm_test(struct braid_mds *mds, uint64_t ino, const struct mds_nlm_owner *ow,
+		      bool exclusive, uint64_t start, uint64_t end, struct mds_lock_conflict *x);
+/* Release [start, end] of the owner's locks on ino (none held: no error).
+ * -ENOMEM only when a range must be split and no memory is left. */
+int mds_lock_nlm_unlock(struct braid_mds *mds, uint64_t ino, const struct mds_nlm_owner *ow,
+			uint64_t start, uint64_t end);
+/* Every lock of the host goes (FREE_ALL, its reboot, the end of NLM). */
+void mds_lock_nlm_drop_host(struct braid_mds *mds, struct mds_nlm_holder *host);
+/* Does the host hold any lock? */
+bool mds_lock_nlm_host_busy(struct braid_mds *mds, const struct mds_nlm_holder *host);
+/* Would a share reservation of access/deny (OPEN4_SHARE_ACCESS_*,
+ * OPEN4_SHARE_DENY_* bits) conflict with an NFSv4 open of ino (§9.7)? */
+bool mds_state_share_conflict(struct braid_mds *mds, uint64_t ino, uint32_t access,
+			      uint32_t deny);
 
 /*
  * Delegations (deleg.c; RFC 8881 §10.4).  Read delegations only: [mds]

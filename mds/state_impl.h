@@ -67,9 +67,14 @@ struct st_client {
 	uint8_t owner[MDS_OWNER_MAX]; /* co_ownerid (NFS4_OPAQUE_LIMIT bytes at most) */
 };
 
-enum { ST_OPEN_OWNER = 1, ST_LOCK_OWNER = 2 };
+enum { ST_OPEN_OWNER = 1, ST_LOCK_OWNER = 2, ST_NLM_OWNER = 3 };
 
-/* An open-owner or lock-owner: the client's opaque name for it (§2.4). */
+/*
+ * An open-owner or lock-owner: the client's opaque name for it (§2.4).
+ * An NLM owner (ST_NLM_OWNER, state_lock.c) is (nlm_host, nlm_svid, name =
+ * the oh netobj), has no client (cl NULL), is in no table and belongs to
+ * the one ST_SID_NLM stateid that names it.
+ */
 struct st_owner {
 	struct htab_node h; /* in st->owners, by (client, kind, name) */
 	struct st_client *cl;
@@ -85,6 +90,9 @@ struct st_owner {
 	uint8_t *reply; /* the last request's encoded nfs_resop4, malloc'd */
 	uint32_t reply_len;
 	uint8_t closed[NFS4_OTHER_SIZE]; /* the open stateid its last CLOSE ended */
+	/* NLM (nlm.c): the host and svid of an NLM owner, else NULL */
+	const struct mds_nlm_holder *nlm_host;
+	int32_t nlm_svid;
 	uint32_t len;
 	uint8_t name[]; /* at most NFS4_OPAQUE_LIMIT bytes (the XDR bound) */
 };
@@ -97,7 +105,10 @@ struct st_range {
 	int32_t type; /* READ_LT or WRITE_LT */
 };
 
-enum { ST_SID_OPEN = 1, ST_SID_LOCK = 2, ST_SID_DELEG = 3 };
+/* ST_SID_NLM: the locks of one NLM owner on one file (state_lock.c); not a
+ * stateid any client sees: in no table, cl NULL, on file->nlm and on its
+ * host's list (cnext, cpprev: struct mds_nlm_holder.sids). */
+enum { ST_SID_OPEN = 1, ST_SID_LOCK = 2, ST_SID_DELEG = 3, ST_SID_NLM = 4 };
 
 /* A delegation's recall (deleg.c): like a layout's (layout_impl.h). */
 struct st_dl {
@@ -147,7 +158,8 @@ struct st_file {
 	struct st_sid *opens;	 /* open stateids */
 	struct st_sid *lockers;	 /* lock stateids */
 	struct st_sid *delegs;	 /* delegation stateids, none revoked */
-	struct st_range *ranges; /* every byte-range lock on it, by start */
+	struct st_sid *nlm;	 /* NLM owners' locks (ST_SID_NLM) */
+	struct st_range *ranges; /* every byte-range lock on it, NFSv4's and NLM's, by start */
 };
 
 /* A client that held state before the restart (its store record). */
@@ -170,6 +182,7 @@ struct mds_state {
 	/* grace (§8.4.2.1) */
 	bool in_grace;
 	uint64_t grace_end_ns; /* CLOCK_MONOTONIC */
+	bool grace_full;       /* NLM hosts may reclaim: no early end (mds_state_grace_hold) */
 	struct st_prev *prev;  /* records found at start; freed when grace ends */
 	unsigned nprev, nprev_complete, prev_cap;
 	/* delegations (deleg.c) */

@@ -9,13 +9,21 @@
  *
  * A lock stateid stands for one lock-owner's locks on one file, so its
  * ranges are exactly the owner's there.  State and locking rules: state_impl.h.
+ *
+ * NLM's locks (mds/nlm.c) are ranges of the same list, held by an
+ * ST_SID_NLM entry per (NLM owner, file): NFSv4 and NLM locks conflict both
+ * ways, and an NLM holder is reported to NFSv4 as clientid 0 with its oh
+ * as the owner.  A change that may let a blocked NLM request go (LOCKU, a
+ * LOCK replacing ranges, an NLM unlock) kicks NLM's thread (mds_nlm_kick).
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mds/fh.h"
+#include "mds/nlm.h"
 #include "mds/state_impl.h"
 
 /* READW/WRITEW are READ/WRITE that the client may wait for (§9.6). */
@@ -57,12 +65,22 @@ static nfsstat4 lock_file(struct nfs41_compound *c, struct mds_fh *fh)
 	return s ? s : mds_reg_file(&a);
 }
 
+/* NLM owners are one object per file: compared by what names them. */
+static bool owner_same(const struct st_owner *a, const struct st_owner *b)
+{
+	if (a == b)
+		return true;
+	return a && b && a->kind == ST_NLM_OWNER && b->kind == ST_NLM_OWNER &&
+	       a->nlm_host == b->nlm_host && a->nlm_svid == b->nlm_svid && a->len == b->len &&
+	       !memcmp(a->name, b->name, a->len);
+}
+
 /* The first lock of another owner that conflicts with type over [start, end]. */
 static const struct st_range *conflict(const struct st_file *f, const struct st_owner *ow,
 				       int32_t type, uint64_t start, uint64_t end)
 {
 	for (const struct st_range *r = f ? f->ranges : NULL; r && r->start <= end; r = r->next)
-		if (r->end >= start && r->lock->owner != ow &&
+		if (r->end >= start && !owner_same(r->lock->owner, ow) &&
 		    (type == WRITE_LT || r->type == WRITE_LT))
 			return r;
 	return NULL;
@@ -80,7 +98,7 @@ static nfsstat4 denied(struct nfs41_compound *c, const struct st_range *r, LOCK4
 	d->offset = r->start;
 	d->length = r->end == UINT64_MAX ? UINT64_MAX : r->end - r->start + 1;
 	d->locktype = r->type;
-	d->owner.clientid = ow->cl->id;
+	d->owner.clientid = ow->cl ? ow->cl->id : 0; /* an NLM owner: none */
 	d->owner.owner = xdr_opaque_of(name, ow->len);
 	return NFS4ERR_DENIED;
 }
@@ -273,8 +291,10 @@ out:
 	pthread_mutex_unlock(&st->mu);
 	free(n);
 	free(spare);
-	if (!s)
+	if (!s) {
 		nfs41_compound_set_stateid(c, &id);
+		mds_nlm_kick(mds_of(c)); /* a downgrade may let a blocked NLM request go */
+	}
 	return s;
 }
 
@@ -341,7 +361,219 @@ nfsstat4 mds_op_locku(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *res)
 	}
 	pthread_mutex_unlock(&st->mu);
 	free(spare);
-	if (!s)
+	if (!s) {
 		nfs41_compound_set_stateid(c, &id);
+		mds_nlm_kick(mds_of(c)); /* a blocked NLM request may go now */
+	}
 	return s;
+}
+
+/* ------------------------------------------------------------ NLM (mds/nlm.c) */
+
+static void conflict_out(const struct st_range *r, struct mds_lock_conflict *x)
+{
+	const struct st_owner *ow = r->lock->owner;
+	x->exclusive = r->type == WRITE_LT;
+	x->nlm = ow->kind == ST_NLM_OWNER;
+	x->svid = x->nlm ? ow->nlm_svid : 0;
+	x->clientid = ow->cl ? ow->cl->id : 0;
+	x->start = r->start;
+	x->end = r->end;
+	x->oh_len = ow->len < MDS_LOCK_OH_MAX ? ow->len : MDS_LOCK_OH_MAX;
+	memcpy(x->oh, ow->name, x->oh_len);
+}
+
+/* A stack owner to compare with (never linked anywhere): st_owner and room
+ * for its name. */
+struct nlm_key {
+	_Alignas(struct st_owner) uint8_t buf[sizeof(struct st_owner) + MDS_LOCK_OH_MAX];
+};
+
+static const struct st_owner *nlm_key(struct nlm_key *k, const struct mds_nlm_owner *o)
+{
+	struct st_owner *ow = (struct st_owner *)k->buf;
+	memset(ow, 0, sizeof(*ow));
+	ow->kind = ST_NLM_OWNER;
+	ow->nlm_host = o->host;
+	ow->nlm_svid = o->svid;
+	ow->len = o->oh_len < MDS_LOCK_OH_MAX ? o->oh_len : MDS_LOCK_OH_MAX;
+	memcpy(ow->name, o->oh, ow->len);
+	return ow;
+}
+
+/* The owner's entry on f, or NULL. */
+static struct st_sid *nlm_sid_find(const struct st_file *f, const struct st_owner *key)
+{
+	for (struct st_sid *l = f ? f->nlm : NULL; l; l = l->fnext)
+		if (owner_same(l->owner, key))
+			return l;
+	return NULL;
+}
+
+static struct st_sid *nlm_sid_new(struct st_file *f, const struct st_owner *key)
+{
+	struct st_sid *l = calloc(1, sizeof(*l));
+	struct st_owner *ow = malloc(sizeof(*ow) + key->len);
+	if (!l || !ow) {
+		free(l);
+		free(ow);
+		return NULL;
+	}
+	*ow = *key;
+	ow->refs = 1;
+	memcpy(ow->name, key->name, key->len);
+	l->type = ST_SID_NLM;
+	l->owner = ow;
+	l->file = f;
+	l->ino = f->ino;
+	l->seqid = 1;
+	l->fnext = f->nlm;
+	if (l->fnext)
+		l->fnext->fpprev = &l->fnext;
+	f->nlm = l;
+	l->fpprev = &f->nlm;
+	struct mds_nlm_holder *h = (struct mds_nlm_holder *)key->nlm_host;
+	l->cnext = h->sids;
+	if (l->cnext)
+		l->cnext->cpprev = &l->cnext;
+	h->sids = l;
+	l->cpprev = &h->sids;
+	return l;
+}
+
+static void nlm_sid_free(struct mds_state *st, struct st_sid *l)
+{
+	*l->fpprev = l->fnext;
+	if (l->fnext)
+		l->fnext->fpprev = l->fpprev;
+	*l->cpprev = l->cnext;
+	if (l->cnext)
+		l->cnext->cpprev = l->cpprev;
+	free(l->owner);
+	st_file_put_unused(st, l->file);
+	free(l);
+}
+
+int mds_lock_nlm_test(struct braid_mds *mds, uint64_t ino, const struct mds_nlm_owner *o,
+		      bool exclusive, uint64_t start, uint64_t end, struct mds_lock_conflict *x)
+{
+	struct mds_state *st = mds->state;
+	struct nlm_key k;
+	const struct st_owner *key = nlm_key(&k, o);
+	pthread_mutex_lock(&st->mu);
+	const struct st_range *r =
+	    conflict(st_file_get(st, ino, false), key, exclusive ? WRITE_LT : READ_LT, start, end);
+	if (r && x)
+		conflict_out(r, x);
+	pthread_mutex_unlock(&st->mu);
+	return r ? -EAGAIN : 0;
+}
+
+int mds_lock_nlm(struct braid_mds *mds, uint64_t ino, const struct mds_nlm_owner *o, bool exclusive,
+		 uint64_t start, uint64_t end, struct mds_lock_conflict *x)
+{
+	struct mds_state *st = mds->state;
+	struct nlm_key k;
+	const struct st_owner *key = nlm_key(&k, o);
+	int32_t type = exclusive ? WRITE_LT : READ_LT;
+	struct st_range *n = malloc(sizeof(*n)), *spare = malloc(sizeof(*spare));
+	int rc = 0;
+	bool kick = false;
+	if (!n || !spare) {
+		free(n);
+		free(spare);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&st->mu);
+	struct st_file *f = st_file_get(st, ino, true);
+	if (!f) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	const struct st_range *r = conflict(f, key, type, start, end);
+	if (r) {
+		if (x)
+			conflict_out(r, x);
+		rc = -EAGAIN;
+		goto out;
+	}
+	struct st_sid *l = nlm_sid_find(f, key);
+	if (!l && !(l = nlm_sid_new(f, key))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	kick = l->nranges != 0; /* a downgrade may let others in */
+	range_cut(f, l, start, end, &spare);
+	*n = (struct st_range){.lock = l, .start = start, .end = end, .type = type};
+	range_absorb(f, n);
+	range_link(f, n);
+	n = NULL;
+out:
+	if (f)
+		st_file_put_unused(st, f);
+	pthread_mutex_unlock(&st->mu);
+	free(n);
+	free(spare);
+	if (kick)
+		mds_nlm_kick(mds);
+	return rc;
+}
+
+int mds_lock_nlm_unlock(struct braid_mds *mds, uint64_t ino, const struct mds_nlm_owner *o,
+			uint64_t start, uint64_t end)
+{
+	struct mds_state *st = mds->state;
+	struct nlm_key k;
+	const struct st_owner *key = nlm_key(&k, o);
+	struct st_range *spare = malloc(sizeof(*spare));
+	if (!spare)
+		return -ENOMEM;
+	pthread_mutex_lock(&st->mu);
+	struct st_sid *l = nlm_sid_find(st_file_get(st, ino, false), key);
+	if (l) {
+		range_cut(l->file, l, start, end, &spare);
+		if (!l->nranges)
+			nlm_sid_free(st, l);
+	}
+	pthread_mutex_unlock(&st->mu);
+	free(spare);
+	if (l)
+		mds_nlm_kick(mds);
+	return 0;
+}
+
+void mds_lock_nlm_drop_host(struct braid_mds *mds, struct mds_nlm_holder *host)
+{
+	struct mds_state *st = mds->state;
+	pthread_mutex_lock(&st->mu);
+	bool any = host->sids != NULL;
+	while (host->sids) {
+		struct st_sid *l = host->sids;
+		st_ranges_drop(l);
+		nlm_sid_free(st, l);
+	}
+	pthread_mutex_unlock(&st->mu);
+	if (any)
+		mds_nlm_kick(mds);
+}
+
+bool mds_lock_nlm_host_busy(struct braid_mds *mds, const struct mds_nlm_holder *host)
+{
+	struct mds_state *st = mds->state;
+	pthread_mutex_lock(&st->mu);
+	bool busy = host->sids != NULL;
+	pthread_mutex_unlock(&st->mu);
+	return busy;
+}
+
+bool mds_state_share_conflict(struct braid_mds *mds, uint64_t ino, uint32_t access, uint32_t deny)
+{
+	struct mds_state *st = mds->state;
+	bool x = false;
+	pthread_mutex_lock(&st->mu);
+	const struct st_file *f = st_file_get(st, ino, false);
+	for (const struct st_sid *o = f ? f->opens : NULL; o && !x; o = o->fnext)
+		x = (o->access & deny) || (o->deny & access);
+	pthread_mutex_unlock(&st->mu);
+	return x;
 }

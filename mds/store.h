@@ -90,7 +90,10 @@ struct mds_layout_seg {
 };
 #define MDS_LAYOUT_ALL UINT64_MAX /* mds_layout_remove(): every segment */
 
-/* A client's recovery record (RFC 8881 §8.4.2.1), keyed by its owner. */
+/* A client's recovery record (RFC 8881 §8.4.2.1), keyed by its owner.
+ * Records with MDS_CLIENT_NSM in flags are NLM's (mds/nlm.c: the hosts
+ * holding NLM locks and this server's NSM state), not NFSv4 clients'. */
+#define MDS_CLIENT_NSM 1u
 struct mds_client_rec {
 	uint64_t clientid;
 	uint32_t flags;

@@ -441,11 +441,13 @@ void nfsd_clnt_conn_dead(struct nfsd_conn *c)
 
 /* bindresvport(3): the highest free port in 665..1023, as the kernel's
  * client picks them (665: below it sit well-known services). */
-static int clnt_bind_resv(int fd, sa_family_t fam)
+static int clnt_bind_resv(int fd, sa_family_t fam, const struct sockaddr_storage *src)
 {
 	for (int port = IPPORT_RESERVED - 1; port >= 665; port--) {
 		struct sockaddr_storage ss = { .ss_family = fam };
 		socklen_t len;
+		if (src->ss_family == fam)
+			ss = *src;
 		if (fam == AF_INET6) {
 			((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
 			len = sizeof(struct sockaddr_in6);
@@ -470,10 +472,24 @@ static int clnt_socket(struct nfsd_clnt *cl, bool nonblock, int *fdp)
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (cl->opts.resvport) {
-		int rc = clnt_bind_resv(fd, cl->sa.ss_family);
+		int rc = clnt_bind_resv(fd, cl->sa.ss_family, &cl->opts.src);
 		if (rc) {
 			close(fd);
 			return rc;
+		}
+	} else if (cl->opts.src.ss_family == cl->sa.ss_family) {
+		struct sockaddr_storage ss = cl->opts.src;
+		socklen_t len = sizeof(struct sockaddr_in);
+		if (ss.ss_family == AF_INET6) {
+			((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+			len = sizeof(struct sockaddr_in6);
+		} else {
+			((struct sockaddr_in *)&ss)->sin_port = 0;
+		}
+		if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
+			int e = -errno;
+			close(fd);
+			return e;
 		}
 	}
 	struct timeval tv = {.tv_sec = cl->opts.connect_timeout_ms / 1000,

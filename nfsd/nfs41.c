@@ -826,3 +826,15 @@ nfsstat4 nfs41_compound_stateid(struct nfs41_compound *c, stateid4 *sid)
 	*sid = c->cur_stateid;
 	return NFS4_OK;
 }
+
+void nfs41_server_sweep(struct nfs41_server *s)
+{
+	uint64_t now = nfsd_now_ns();
+	if (now < atomic_load_explicit(&s->next_sweep_ns, memory_order_relaxed))
+		return;
+	struct nfs41_client *dead = NULL;
+	pthread_mutex_lock(&s->lock);
+	nfs41_client_sweep_locked(s, now, &dead);
+	pthread_mutex_unlock(&s->lock);
+	nfs41_client_reap(s, dead);
+}

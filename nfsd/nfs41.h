@@ -322,4 +322,9 @@ struct nfs41_client_info {
  * how many there are. */
 unsigned nfs41_client_list(struct nfs41_server *s, struct nfs41_client_info *out, unsigned max);
 
+/* Expire the clients whose lease ran out now, as a COMPOUND does (at most
+ * once a sweep interval), for a caller waiting on their state without
+ * NFSv4 traffic to trigger it (NLM's blocked locks, mds/nlm.c). */
+void nfs41_server_sweep(struct nfs41_server *s);
+
 #endif /* BRAID_NFSD_NFS41_H */

@@ -347,6 +347,9 @@ const char *nfsd_conn_xprt_name(const struct nfsd_conn *conn);
 void nfsd_req_done(struct nfsd_req *req, int status);
 /* The peer's address, for export matching. */
 const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *req);
+/* This end's address of the request's connection (the one the peer
+ * called), port included: 0, or -errno (-ENOTSUP off TCP). */
+int nfsd_req_local(const struct nfsd_req *req, struct sockaddr_storage *out);
 /* A connection's peer address (administration: who a session came from). */
 const struct sockaddr_storage *nfsd_conn_peer(const struct nfsd_conn *conn);
 
@@ -465,6 +468,10 @@ struct nfsd_clnt_opts {
 	 * SYN retries); one still in progress then goes on in the loop, and
 	 * the calls' timeouts bound the rest */
 	unsigned connect_timeout_ms;
+	/* optional (src.ss_family not 0): connect from this address (its port
+	 * ignored), e.g. the one a peer called us at, for peers that check
+	 * where a callback comes from (NLM GRANTED) */
+	struct sockaddr_storage src;
 };
 
 /* A client-only engine: loops without listeners. */

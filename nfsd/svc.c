@@ -344,6 +344,16 @@ const struct sockaddr_storage *nfsd_req_peer(const struct nfsd_req *r)
 	return &r->conn->peer;
 }
 
+int nfsd_req_local(const struct nfsd_req *r, struct sockaddr_storage *out)
+{
+	if (!r->conn || r->conn->fd < 0)
+		return -ENOTSUP;
+	socklen_t len = sizeof(*out);
+	if (getsockname(r->conn->fd, (struct sockaddr *)out, &len) < 0)
+		return -errno;
+	return 0;
+}
+
 const struct sockaddr_storage *nfsd_conn_peer(const struct nfsd_conn *c)
 {
 	return &c->peer;

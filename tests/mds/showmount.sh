@@ -1,6 +1,7 @@
 #!/bin/sh
 # braid-mds registers with rpcbind and serves MOUNT so the stock tools see
 # it as they see knfsd: `rpcinfo -p` shows NFS 100003 v4 and MOUNT 100005 v3
+# (and NLM 100021 v4 and NSM 100024 v1, unless another service holds them)
 # on tcp at braid's port, `showmount -e` lists every export with its client
 # specs, and a clean stop removes both mappings, but only while they are
 # its own: a second braid-mds that took them over keeps them when the first
@@ -53,6 +54,10 @@ elif rpcmap | awk '$1 == 100003 || $1 == 100005 { found = 1 } END { exit !found 
 	skip "the running rpcbind maps NFS or MOUNT already (another NFS server); not touching it"
 fi
 
+# NLM and NSM: registered only when nobody else (the host's lockd, statd) holds them
+nlm_free=yes
+rpcmap | awk '$1 == 100021 || $1 == 100024 { found = 1 } END { exit !found }' && nlm_free=no
+
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/cluster.key"
 chmod 600 "$dir/cluster.key"
 cat >"$dir/exports" <<EOF
@@ -86,6 +91,13 @@ for pv in "100003 4" "100005 3"; do
 		END { exit !ok }' "$dir/rpcinfo" ||
 		{ cat "$dir/rpcinfo"; fail "rpcinfo -p shows no $pv tcp on port $port"; }
 done
+if [ $nlm_free = yes ]; then
+	for pv in "100021 4" "100024 1"; do
+		awk -v pv="$pv" -v port="$port" '$1 " " $2 == pv && $3 == "tcp" && $4 == port { ok = 1 }
+			END { exit !ok }' "$dir/rpcinfo" ||
+			{ cat "$dir/rpcinfo"; fail "rpcinfo -p shows no $pv tcp on port $port"; }
+	done
+fi
 
 timeout 20 showmount -e 127.0.0.1 >"$dir/showmount" 2>&1 ||
 	{ cat "$dir/showmount"; fail "showmount -e failed"; }
@@ -112,6 +124,13 @@ mapped() { # prog port: whether rpcinfo -p maps prog on tcp to port
 for prog in 100003 100005; do
 	mapped $prog "$port2" || { rpcmap; fail "the second braid-mds did not register $prog"; }
 done
+# NLM and NSM stay the first one's: another service holds them for the second
+if [ $nlm_free = yes ]; then
+	for prog in 100021 100024; do
+		mapped $prog "$port" || { rpcmap; fail "the second braid-mds took $prog over"; }
+	done
+	grep -q 'left to it' "$dir/log2" || fail "the second braid-mds did not say why it left NLM/NSM"
+fi
 
 # stopping the first removes nothing: the mappings are the second's now
 kill "$mds_pid"
@@ -126,6 +145,11 @@ for prog in 100003 100005; do
 	}
 done
 grep -q 'not to us' "$dir/log" || fail "the first braid-mds did not say why it left the mappings"
+if [ $nlm_free = yes ]; then
+	for prog in 100021 100024; do
+		! mapped $prog "$port" || { rpcmap; fail "the first braid-mds left its $prog mapping"; }
+	done
+fi
 
 # a clean stop of the server they belong to unregisters
 kill "$mds2_pid"
@@ -134,7 +158,7 @@ st=$?
 mds2_pid=
 [ $st -eq 0 ] || fail "the second braid-mds exited with $st on SIGTERM"
 rpcmap >"$dir/rpcinfo" || fail "rpcinfo -p failed after the stop"
-if awk -v p1="$port" -v p2="$port2" '($1 == 100003 || $1 == 100005) && ($4 == p1 || $4 == p2) { found = 1 }
+if awk -v p1="$port" -v p2="$port2" '($1 == 100003 || $1 == 100005 || $1 == 100021 || $1 == 100024) && ($4 == p1 || $4 == p2) { found = 1 }
 	END { exit !found }' "$dir/rpcinfo"; then
 	cat "$dir/rpcinfo"
 	fail "braid-mds left its mappings in rpcbind"
