@@ -1491,6 +1491,15 @@ static void collect(void *arg, struct nfsd_metrics_out *o)
 	nfsd_metrics_family(o, "braid_mds_free_bytes", "gauge",
 			    "Bytes free over the data servers up.");
 	nfsd_metrics_sample_u64(o, "braid_mds_free_bytes", NULL, avail);
+	struct mds_store_stats ss;
+	mds_store_stats(braid_mds_store(mds), &ss);
+	nfsd_metrics_family(o, "braid_mds_store_map_bytes", "gauge",
+			    "The metadata store's map (address space, not disk): it doubles"
+			    " when nearly full.");
+	nfsd_metrics_sample_u64(o, "braid_mds_store_map_bytes", NULL, ss.map_size);
+	nfsd_metrics_family(o, "braid_mds_store_map_grows_total", "counter",
+			    "Times the metadata store's map grew.");
+	nfsd_metrics_sample_u64(o, "braid_mds_store_map_grows_total", NULL, ss.map_grows);
 	collect_ds(mds, o);
 	collect_clients(mds, o);
 	collect_delegations(mds, o);

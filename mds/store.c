@@ -22,6 +22,14 @@
  * leaves the transaction untouched.  An op failing after writing (LMDB
  * out of space, I/O error) aborts the batch, which is then redone one op
  * per transaction so that only the failing op fails.
+ *
+ * The map.  LMDB reads through a mapping of fixed size, and a transaction
+ * that would need pages past it fails (MDB_MAP_FULL).  The map starts at
+ * 64 GiB of address space (not disk) and the writer doubles it, up to 16
+ * TiB, between transactions once less than a quarter is left, or when an
+ * op ran out of map (that op is then tried again).  LMDB resizes only with
+ * no transaction active in the process: readers hold map_lock shared for
+ * each read transaction, and the writer takes it exclusive for the resize.
  */
 #include "config.h"
 
@@ -49,6 +57,9 @@ uint64_t mds_siphash24(const uint64_t key[2], const void *data, size_t len)
 	const struct siphash_key k = { { key[0], key[1] } };
 	return siphash24(&k, data, len);
 }
+
+#define MAP_FIRST (64ULL << 30) /* the map's size when opts.map_size is 0 */
+#define MAP_MAX	  (16ULL << 40) /* and what it grows to when opts.map_max is 0 */
 
 /* LMDB's codes to -errno. */
 int mds_lmdb_err(int rc)
@@ -424,9 +435,17 @@ static int store_open_env(struct mds_store *s, const struct mds_store_opts *o)
 	if ((rc = mdb_env_create(&s->env)))
 		return mds_lmdb_err(rc);
 	if ((rc = mdb_env_set_maxdbs(s->env, 12)) || (rc = mdb_env_set_maxreaders(s->env, 1024)) ||
-	    (rc = mdb_env_set_mapsize(s->env, o->map_size ? o->map_size : (64ULL << 30))) ||
+	    (rc = mdb_env_set_mapsize(s->env, o->map_size ? o->map_size : MAP_FIRST)) ||
 	    (rc = mdb_env_open(s->env, o->path, MDB_NOMETASYNC | MDB_NORDAHEAD, 0600)))
 		return mds_lmdb_err(rc);
+	/* LMDB maps at least the file: a store that grew opens at its size */
+	MDB_envinfo ei;
+	MDB_stat es;
+	if ((rc = mdb_env_info(s->env, &ei)) || (rc = mdb_env_stat(s->env, &es)))
+		return mds_lmdb_err(rc);
+	s->page_size = es.ms_psize;
+	s->map_max = o->map_max ? o->map_max : MAP_MAX;
+	atomic_store_explicit(&s->st_map_size, ei.me_mapsize, memory_order_relaxed);
 	/* Reader slots left by a killed process would pin old pages. */
 	mdb_reader_check(s->env, &dead);
 	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)))
@@ -460,6 +479,7 @@ int mds_store_open(const struct mds_store_opts *o, struct mds_store **out)
 	s->max_batch = o->max_batch ? o->max_batch : 4096;
 	s->unacked_tail = &s->unacked;
 	s->lock_fd = -1;
+	pthread_rwlock_init(&s->map_lock, NULL);
 	int rc = store_open_env(s, o);
 	if (rc)
 		goto fail;
@@ -481,6 +501,7 @@ fail:
 		mdb_env_close(s->env);
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
+	pthread_rwlock_destroy(&s->map_lock);
 	free(s);
 	return rc;
 }
@@ -496,6 +517,7 @@ void mds_store_close(struct mds_store *s)
 	pthread_join(s->writer, NULL);
 	pthread_cond_destroy(&s->qcond);
 	pthread_mutex_destroy(&s->qlock);
+	pthread_rwlock_destroy(&s->map_lock);
 	mdb_env_close(s->env);
 	close(s->lock_fd);
 	free(s);
@@ -518,6 +540,8 @@ void mds_store_stats(const struct mds_store *s, struct mds_store_stats *st)
 	st->syncs = atomic_load_explicit(&s->st_syncs, memory_order_relaxed);
 	st->fallbacks = atomic_load_explicit(&s->st_fallbacks, memory_order_relaxed);
 	st->max_batch = atomic_load_explicit(&s->st_max_batch, memory_order_relaxed);
+	st->map_size = atomic_load_explicit(&s->st_map_size, memory_order_relaxed);
+	st->map_grows = atomic_load_explicit(&s->st_map_grows, memory_order_relaxed);
 }
 
 static void stat_add(_Atomic uint64_t *c, uint64_t n)
@@ -542,6 +566,41 @@ static void writer_complete(struct mds_store *s, struct mds_op *list, int err)
 	}
 }
 
+/*
+ * Grows the map, between transactions, once what LMDB has used of it
+ * leaves less than a quarter free (full: a transaction ran out of map,
+ * when at least half of it is used): doubled, up to map_max, with every
+ * read transaction held off meanwhile.  0 when it grew; -ENOSPC at
+ * map_max, or when there was no need.
+ */
+static int store_map_grow(struct mds_store *s, bool full)
+{
+	MDB_envinfo ei;
+	if (mdb_env_info(s->env, &ei))
+		return -ENOSPC;
+	uint64_t map = ei.me_mapsize, used = ((uint64_t)ei.me_last_pgno + 1) * s->page_size;
+	if (full ? used < map / 2 : used < map - map / 4)
+		return -ENOSPC;
+	if (map >= s->map_max)
+		return -ENOSPC;
+	uint64_t next = map > s->map_max / 2 ? s->map_max : map * 2;
+	pthread_rwlock_wrlock(&s->map_lock);
+	int rc = mdb_env_set_mapsize(s->env, next);
+	pthread_rwlock_unlock(&s->map_lock);
+	if (rc) {
+		fprintf(stderr, "braid-mds: store: the map cannot grow from %llu to %llu MiB: %s\n",
+			(unsigned long long)(map >> 20), (unsigned long long)(next >> 20),
+			mdb_strerror(rc));
+		return -ENOSPC;
+	}
+	atomic_store_explicit(&s->st_map_size, next, memory_order_relaxed);
+	stat_add(&s->st_map_grows, 1);
+	fprintf(stderr, "braid-mds: store: map grown from %llu to %llu MiB (%llu MiB used)\n",
+		(unsigned long long)(map >> 20), (unsigned long long)(next >> 20),
+		(unsigned long long)(used >> 20));
+	return 0;
+}
+
 /* Persists next_ino with the transaction when ops allocated inodes. */
 static int writer_commit(struct mds_store *s, MDB_txn *txn, uint64_t ino_at_begin)
 {
@@ -558,8 +617,19 @@ static int writer_commit(struct mds_store *s, MDB_txn *txn, uint64_t ino_at_begi
 	return rc;
 }
 
-/* Applies one op in a transaction of its own (the fallback path); true if it committed. */
+static bool writer_apply_alone1(struct mds_store *s, struct mds_op *op);
+
+/* Applies one op in a transaction of its own (the fallback path); true if
+ * it committed.  One that ran out of map is tried again once it grew. */
 static bool writer_apply_alone(struct mds_store *s, struct mds_op *op)
+{
+	if (writer_apply_alone1(s, op))
+		return true;
+	return op->status == -ENOSPC && !s->failed && store_map_grow(s, true) == 0 &&
+	       writer_apply_alone1(s, op);
+}
+
+static bool writer_apply_alone1(struct mds_store *s, struct mds_op *op)
 {
 	uint64_t ino0 = s->next_ino;
 	struct mds_wtx w = {.s = s};
@@ -722,6 +792,7 @@ static void *store_writer_main(void *arg)
 			s->qtail = NULL;
 		last->next = NULL;
 		pthread_mutex_unlock(&s->qlock);
+		store_map_grow(s, false); /* before it fills */
 		writer_batch(s, batch, n);
 		pthread_mutex_lock(&s->qlock);
 	}
@@ -880,9 +951,20 @@ int mds_client_remove(struct mds_store *s, const struct mds_client_args *a)
 /*
  * Reads.
  */
+/* A read transaction holds the map (map_lock shared) until rtxn_end. */
 static int rtxn_begin(struct mds_store *s, MDB_txn **txn)
 {
-	return mds_lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn));
+	pthread_rwlock_rdlock(&s->map_lock);
+	int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
+	if (rc)
+		pthread_rwlock_unlock(&s->map_lock);
+	return mds_lmdb_err(rc);
+}
+
+static void rtxn_end(struct mds_store *s, MDB_txn *txn)
+{
+	mdb_txn_abort(txn);
+	pthread_rwlock_unlock(&s->map_lock);
 }
 
 /* -ESTALE, -ENOTDIR, or 0 with the directory's attributes. */
@@ -901,7 +983,7 @@ int mds_inode_getattr(struct mds_store *s, uint64_t ino, struct mds_attr *attr)
 	if (rc)
 		return rc;
 	rc = mds_inode_read(s, txn, ino, attr);
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	return rc;
 }
 
@@ -919,7 +1001,7 @@ int mds_inode_readlink(struct mds_store *s, uint64_t ino, char *buf, size_t size
 		*len = v.mv_size - INODE_REC_LEN;
 		memcpy(buf, (const uint8_t *)v.mv_data + INODE_REC_LEN, *len < size ? *len : size);
 	}
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	return rc;
 }
 
@@ -943,7 +1025,7 @@ int mds_dir_lookup(struct mds_store *s, uint64_t dir, const char *name, size_t l
 		if (attr)
 			rc = mds_inode_read(s, txn, f.ino, attr);
 	}
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	return rc;
 }
 
@@ -980,7 +1062,7 @@ int mds_dir_readdir(struct mds_store *s, uint64_t dir, uint64_t cookie, unsigned
 		return rc;
 	if ((rc = dir_check(s, txn, dir, &da)) ||
 	    (rc = mds_lmdb_err(mdb_cursor_open(txn, s->db_dirents, &c)))) {
-		mdb_txn_abort(txn);
+		rtxn_end(s, txn);
 		return rc;
 	}
 	/* Strictly after 'cookie': the entry it named may be gone. */
@@ -1027,7 +1109,7 @@ int mds_dir_readdir(struct mds_store *s, uint64_t dir, uint64_t cookie, unsigned
 	}
 out:
 	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	if (rc)
 		return rc > 0 ? -rc : mds_lmdb_err(rc);
 	return taken;
@@ -1061,7 +1143,7 @@ int mds_xattr_get(struct mds_store *s, uint64_t ino, const char *name, size_t na
 	else
 		memcpy(buf, v.mv_data, v.mv_size);
 out:
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	return rc;
 }
 
@@ -1076,7 +1158,7 @@ static int prefix_walk(struct mds_store *s, MDB_dbi db, uint64_t ino,
 	if (rc)
 		return rc;
 	if ((rc = mdb_cursor_open(txn, db, &c))) {
-		mdb_txn_abort(txn);
+		rtxn_end(s, txn);
 		return mds_lmdb_err(rc);
 	}
 	put_be64(kb, ino);
@@ -1090,7 +1172,7 @@ static int prefix_walk(struct mds_store *s, MDB_dbi db, uint64_t ino,
 			break;
 	}
 	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	if (r)
 		return r;
 	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);
@@ -1147,7 +1229,7 @@ int mds_layout_get(struct mds_store *s, uint64_t ino, uint64_t seg, struct mds_l
 	rc = mds_lmdb_err(mdb_get(txn, s->db_layouts, &k, &v));
 	if (!rc)
 		rc = layout_decode(&v, out);
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	return rc;
 }
 
@@ -1185,7 +1267,7 @@ int mds_layout_scan(struct mds_store *s,
 	if ((rc = rtxn_begin(s, &txn)))
 		return rc;
 	if ((rc = mdb_cursor_open(txn, s->db_layouts, &c))) {
-		mdb_txn_abort(txn);
+		rtxn_end(s, txn);
 		return mds_lmdb_err(rc);
 	}
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
@@ -1199,7 +1281,7 @@ int mds_layout_scan(struct mds_store *s,
 			break;
 	}
 	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	if (r)
 		return r;
 	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);
@@ -1225,7 +1307,7 @@ int mds_client_get(struct mds_store *s, const void *owner, size_t owner_len,
 		rc = mds_client_decode(&v, &o, &olen, out);
 	if (!rc && (olen != owner_len || memcmp(o, owner, olen)))
 		rc = -ENOENT;
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	return rc;
 }
 
@@ -1248,7 +1330,7 @@ int mds_client_list(struct mds_store *s,
 		return rc;
 	}
 	if ((rc = mdb_cursor_open(txn, s->db_clients, &c))) {
-		mdb_txn_abort(txn);
+		rtxn_end(s, txn);
 		free(rec);
 		return mds_lmdb_err(rc);
 	}
@@ -1258,7 +1340,7 @@ int mds_client_list(struct mds_store *s,
 			break;
 	}
 	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	free(rec);
 	if (r)
 		return r;
@@ -1277,7 +1359,7 @@ static int ino_set_walk(struct mds_store *s, MDB_dbi db,
 	if ((rc = rtxn_begin(s, &txn)))
 		return rc;
 	if ((rc = mdb_cursor_open(txn, db, &c))) {
-		mdb_txn_abort(txn);
+		rtxn_end(s, txn);
 		return mds_lmdb_err(rc);
 	}
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
@@ -1290,7 +1372,7 @@ static int ino_set_walk(struct mds_store *s, MDB_dbi db,
 			break;
 	}
 	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
+	rtxn_end(s, txn);
 	if (r)
 		return r;
 	return rc == MDB_NOTFOUND ? 0 : mds_lmdb_err(rc);

@@ -108,7 +108,9 @@ struct mds_store;
 
 struct mds_store_opts {
 	const char *path;   /* directory holding data.mdb and lock.mdb */
-	uint64_t map_size;  /* bytes; 0: 64 GiB (address space, not disk) */
+	uint64_t map_size;  /* bytes at first; 0: 64 GiB (address space, not disk) */
+	uint64_t map_max;   /* it doubles, when nearly full, up to this; 0: 16 TiB;
+			     * map_size or less: it never grows (full: -ENOSPC) */
 	unsigned max_batch; /* ops per write transaction; 0: 4096 */
 	unsigned hash_bits; /* test hook: 0 normal, 1..16 a tiny name hash */
 };
@@ -131,6 +133,8 @@ struct mds_store_stats {
 	uint64_t syncs;	    /* fdatasync()s: one per such commit, plus idle syncs */
 	uint64_t fallbacks; /* batches redone one op per transaction */
 	uint64_t max_batch; /* most ops in one transaction */
+	uint64_t map_size;  /* the map's size now, bytes */
+	uint64_t map_grows; /* times it grew */
 };
 void mds_store_stats(const struct mds_store *s, struct mds_store_stats *st);
 

@@ -73,8 +73,20 @@ struct mds_store {
 	struct mds_op *unacked, **unacked_tail;
 	int failed; /* -EIO once a sync failed: every later op fails */
 
+	/*
+	 * The map, LMDB's address space for data.mdb: the writer grows it
+	 * between its transactions once it is nearly full (store_map_grow).
+	 * LMDB resizes only with no transaction active in the process, so
+	 * every read transaction holds map_lock shared (rtxn_begin/rtxn_end)
+	 * and the writer takes it exclusive to resize.
+	 */
+	pthread_rwlock_t map_lock;
+	uint64_t map_max; /* constant */
+	size_t page_size; /* constant: LMDB's */
+
 	/* Statistics: relaxed atomics. */
 	_Atomic uint64_t st_ops, st_batches, st_syncs, st_fallbacks, st_max_batch;
+	_Atomic uint64_t st_map_size, st_map_grows;
 };
 
 /* An inode with its symlink target, copied out of LMDB. */

@@ -126,7 +126,8 @@ static void test_mixed_batch(const char *path)
  */
 static void test_fallback(const char *path)
 {
-	struct mds_store_opts o = {.path = path, .map_size = 1 << 20};
+	/* a map that never grows (store-map-grow tests growing) */
+	struct mds_store_opts o = {.path = path, .map_size = 1 << 20, .map_max = 1 << 20};
 	CHECK_EQ(mds_store_open(&o, &s), 0);
 	root = mds_store_root(s);
 	uint64_t f = (uint64_t)t_create(s, root, "f", MDS_REG);
