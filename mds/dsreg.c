@@ -54,10 +54,12 @@
 #include "layout/policy.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/io_gss.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/resilver.h"
 #include "mds/state.h"
+#include "nfsd/metrics.h"
 
 #define DSREG_FILE	  "data-servers"
 #define SWEEP_INTERVAL_NS (60ull * 1000000000ull)
@@ -801,6 +803,20 @@ static bool ent_nfs3(const struct ds_ent *e, uint32_t *rsize, uint32_t *wsize)
 	return false;
 }
 
+/* Its NFSv4.1 under RPCSEC_GSS, the Kerberos hop's (mds/io_gss.h). */
+static bool ent_nfs41_gss(const struct ds_ent *e, uint32_t *rsize, uint32_t *wsize)
+{
+	for (unsigned k = 0; k < e->i.nprotos; k++) {
+		const struct mds_ds_proto *p = &e->i.protos[k];
+		if (p->version == 4 && p->minorversion == 1 && p->gss && proto_usable(p)) {
+			*rsize = p->rsize;
+			*wsize = p->wsize;
+			return true;
+		}
+	}
+	return false;
+}
+
 static uint64_t rng_next(struct mds_dsreg *r)
 {
 	/* splitmix64 over an atomic counter: thread safe, good enough to spread load */
@@ -926,6 +942,8 @@ uint64_t mds_dsreg_random(struct braid_mds *mds)
 void mds_ds_conn_put(struct mds_ds_conn *dc)
 {
 	if (dc && atomic_fetch_sub(&dc->ref, 1) == 1) {
+		mds_io_gss_free(dc->gss);
+		pthread_mutex_destroy(&dc->gss_mu);
 		nfsd_clnt_free(dc->clnt);
 		free(dc);
 	}
@@ -950,8 +968,11 @@ struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err
 	struct sockaddr_storage sa = e->ctl_sa;
 	socklen_t salen = e->ctl_salen;
 	uint64_t epoch = e->epoch;
-	uint32_t rs = 0, ws = 0;
+	uint32_t rs = 0, ws = 0, rsg = 0, wsg = 0;
 	ent_nfs3(e, &rs, &ws);
+	ent_nfs41_gss(e, &rsg, &wsg);
+	char host[sizeof(e->i.hostname)];
+	memcpy(host, e->i.hostname, sizeof(host));
 	pthread_mutex_unlock(&r->mu);
 
 	if (!(dc = calloc(1, sizeof(*dc)))) {
@@ -970,9 +991,13 @@ struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err
 		return NULL;
 	}
 	atomic_init(&dc->ref, 2); /* the table's and the caller's */
+	pthread_mutex_init(&dc->gss_mu, NULL);
 	dc->id = id;
 	dc->rsize3 = rs < MDS_IO_MAX ? rs : MDS_IO_MAX;
 	dc->wsize3 = ws < MDS_IO_MAX ? ws : MDS_IO_MAX;
+	dc->rsize41g = rsg < MDS_IO_MAX ? rsg : MDS_IO_MAX;
+	dc->wsize41g = wsg < MDS_IO_MAX ? wsg : MDS_IO_MAX;
+	memcpy(dc->host, host, sizeof(dc->host));
 	dc->timeout_ms = r->call_timeout_ms;
 	struct mds_ds_conn *other = NULL;
 	bool installed = false;
@@ -1072,6 +1097,13 @@ int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen)
 	int rc = bindings_load(r, msg, msglen);
 	if (rc)
 		return rc;
+	static const char *const sec[] = {"sec=\"sys\"", "sec=\"krb5i\"", "sec=\"krb5p\""};
+	for (unsigned i = 0; i < 3; i++)
+		mds->m_proxy_calls[i] = nfsd_metrics_counter(
+		    mds->metrics, "braid_mds_proxy_calls_total",
+		    "Data server calls of I/O the MDS proxies, by the hop's protection: sys "
+		    "(NFSv3 AUTH_SYS), krb5i or krb5p (NFSv4.1, RPCSEC_GSS).",
+		    sec[i]);
 	if (!(r->eng = nfsd_client_engine_new(2, 0, &rc))) {
 		snprintf(msg, msglen, "data server client: %s", strerror(-rc));
 		return rc;

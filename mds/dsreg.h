@@ -4,6 +4,7 @@
 #ifndef BRAID_MDS_DSREG_H
 #define BRAID_MDS_DSREG_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@ struct layout_cand;
 struct layout_device;
 struct nfsd_clnt;
 struct nfsd_program;
+struct mds_io_gss;
 
 /*
  * Data servers (dsreg.c); what they hold of each file is data.c's
@@ -123,16 +125,24 @@ uint64_t mds_dsreg_random(struct braid_mds *mds);
 
 /*
  * A reference to the MDS's connection to one data server: control calls
- * (ctl/client.h, with mds->key) and NFSv3 calls (AUTH_SYS as the
- * object's fence), each call timed out after timeout_ms.  Fields are set
- * at creation and never change.
+ * (ctl/client.h, with mds->key), NFSv3 calls (AUTH_SYS as the object's
+ * fence) and NFSv4.1 calls under RPCSEC_GSS (mds/io_gss.h), each call
+ * timed out after timeout_ms.  Fields but gss are set at creation and
+ * never change.  The last put ends gss's sessions and context (bounded by
+ * timeout_ms).
  */
 struct mds_ds_conn {
 	atomic_int ref;
 	uint32_t id;
 	struct nfsd_clnt *clnt;
 	uint32_t rsize3, wsize3; /* the DS's NFSv3 rsize/wsize; 0: it serves no NFSv3 */
+	/* its NFSv4.1 with RPCSEC_GSS (BRAID_CTL_PROTO_GSS), the Kerberos hop
+	 * of proxied I/O (mds/io_gss.h); 0: it takes no GSS */
+	uint32_t rsize41g, wsize41g;
+	char host[256]; /* its hostname: the acceptor is nfs@host */
 	unsigned timeout_ms;
+	pthread_mutex_t gss_mu;	/* guards gss */
+	struct mds_io_gss *gss; /* io_gss.c's context and sessions, made at first use */
 };
 /* NULL with *err: -EAGAIN (down, or not registered since the MDS started:
  * NFS4ERR_DELAY), -EIO (an id never registered), -errno of the connect. */

@@ -157,6 +157,9 @@ struct braid_mds {
 	struct mds_cb *cb;
 	struct mds_layout *layout;
 	struct mds_admin *admin;
+	/* braid_mds_proxy_calls_total by enum mds_hop (mds/io.h): the data
+	 * server calls of proxied I/O, by protection */
+	struct nfsd_metric *m_proxy_calls[3];
 	/* the registry every module may add series to (nfsd/metrics.h); served
 	 * at [mds] metrics_listen by metrics_http (NULL when off) */
 	struct nfsd_metrics *metrics;

@@ -111,6 +111,8 @@ static nfsstat3 errno3(int rc)
 		return NFS3ERR_STALE; /* the inode went away meanwhile */
 	if (rc == -ENOTSUP)
 		return NFS3ERR_IO; /* an object on a data server we cannot reach over NFSv3 */
+	if (rc == -ENOKEY)
+		return NFS3ERR_JUKEBOX; /* krb5p, a data server hop we cannot seal (mds/io.h) */
 	return mds_nfs3_status(mds_nfs4_status(rc));
 }
 
@@ -470,7 +472,8 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 		return NFSD_SUCCESS;
 	READ3resok *ok = &r->u.resok;
 	bool eof;
-	int rc = mds_io_read(mds, &at, a->offset, a->count, &req->arena, &ok->data, &eof);
+	int rc = mds_io_read(mds, &at, mds_io_hop(&req->cred), a->offset, a->count, &req->arena,
+			     &ok->data, &eof);
 	if ((r->status = errno3(rc)))
 		return NFSD_SUCCESS;
 	ok->count = ok->data.len;
@@ -500,7 +503,8 @@ static int p3_write(struct nfsd_req *req, void *argp, void *resp)
 		return NFSD_SUCCESS;
 	uint32_t len = a->count < MDS_IO_MAX ? a->count : MDS_IO_MAX;
 	struct mds_io_wres w;
-	int rc = mds_io_write(mds, &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);
+	int rc = mds_io_write(mds, &at, mds_io_hop(&req->cred), a->offset, a->data.val, len,
+			      (uint32_t)a->stable, &w);
 	post_ino(mds, at.ino, &wcc->after);
 	if ((r->status = errno3(rc)))
 		return NFSD_SUCCESS;
@@ -1053,7 +1057,8 @@ static int p3_commit(struct nfsd_req *req, void *argp, void *resp)
 		r->status = at.type == MDS_DIR ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
 		return NFSD_SUCCESS;
 	}
-	r->status = errno3(mds_io_commit(mds, &at, a->offset, a->count, r->u.resok.verf));
+	r->status = errno3(
+	    mds_io_commit(mds, &at, mds_io_hop(&req->cred), a->offset, a->count, r->u.resok.verf));
 	post_ino(mds, at.ino, &wcc->after);
 	return NFSD_SUCCESS;
 }

@@ -49,18 +49,23 @@
 #include "nfs3_prot.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl/cap.h"
 #include "ctl/client.h"
 #include "ctl/fh.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
 #include "mds/io.h"
+#include "mds/io_gss.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/space.h"
 #include "mds/state.h"
+#include "nfsd/clnt_gss.h"
+#include "nfsd/metrics.h"
 
 #define DEALLOC_ZERO_MAX (1ull << 30) /* interior DEALLOCATE written as zeros, at most */
 
@@ -71,13 +76,15 @@ struct obj {
 	struct mds_file_map map;
 	struct ds_objid id;
 	uint8_t fh[DS_FH_SIZE];
-	uint32_t uid, gid; /* the fence: AUTH_SYS of our NFSv3 calls */
+	uint32_t uid, gid; /* the fence: AUTH_SYS of our NFSv3 calls, and capabilities' */
+	enum mds_hop hop;  /* the request's (mds_io_hop) */
 };
 
 static int obj_init(struct obj *o, struct braid_mds *mds, const struct mds_attr *a)
 {
 	o->mds = mds;
 	o->a = a;
+	o->hop = MDS_HOP_SYS;
 	mds_data_objid(a, &o->id);
 	ds_fh_make(&mds->key, &o->id, o->fh);
 	int rc = mds_data_map(mds, a->ino, &o->map);
@@ -181,6 +188,97 @@ static void file_verf(const struct obj *o, const struct verfs *vs, uint8_t out[8
 		out[i] = (uint8_t)(h >> (56 - 8 * i));
 }
 
+/* ------------------------------------------------------------- the hop */
+
+enum mds_hop mds_io_hop(const struct nfsd_cred *cred)
+{
+	if (cred->flavor != NFSD_RPCSEC_GSS)
+		return MDS_HOP_SYS;
+	return cred->gss_service == NFSD_GSS_SVC_PRIVACY ? MDS_HOP_KRB5P : MDS_HOP_KRB5I;
+}
+
+/*
+ * The hop o's calls to dc take: o's where dc takes RPCSEC_GSS; where it
+ * does not, krb5 and krb5i requests go as AUTH_SYS (as before the
+ * Kerberos hop: the back end must then be private), a krb5p request never
+ * does: -ENOKEY (DELAY, JUKEBOX), logged once a minute at most.
+ */
+static int hop_pick(const struct obj *o, const struct mds_ds_conn *dc, enum mds_hop *h)
+{
+	*h = o->hop;
+	if (o->hop == MDS_HOP_SYS || (dc->wsize41g && o->mds->set.keytab[0]))
+		return 0;
+	if (o->hop != MDS_HOP_KRB5P) {
+		*h = MDS_HOP_SYS;
+		return 0;
+	}
+	static atomic_ullong logged;
+	uint64_t now = nfsd_now_ns(), then = atomic_load(&logged);
+	if ((!then || now - then > 60ull * 1000000000) &&
+	    atomic_compare_exchange_strong(&logged, &then, now))
+		mds_log("data server %u takes no RPCSEC_GSS (no [ds] keytab): krb5p I/O through "
+			"the MDS to its objects waits (DELAY), never in clear",
+			dc->id);
+	return -ENOKEY;
+}
+
+static void hop_count(struct braid_mds *mds, enum mds_hop h)
+{
+	nfsd_metric_add(mds->m_proxy_calls[h], 1);
+}
+
+static int nfs4_errno(nfsstat4 s)
+{
+	switch (s) {
+	case NFS4_OK:
+		return 0;
+	case NFS4ERR_STALE:
+	case NFS4ERR_BADHANDLE:
+	case NFS4ERR_NOENT:
+		return -ESTALE;
+	case NFS4ERR_ACCESS:
+	case NFS4ERR_PERM:
+		return -EACCES; /* a capability of an old fence */
+	case NFS4ERR_NOSPC:
+		return -ENOSPC;
+	case NFS4ERR_DQUOT:
+		return -EDQUOT;
+	case NFS4ERR_FBIG:
+		return -EFBIG;
+	case NFS4ERR_DELAY:
+		return -EAGAIN;
+	case NFS4ERR_WRONGSEC:
+		return -ENOKEY;
+	default:
+		return -EIO;
+	}
+}
+
+/* The capability for iomode on o's object (ctl/cap.h), as LAYOUTGET makes
+ * for a tightly coupled client. */
+static stateid4 obj_cap(const struct obj *o, enum ctl_cap_iomode iomode)
+{
+	stateid4 s = {.seqid = CTL_CAP_SEQID};
+	ctl_cap_make(&o->mds->key.cap, &o->id, o->uid, o->gid, iomode, s.other);
+	return s;
+}
+
+/* PUTFH of o's object and op, under RPCSEC_GSS (hop h): *r the op's result. */
+static int gss_call(const struct obj *o, struct mds_ds_conn *dc, enum mds_hop h,
+		    const nfs_argop4 *op, struct xdr_arena *ar, nfs_resop4 **r)
+{
+	nfs_argop4 ops[2] = {{.argop = OP_PUTFH}, *op};
+	ops[0].u.opputfh.object = xdr_opaque_of(o->fh, DS_FH_SIZE);
+	COMPOUND4res res;
+	int rc = mds_io_gss_compound(o->mds, dc, h, ops, 2, &res, ar);
+	if (rc || (rc = nfs4_errno(res.status)))
+		return rc;
+	if (res.resarray.len != 3 || res.resarray.val[2].resop != op->argop)
+		return -EIO;
+	*r = &res.resarray.val[2];
+	return 0;
+}
+
 /* ------------------------------------------------------------- NFSv3 */
 
 static int nfs3_errno(nfsstat3 s)
@@ -242,9 +340,26 @@ static nfs_fh3 obj_fh3(const struct obj *o)
 	return h;
 }
 
-static int ds_read(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, uint32_t len,
-		   struct xdr_arena *ar, xdr_opaque *data, bool *eof)
+static int ds_read(const struct obj *o, struct mds_ds_conn *dc, enum mds_hop h, uint64_t off,
+		   uint32_t len, struct xdr_arena *ar, xdr_opaque *data, bool *eof)
 {
+	hop_count(o->mds, h);
+	if (h != MDS_HOP_SYS) {
+		nfs_argop4 op = {.argop = OP_READ};
+		op.u.opread.stateid = obj_cap(o, CTL_CAP_READ);
+		op.u.opread.offset = off;
+		op.u.opread.count = len;
+		nfs_resop4 *r;
+		int rc = gss_call(o, dc, h, &op, ar, &r);
+		if (rc)
+			return rc;
+		const READ4resok *ok = &r->u.opread.u.resok4;
+		if (ok->data.len > len)
+			return -EIO;
+		*data = ok->data;
+		*eof = ok->eof;
+		return 0;
+	}
 	READ3args a = {.file = obj_fh3(o), .offset = off, .count = len};
 	READ3res r;
 	int rc = nfs3_call(o, dc, NFSPROC3_READ, &a, &r, ar);
@@ -257,10 +372,34 @@ static int ds_read(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, ui
 	return 0;
 }
 
-static int ds_write(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, const uint8_t *p,
-		    uint32_t len, uint32_t stable, uint32_t *count, uint32_t *committed,
-		    uint8_t verf[8])
+static int ds_write(const struct obj *o, struct mds_ds_conn *dc, enum mds_hop h, uint64_t off,
+		    const uint8_t *p, uint32_t len, uint32_t stable, uint32_t *count,
+		    uint32_t *committed, uint8_t verf[8])
 {
+	hop_count(o->mds, h);
+	if (h != MDS_HOP_SYS) {
+		nfs_argop4 op = {.argop = OP_WRITE};
+		op.u.opwrite.stateid = obj_cap(o, CTL_CAP_RW);
+		op.u.opwrite.offset = off;
+		op.u.opwrite.stable = (stable_how4)stable;
+		op.u.opwrite.data = xdr_opaque_of(p, len);
+		struct xdr_arena ar;
+		xdr_arena_init(&ar, NULL, 0, 64u << 10);
+		nfs_resop4 *r;
+		int rc = gss_call(o, dc, h, &op, &ar, &r);
+		if (!rc) {
+			const WRITE4resok *ok = &r->u.opwrite.u.resok4;
+			if (ok->count > len || ok->committed > FILE_SYNC4) {
+				rc = -EIO;
+			} else {
+				*count = ok->count;
+				*committed = (uint32_t)ok->committed;
+				memcpy(verf, ok->writeverf, 8);
+			}
+		}
+		xdr_arena_release(&ar);
+		return rc;
+	}
 	WRITE3args a = {.file = obj_fh3(o),
 			.offset = off,
 			.count = len,
@@ -284,9 +423,23 @@ static int ds_write(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, c
 	return rc;
 }
 
-static int ds_commit(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, uint32_t count,
-		     uint8_t verf[8])
+static int ds_commit(const struct obj *o, struct mds_ds_conn *dc, enum mds_hop h, uint64_t off,
+		     uint32_t count, uint8_t verf[8])
 {
+	hop_count(o->mds, h);
+	if (h != MDS_HOP_SYS) {
+		nfs_argop4 op = {.argop = OP_COMMIT};
+		op.u.opcommit.offset = off;
+		op.u.opcommit.count = count;
+		struct xdr_arena ar;
+		xdr_arena_init(&ar, NULL, 0, 64u << 10);
+		nfs_resop4 *r;
+		int rc = gss_call(o, dc, h, &op, &ar, &r);
+		if (!rc)
+			memcpy(verf, r->u.opcommit.u.resok4.writeverf, 8);
+		xdr_arena_release(&ar);
+		return rc;
+	}
 	COMMIT3args a = {.file = obj_fh3(o), .offset = off, .count = count};
 	COMMIT3res r;
 	uint8_t abuf[1024];
@@ -349,18 +502,23 @@ static unsigned seg_mirrors(const struct obj *o, const struct mds_layout_seg *se
 static int read_from(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, uint32_t want,
 		     struct xdr_arena *ar, uint8_t *dst, xdr_opaque *out, uint32_t *ndata)
 {
-	if (!dc->rsize3)
+	enum mds_hop h;
+	int hrc = hop_pick(o, dc, &h);
+	if (hrc)
+		return hrc;
+	uint32_t rsize = h == MDS_HOP_SYS ? dc->rsize3 : dc->rsize41g;
+	if (!rsize)
 		return -ENOTSUP;
 	uint8_t *buf = dst;
 	uint32_t done = 0;
 	bool eof = false;
 	while (done < want && !eof) {
-		uint32_t n = want - done < dc->rsize3 ? want - done : dc->rsize3;
+		uint32_t n = want - done < rsize ? want - done : rsize;
 		xdr_opaque d;
 		int rc;
 		if (!buf && n == want) {
 			/* one call covers it: decode into the reply's arena, no copy */
-			if ((rc = ds_read(o, dc, off, n, ar, &d, &eof)))
+			if ((rc = ds_read(o, dc, h, off, n, ar, &d, &eof)))
 				return rc;
 			if (d.len == want) {
 				*out = d;
@@ -375,7 +533,7 @@ static int read_from(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, 
 				return -ENOMEM;
 			struct xdr_arena tmp;
 			xdr_arena_init(&tmp, NULL, 0, (size_t)n + 65536);
-			rc = ds_read(o, dc, off + done, n, &tmp, &d, &eof);
+			rc = ds_read(o, dc, h, off + done, n, &tmp, &d, &eof);
 			if (!rc)
 				memcpy(buf + done, d.val, d.len);
 			xdr_arena_release(&tmp);
@@ -414,9 +572,9 @@ static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t 
 				rc = read_from(o, dc, off, want, ar, dst, out, ndata);
 		}
 		mds_ds_conn_put(dc);
-		/* a mirror that cannot answer, or failed its checksums, sends
-		 * us to the next */
-		if (rc != -EAGAIN && rc != -ENOTSUP && rc != -EIO)
+		/* a mirror that cannot answer, failed its checksums, or cannot
+		 * be reached at the request's protection sends us to the next */
+		if (rc != -EAGAIN && rc != -ENOTSUP && rc != -EIO && rc != -ENOKEY)
 			break;
 	}
 	if (rc == -EAGAIN) {
@@ -436,14 +594,16 @@ static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t 
 }
 
 /* [off, off + want) of a's file (want > 0, within the size), as read_from. */
-static int data_read(struct braid_mds *mds, const struct mds_attr *a, uint64_t off, uint32_t want,
-		     struct xdr_arena *ar, xdr_opaque *out, uint32_t *ndata)
+static int data_read(struct braid_mds *mds, const struct mds_attr *a, enum mds_hop hop,
+		     uint64_t off, uint32_t want, struct xdr_arena *ar, xdr_opaque *out,
+		     uint32_t *ndata)
 {
 	struct obj o;
 	*ndata = 0;
 	int rc = obj_init(&o, mds, a);
 	if (rc)
 		return rc;
+	o.hop = hop;
 	uint64_t end = off + want, cur = UINT64_MAX;
 	/* one piece: possibly without a copy; else pieces gathered in buf */
 	bool one = !o.map.laid_out || layout_piece_end(&o.map.pol, off) >= end;
@@ -497,22 +657,30 @@ static int write_to(struct obj *o, uint32_t id, uint64_t off, const uint8_t *p, 
 	int rc = conn_get(o, id, &dc);
 	if (rc)
 		return rc;
+	enum mds_hop h;
+	if ((rc = hop_pick(o, dc, &h))) {
+		mds_ds_conn_put(dc);
+		return rc;
+	}
+	uint32_t wsize = h == MDS_HOP_SYS ? dc->wsize3 : dc->wsize41g;
 	bool repaired = false, refenced = false;
 	uint32_t done = 0;
 	uint8_t v[8];
 	while (!rc && done < len) {
-		uint32_t n = len - done < dc->wsize3 ? len - done : dc->wsize3, cnt, cm;
-		rc = ds_write(o, dc, off + done, p + done, n, stable, &cnt, &cm, v);
+		uint32_t n = len - done < wsize ? len - done : wsize, cnt, cm;
+		rc = ds_write(o, dc, h, off + done, p + done, n, stable, &cnt, &cm, v);
 		if (rc == -ESTALE && !repaired) {
 			/* the map was recorded but the object is missing */
 			repaired = true;
 			if (!(rc = mds_data_object_repair(o->mds, o->a, id)))
-				rc = ds_write(o, dc, off + done, p + done, n, stable, &cnt, &cm, v);
+				rc = ds_write(o, dc, h, off + done, p + done, n, stable, &cnt, &cm,
+					      v);
 		}
 		if (rc == -EACCES && !refenced) {
 			refenced = true;
 			if (!(rc = obj_refence(o)))
-				rc = ds_write(o, dc, off + done, p + done, n, stable, &cnt, &cm, v);
+				rc = ds_write(o, dc, h, off + done, p + done, n, stable, &cnt, &cm,
+					      v);
 		}
 		if (rc)
 			break;
@@ -552,13 +720,14 @@ static int mirrors_lost(struct obj *o, const uint32_t *ids, unsigned n)
 
 /* Writes p to every current mirror of the segments it spans (laid out if
  * need be); a mirror whose server cannot be reached goes stale. */
-static int data_write(struct braid_mds *mds, const struct mds_attr *a, uint64_t off,
-		      const uint8_t *p, uint32_t len, uint32_t stable, struct wres *w)
+static int data_write(struct braid_mds *mds, const struct mds_attr *a, enum mds_hop hop,
+		      uint64_t off, const uint8_t *p, uint32_t len, uint32_t stable, struct wres *w)
 {
 	struct obj o;
 	int rc = obj_init(&o, mds, a);
 	if (rc)
 		return rc;
+	o.hop = hop;
 	struct verfs vs = {0};
 	uint64_t end = off + len, cur = UINT64_MAX;
 	uint32_t done = 0, committed = FILE_SYNC4;
@@ -609,13 +778,14 @@ static int data_write(struct braid_mds *mds, const struct mds_attr *a, uint64_t 
 	return 0;
 }
 
-static int data_commit(struct braid_mds *mds, const struct mds_attr *a, uint64_t off,
-		       uint32_t count, uint8_t out[8])
+static int data_commit(struct braid_mds *mds, const struct mds_attr *a, enum mds_hop hop,
+		       uint64_t off, uint32_t count, uint8_t out[8])
 {
 	struct obj o;
 	int rc = obj_init(&o, mds, a);
 	if (rc)
 		return rc;
+	o.hop = hop;
 	uint32_t ids[64];
 	int n = mds_data_ds_list(mds, a->ino, ids, 64);
 	if (n < 0)
@@ -639,9 +809,12 @@ static int data_commit(struct braid_mds *mds, const struct mds_attr *a, uint64_t
 			}
 			break;
 		}
-		rc = ds_commit(&o, dc, off, count, v);
-		if (rc == -EACCES && !(rc = obj_refence(&o)))
-			rc = ds_commit(&o, dc, off, count, v);
+		enum mds_hop h;
+		if (!(rc = hop_pick(&o, dc, &h))) {
+			rc = ds_commit(&o, dc, h, off, count, v);
+			if (rc == -EACCES && !(rc = obj_refence(&o)))
+				rc = ds_commit(&o, dc, h, off, count, v);
+		}
 		mds_ds_conn_put(dc);
 		if (rc == -ESTALE) {
 			/* the object is missing: nothing of ours to flush there */
@@ -697,6 +870,7 @@ static nfsstat4 io_status(int err)
 	case -ENOTSUP:
 		return NFS4ERR_PNFS_NO_LAYOUT; /* an object we cannot reach over NFSv3 */
 	case -EAGAIN:
+	case -ENOKEY: /* a krb5p request, a data server hop we cannot seal */
 		return NFS4ERR_DELAY;
 	case -ENOENT:
 		return NFS4ERR_STALE; /* the inode went away meanwhile */
@@ -762,13 +936,13 @@ static uint32_t read_want(uint64_t off, uint32_t count, uint64_t size)
 	return (uint32_t)(n < size - off ? n : size - off);
 }
 
-int mds_io_read(struct braid_mds *mds, const struct mds_attr *at, uint64_t off, uint32_t count,
-		struct xdr_arena *ar, xdr_opaque *data, bool *eof)
+int mds_io_read(struct braid_mds *mds, const struct mds_attr *at, enum mds_hop hop, uint64_t off,
+		uint32_t count, struct xdr_arena *ar, xdr_opaque *data, bool *eof)
 {
 	uint32_t want = read_want(off, count, at->size), ndata;
 	*data = xdr_opaque_of(NULL, 0);
 	if (want) {
-		int rc = data_read(mds, at, off, want, ar, data, &ndata);
+		int rc = data_read(mds, at, hop, off, want, ar, data, &ndata);
 		if (rc)
 			return rc;
 	}
@@ -788,7 +962,8 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 	if (refused(c))
 		return NFS4ERR_PNFS_NO_LAYOUT;
 	bool eof;
-	int rc = mds_io_read(mds_of(c), &at, a->offset, a->count, c->arena, &ok->data, &eof);
+	int rc = mds_io_read(mds_of(c), &at, mds_io_hop(&c->req->cred), a->offset, a->count,
+			     c->arena, &ok->data, &eof);
 	if (rc)
 		return io_status(rc);
 	ok->eof = eof;
@@ -805,8 +980,8 @@ static uint32_t read_bound(const nfs_argop4 *arg)
 
 /* --------------------------------------------------------------- WRITE */
 
-int mds_io_write(struct braid_mds *mds, const struct mds_attr *at, uint64_t off, const uint8_t *p,
-		 uint32_t len, uint32_t stable, struct mds_io_wres *res)
+int mds_io_write(struct braid_mds *mds, const struct mds_attr *at, enum mds_hop hop, uint64_t off,
+		 const uint8_t *p, uint32_t len, uint32_t stable, struct mds_io_wres *res)
 {
 	if (off > MDS_FILE_MAX || len > MDS_FILE_MAX - off)
 		return -EFBIG;
@@ -818,7 +993,7 @@ int mds_io_write(struct braid_mds *mds, const struct mds_attr *at, uint64_t off,
 	}
 	struct wres w;
 	mds_data_write_gate(mds, at->ino, MDS_GATE_WRITE);
-	int rc = data_write(mds, at, off, p, len, stable, &w);
+	int rc = data_write(mds, at, hop, off, p, len, stable, &w);
 	mds_data_write_gate(mds, at->ino, MDS_GATE_OPEN);
 	if (!rc)
 		rc = file_touch(mds, at->ino, off + w.count);
@@ -845,7 +1020,8 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 	/* §18.32.3: the server may write less than asked (maxwrite) */
 	uint32_t len = a->data.len < MDS_IO_MAX ? a->data.len : MDS_IO_MAX;
 	struct mds_io_wres w;
-	int rc = mds_io_write(mds_of(c), &at, a->offset, a->data.val, len, (uint32_t)a->stable, &w);
+	int rc = mds_io_write(mds_of(c), &at, mds_io_hop(&c->req->cred), a->offset, a->data.val,
+			      len, (uint32_t)a->stable, &w);
 	if (rc)
 		return io_status(rc);
 	ok->count = w.count;
@@ -856,13 +1032,13 @@ static nfsstat4 op_write(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 
 /* -------------------------------------------------------------- COMMIT */
 
-int mds_io_commit(struct braid_mds *mds, const struct mds_attr *at, uint64_t off, uint32_t count,
-		  uint8_t verf[8])
+int mds_io_commit(struct braid_mds *mds, const struct mds_attr *at, enum mds_hop hop, uint64_t off,
+		  uint32_t count, uint8_t verf[8])
 {
 	/* offset + count must not pass the largest offset (§18.3.3) */
 	if (count && off > UINT64_MAX - count)
 		return -EINVAL;
-	int rc = data_commit(mds, at, off, count, verf);
+	int rc = data_commit(mds, at, hop, off, count, verf);
 	mds_space_note(mds, at->ino);
 	return rc;
 }
@@ -876,7 +1052,7 @@ static nfsstat4 op_commit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 
 		return st;
 	if (refused(c))
 		return NFS4ERR_PNFS_NO_LAYOUT;
-	int rc = mds_io_commit(mds_of(c), &at, a->offset, a->count,
+	int rc = mds_io_commit(mds_of(c), &at, mds_io_hop(&c->req->cred), a->offset, a->count,
 			       res->u.opcommit.u.resok4.writeverf);
 	return rc ? io_status(rc) : NFS4_OK;
 }
@@ -959,13 +1135,13 @@ static int zero_range(struct braid_mds *mds, const struct obj *o, struct mds_ds_
 	uint8_t v[8];
 	for (uint64_t p = off; p < end;) {
 		uint32_t n = end - p < dc->wsize3 ? (uint32_t)(end - p) : dc->wsize3, cnt, cm;
-		if ((rc = ds_write(o, dc, p, zeros, n, UNSTABLE4, &cnt, &cm, v)))
+		if ((rc = ds_write(o, dc, MDS_HOP_SYS, p, zeros, n, UNSTABLE4, &cnt, &cm, v)))
 			return rc;
 		if (!cnt)
 			return -EIO;
 		p += cnt;
 	}
-	return ds_commit(o, dc, off, 0, v);
+	return ds_commit(o, dc, MDS_HOP_SYS, off, 0, v);
 }
 
 /*
@@ -1106,7 +1282,8 @@ static nfsstat4 op_read_plus(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	if (!want)
 		return NFS4_OK;
 	xdr_opaque data;
-	int rc = data_read(mds_of(c), &at, a->rpa_offset, want, c->arena, &data, &ndata);
+	int rc = data_read(mds_of(c), &at, mds_io_hop(&c->req->cred), a->rpa_offset, want, c->arena,
+			   &data, &ndata);
 	if (rc)
 		return io_status(rc);
 	read_plus_content *v = xdr_arena_alloc(c->arena, 2 * sizeof(*v));
