@@ -141,7 +141,7 @@ struct mds_ds_conn {
 	uint32_t rsize41g, wsize41g;
 	char host[256]; /* its hostname: the acceptor is nfs@host */
 	unsigned timeout_ms;
-	pthread_mutex_t gss_mu;	/* guards gss */
+	pthread_mutex_t gss_mu; /* guards gss */
 	struct mds_io_gss *gss; /* io_gss.c's context and sessions, made at first use */
 };
 /* NULL with *err: -EAGAIN (down, or not registered since the MDS started:
