@@ -5,9 +5,14 @@
  * (RFC 7862 §15.1, §15.4, §15.11, §15.10).
  *
  * The data lives on the data servers (mds/data.h, "File objects"): the MDS
- * proxies each request to the data server holding the file's object, over
- * NFSv3 (RFC 1813) as the object's fence uid/gid (AUTH_SYS), through the
- * connection dsreg.c keeps.  Clients with layouts go to the data servers
+ * proxies each request to the data server holding the file's object,
+ * through the connection dsreg.c keeps, with the request's protection
+ * (the hop, mds/io.h): over NFSv3 (RFC 1813) as the object's fence uid/gid
+ * (AUTH_SYS) for an AUTH_SYS request; for an RPCSEC_GSS one, over NFSv4.1
+ * under RPCSEC_GSS as the MDS's principal with a capability stateid
+ * (mds/io_gss.c, ctl/cap.h), krb5p for krb5p and krb5i for krb5 and krb5i,
+ * where the data server takes GSS.  Where it does not, krb5p gets DELAY
+ * (-ENOKEY, hop_pick), never plaintext; krb5 and krb5i go as AUTH_SYS.  Clients with layouts go to the data servers
  * themselves; this path serves the others and the Linux client's fallbacks.
  * With [mds] data_io = refuse, READ, WRITE, COMMIT and READ_PLUS answer
  * NFS4ERR_PNFS_NO_LAYOUT: the client must do its I/O through a layout.
