@@ -217,7 +217,7 @@ static int hop_pick(const struct obj *o, const struct mds_ds_conn *dc, enum mds_
 		*h = MDS_HOP_SYS;
 		return 0;
 	}
-	static atomic_ullong logged;
+	static _Atomic uint64_t logged;
 	uint64_t now = nfsd_now_ns(), then = atomic_load(&logged);
 	if ((!then || now - then > 60ull * 1000000000) &&
 	    atomic_compare_exchange_strong(&logged, &then, now))
