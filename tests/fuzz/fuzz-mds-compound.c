@@ -72,6 +72,7 @@
 #include "mds/mds_impl.h"
 #include "nfsd/mac.h"
 #include "tests/fuzz/compound.h"
+#include "tests/fuzz/mds-fixture.h"
 
 #define MAX_RECORDS 8
 #define REC_HDR	    4
@@ -1551,54 +1552,12 @@ static void mds_stop_at_exit(void)
 
 static void mds_start(void)
 {
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
-	char key[4200], store[4200], conf[20000], msg[512];
-	snprintf(scratch, sizeof(scratch), "%s/braid-fuzz-mds.XXXXXX",
-		 base && *base ? base : "/tmp");
-	if (!mkdtemp(scratch))
-		die("mkdtemp", -errno);
-	snprintf(key, sizeof(key), "%s/cluster.key", scratch);
-	snprintf(store, sizeof(store), "%s/store", scratch);
-	snprintf(exports_path, sizeof(exports_path), "%s/exports", scratch);
-	int rc = braid_key_create(key);
-	if (rc)
-		die("braid_key_create", rc);
-	FILE *f = fopen(exports_path, "w");
-	if (!f || fputs(exports_text, f) < 0 || fclose(f))
-		die("write exports", -errno);
-	snprintf(conf, sizeof(conf),
-		 "[mds]\nstore_dir = %s\nkey_file = %s\nexports = %s\nlisten = 127.0.0.1:0\n"
-		 "rpcbind = no\nmount = no\ngrace_time = 0\nlease_time = 10s\nloops = 1\n"
-		 "workers = 1\n",
-		 store, key, exports_path);
-	struct mds_settings set;
-	struct conf_error cerr;
-	memset(&set, 0, sizeof(set));
-	if (conf_load_string(mds_conf_schema, &set, "(fuzz)", conf, &cerr)) {
-		conf_error_print(&cerr, stderr);
-		abort();
-	}
-	if ((rc = braid_mds_start(&set, &mds, msg, sizeof(msg)))) {
-		fprintf(stderr, "fuzz-mds-compound: braid_mds_start: %s\n", msg);
-		abort();
-	}
+	struct fuzz_mds fm;
+	fuzz_mds_start(&fm, "fuzz-mds-compound", exports_text, "lease_time = 10s\n");
+	mds = fm.mds;
+	memcpy(scratch, fm.scratch, sizeof(scratch));
+	memcpy(exports_path, fm.exports, sizeof(exports_path));
 	atexit(mds_stop_at_exit);
-	/* the store stays open; its files and the rest go now */
-	DIR *dh = opendir(store);
-	struct dirent *de;
-	char path[8400];
-	while (dh && (de = readdir(dh))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", store, de->d_name);
-		unlink(path);
-	}
-	if (dh)
-		closedir(dh);
-	rmdir(store);
-	unlink(key);
-	unlink(exports_path);
-	rmdir(scratch);
 	for (unsigned i = 0; i < sizeof(groups_many) / sizeof(groups_many[0]); i++)
 		groups_many[i] = 2000 + i;
 

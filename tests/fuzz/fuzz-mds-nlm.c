@@ -31,11 +31,11 @@
 #include "mds/mds_impl.h"
 #include "mds/nlm.h"
 #include "tests/fuzz/compound.h"
+#include "tests/fuzz/mds-fixture.h"
 
 #define NPROC (NLMPROC4_FREE_ALL + 2) /* + SM_NOTIFY */
 
 static struct braid_mds *mds;
-static char scratch[4096];
 static struct nfsd_req req;
 
 struct fh {
@@ -290,53 +290,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
-	char key[4200], store[4200], exports[4200], conf[20000], msg[512];
-	snprintf(scratch, sizeof(scratch), "%s/braid-fuzz-nlm.XXXXXX",
-		 base && *base ? base : "/tmp");
-	if (!mkdtemp(scratch))
-		die("mkdtemp", -errno);
-	snprintf(key, sizeof(key), "%s/cluster.key", scratch);
-	snprintf(store, sizeof(store), "%s/store", scratch);
-	snprintf(exports, sizeof(exports), "%s/exports", scratch);
-	int rc = braid_key_create(key);
-	if (rc)
-		die("braid_key_create", rc);
-	FILE *f = fopen(exports, "w");
-	if (!f || fputs("/ *(rw,no_root_squash,insecure)\n", f) < 0 || fclose(f))
-		die("write exports", -errno);
-	snprintf(conf, sizeof(conf),
-		 "[mds]\nstore_dir = %s\nkey_file = %s\nexports = %s\nlisten = 127.0.0.1:0\n"
-		 "rpcbind = no\nmount = no\ngrace_time = 0\nloops = 1\nworkers = 1\n"
-		 "nlm_rpcbind_port = 1\n",
-		 store, key, exports);
-	struct mds_settings set;
-	struct conf_error cerr;
-	memset(&set, 0, sizeof(set));
-	if (conf_load_string(mds_conf_schema, &set, "(fuzz)", conf, &cerr)) {
-		conf_error_print(&cerr, stderr);
-		abort();
-	}
-	if ((rc = braid_mds_start(&set, &mds, msg, sizeof(msg)))) {
-		fprintf(stderr, "fuzz-mds-nlm: braid_mds_start: %s\n", msg);
-		abort();
-	}
+	struct fuzz_mds fm;
+	fuzz_mds_start(&fm, "fuzz-mds-nlm", "/ *(rw,no_root_squash,insecure)\n",
+		       "nlm_rpcbind_port = 1\n");
+	mds = fm.mds;
 	atexit(mds_stop_at_exit);
-	DIR *dh = opendir(store);
-	struct dirent *de;
-	char path[8400];
-	while (dh && (de = readdir(dh))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", store, de->d_name);
-		unlink(path);
-	}
-	if (dh)
-		closedir(dh);
-	rmdir(store);
-	unlink(key);
-	unlink(exports);
-	rmdir(scratch);
 	fixture();
 	fuzz_seed_dir_fill("nlm", 4 * NPROC * 4);
 	return 0;
