@@ -22,10 +22,10 @@
 #include "nfsd/metrics.h"
 #include "rpcsec_gss.h"
 
-#define HANDLE_LEN 16 /* 8 bytes of this server's boot id, 8 of the context's id */
-#define WINDOW_MAX 1024u
-#define NOBODY	   65534u
-#define MAX_GROUPS 64u
+#define HANDLE_LEN    16 /* 8 bytes of this server's boot id, 8 of the context's id */
+#define WINDOW_MAX    1024u
+#define NOBODY	      65534u
+#define MAX_GROUPS    64u
 #define HANDLE_MAX_CB 256u /* gcbp_handle_from_client we keep */
 
 /*
@@ -46,7 +46,7 @@ struct gss_ctx {
 	/* the per-message calls (nfsd/k5msg.h: no lock needed), made before
 	 * complete is set and read-only after */
 	struct k5msg *km;
-	atomic_bool complete; /* set once under mu (expires_ns, km first) */
+	atomic_bool complete;  /* set once under mu (expires_ns, km first) */
 	atomic_bool destroyed; /* RPCSEC_GSS_DESTROY: the client deleted its end */
 	uint64_t expires_ns;
 	bool seen; /* any sequence number accepted yet */
@@ -733,8 +733,8 @@ struct nfsd_gss_cb {
 	atomic_uint refs;
 	struct gss_ctx *ctx; /* a reference */
 	uint32_t service;
-	atomic_uint seq;   /* the next callback's sequence number */
-	uint32_t hfc_len;  /* gcbp_handle_from_client, our credential's handle */
+	atomic_uint seq;  /* the next callback's sequence number */
+	uint32_t hfc_len; /* gcbp_handle_from_client, our credential's handle */
 	uint8_t hfc[];
 };
 
@@ -817,8 +817,7 @@ int nfsd_gss_cb_new(struct nfsd_gss *g, const xdr_opaque *hfs, const xdr_opaque 
 		    uint32_t service, const char *principal, struct nfsd_gss_cb **out)
 {
 	*out = NULL;
-	if (service < rpc_gss_svc_none || service > rpc_gss_svc_privacy ||
-	    hfc->len > HANDLE_MAX_CB)
+	if (service < rpc_gss_svc_none || service > rpc_gss_svc_privacy || hfc->len > HANDLE_MAX_CB)
 		return -EINVAL;
 	bool expired;
 	struct gss_ctx *c = g ? cache_get(g, hfs, &expired) : NULL;
@@ -974,16 +973,15 @@ void nfsd_gss_metrics(struct nfsd_metrics_out *o, struct nfsd_gss *g)
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_created_total", NULL, st.created);
 	nfsd_metrics_family(o, "braid_rpcsec_gss_init_failures_total", "counter",
 			    "Context creations refused by GSS (bad or unknown tickets, keys).");
-	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_init_failures_total", NULL,
-				st.init_failures);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_init_failures_total", NULL, st.init_failures);
 	nfsd_metrics_family(o, "braid_rpcsec_gss_contexts_ended_total", "counter",
 			    "Contexts gone from the cache, by why.");
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"evicted\"",
 				st.evicted);
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"expired\"",
 				st.expired);
-	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total",
-				"reason=\"destroyed\"", st.destroyed);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"destroyed\"",
+				st.destroyed);
 	nfsd_metrics_family(o, "braid_rpcsec_gss_rejected_total", "counter",
 			    "Calls refused: unknown handle, header MIC that does not verify, "
 			    "arguments whose checksum or seal does not verify.");
@@ -993,7 +991,8 @@ void nfsd_gss_metrics(struct nfsd_metrics_out *o, struct nfsd_gss *g)
 				st.bad_mic);
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_rejected_total", "reason=\"bad_args\"",
 				st.bad_args);
-	nfsd_metrics_family(o, "braid_rpcsec_gss_dropped_total", "counter",
-			    "Calls dropped unanswered: replays and sequence numbers below the window.");
+	nfsd_metrics_family(
+	    o, "braid_rpcsec_gss_dropped_total", "counter",
+	    "Calls dropped unanswered: replays and sequence numbers below the window.");
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_dropped_total", NULL, st.dropped);
 }

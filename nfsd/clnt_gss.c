@@ -280,9 +280,9 @@ size_t nfsd_gss_head_build(const uint8_t *hdr, uint32_t gss_proc, uint32_t seq, 
 	return (size_t)(p - hb);
 }
 
-int nfsd_gss_msg_build(struct k5msg *km, const uint8_t *hb, size_t hlen, uint32_t seq,
-		       uint32_t svc, const struct iovec *args, unsigned niov, size_t alen,
-		       uint8_t **msg, size_t *mlen, size_t *cap, bool fresh_buf, size_t *args_off)
+int nfsd_gss_msg_build(struct k5msg *km, const uint8_t *hb, size_t hlen, uint32_t seq, uint32_t svc,
+		       const struct iovec *args, unsigned niov, size_t alen, uint8_t **msg,
+		       size_t *mlen, size_t *cap, bool fresh_buf, size_t *args_off)
 {
 	OM_uint32 maj;
 	uint8_t vtok[128];
@@ -568,6 +568,24 @@ static bool gss_ready(void *st)
 	bool r = g->closing || (c ? c->next - c->base < c->window : !g->refreshing);
 	pthread_mutex_unlock(&g->mu);
 	return r;
+}
+
+int nfsd_gss_clnt_context(struct nfsd_gss_clnt *g, uint8_t *handle, size_t size, uint32_t *hlen,
+			  struct k5msg **km)
+{
+	int rc = -ENOTCONN;
+	pthread_mutex_lock(&g->mu);
+	struct cctx *c = g->cur;
+	if (c && c->hlen > size) {
+		rc = -ENOBUFS;
+	} else if (c) {
+		memcpy(handle, c->handle, c->hlen);
+		*hlen = c->hlen;
+		*km = c->km;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&g->mu);
+	return rc;
 }
 
 static void gss_end(void *st)

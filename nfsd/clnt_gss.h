@@ -119,6 +119,13 @@ void nfsd_gss_clnt_stats(struct nfsd_gss_clnt *g, struct nfsd_gss_clnt_stats *st
  * results); else -EPROTO.
  */
 struct k5msg;
+/* The current context's handle (gcbp_handle_from_server, RFC 8881
+ * §2.10.8.3) into handle (size bytes) and its per-message calls, to check
+ * the server's callbacks and sign their replies (valid while the context
+ * is current: no call may make a new one meanwhile).  0, -ENOTCONN (no
+ * context now) or -ENOBUFS. */
+int nfsd_gss_clnt_context(struct nfsd_gss_clnt *g, uint8_t *handle, size_t size, uint32_t *hlen,
+			  struct k5msg **km);
 size_t nfsd_gss_head_build(const uint8_t *hdr, uint32_t gss_proc, uint32_t seq, uint32_t service,
 			   const uint8_t *handle, uint32_t hlen, uint8_t *hb);
 int nfsd_gss_msg_build(struct k5msg *km, const uint8_t *hb, size_t hlen, uint32_t seq,
