@@ -75,6 +75,17 @@
  * reports SEQ4_STATUS_CB_PATH_DOWN(_SESSION) while no back channel
  * connection is known.
  *
+ * Callback security (RFC 8881 §18.36.4, §18.33.3): of csa_sec_parms /
+ * bca_sec_parms, the strongest usable: with opts.gss, RPCSEC_GSS whose
+ * gcbp_handle_from_server names a live context of the client ID's
+ * principal (§2.10.8.3; a client ID made without GSS: the caller's),
+ * else the first AUTH_NONE or AUTH_SYS entry; none usable is
+ * NFS4ERR_ENCR_ALG_UNSUPP (an empty offer is AUTH_NONE).  The session
+ * holds the context (nfsd_gss_cb_new); nfs41_session_backchannel() hands
+ * it out (bc->gss) and says -ENOTCONN once it was destroyed or expired,
+ * and SEQUENCE then reports SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED
+ * (_EXPIRING within a lease of its end) until BACKCHANNEL_CTL replaces it.
+ *
  * NFSv4.0 (RFC 7530; nfsd/nfs40.c), with opts.v40: minor version 0
  * COMPOUNDs have no session rules and no reply limits.  The module runs
  * SETCLIENTID (§16.33.5's case table: a callback update under the same
