@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "mds/callback.h"
+#include "nfsd/auth_gss.h"
 #include "mds/mds_impl.h"
 
 #define CB_TIMEOUT_MS	10000
@@ -159,7 +160,11 @@ static int cb_call(struct nfs41_session *ss, const struct nfs41_backchannel *bc,
 		.args = args,
 		.timeout_ms = CB_TIMEOUT_MS,
 	};
-	if (bc->flavor == NFSD_AUTH_SYS) {
+	if (bc->flavor == NFSD_RPCSEC_GSS) {
+		/* RFC 8881 §2.10.8.3: under the client's context; a reply
+		 * that does not verify fails the call (-EPROTO) */
+		o.auth = nfsd_gss_cb_auth(bc->gss);
+	} else if (bc->flavor == NFSD_AUTH_SYS) {
 		o.flavor = NFSD_AUTH_SYS;
 		o.uid = bc->uid;
 		o.gid = bc->gid;
@@ -338,7 +343,7 @@ bool mds_cb_up(struct braid_mds *mds, uint64_t clientid)
 	struct nfs41_backchannel bc;
 	bool up = !nfs41_session_backchannel(ss, &bc);
 	if (up)
-		nfsd_conn_put(bc.conn);
+		nfs41_backchannel_release(&bc);
 	nfs41_session_put(ss);
 	return up;
 }
@@ -373,7 +378,7 @@ int mds_cb_null(struct braid_mds *mds, uint64_t clientid)
 	struct cb_wait w;
 	int rc = cb_call(ss, &bc, 0, NULL, NULL, &w);
 	free(w.reply);
-	nfsd_conn_put(bc.conn);
+	nfs41_backchannel_release(&bc);
 	nfs41_session_put(ss);
 	return rc;
 }
@@ -502,7 +507,7 @@ int mds_cb_compound(struct braid_mds *mds, uint64_t clientid, const nfs_cb_argop
 	if (slot)
 		slot_give(cb, slot, false);
 	free(all);
-	nfsd_conn_put(bc.conn);
+	nfs41_backchannel_release(&bc);
 	nfs41_session_put(ss);
 	return rc;
 }

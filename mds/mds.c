@@ -907,6 +907,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		.v40_end = mds_v40_end,
 		.cb40_changed = mds_cb40_changed,
 		.cb_path_down = mds_v40_cb_path_down,
+		.gss = mds->gss,
 	};
 	if (!(mds->v41 = nfs41_server_new(&no, &rc))) {
 		snprintf(msg, msglen, "NFSv4.1 service: %s", strerror(-rc));

@@ -15,16 +15,18 @@
 
 #include "nfsd/auth_gss.h"
 #include "nfsd/bytes.h"
+#include "nfsd/clnt_gss.h"
 #include "nfsd/clock.h"
 #include "nfsd/htab.h"
 #include "nfsd/k5msg.h"
 #include "nfsd/metrics.h"
 #include "rpcsec_gss.h"
 
-#define HANDLE_LEN 16 /* 8 bytes of this server's boot id, 8 of the context's id */
-#define WINDOW_MAX 1024u
-#define NOBODY	   65534u
-#define MAX_GROUPS 64u
+#define HANDLE_LEN    16 /* 8 bytes of this server's boot id, 8 of the context's id */
+#define WINDOW_MAX    1024u
+#define NOBODY	      65534u
+#define MAX_GROUPS    64u
+#define HANDLE_MAX_CB 256u /* gcbp_handle_from_client we keep */
 
 /*
  * One GSS context.  The cache holds one reference while the context is in
@@ -44,7 +46,8 @@ struct gss_ctx {
 	/* the per-message calls (nfsd/k5msg.h: no lock needed), made before
 	 * complete is set and read-only after */
 	struct k5msg *km;
-	atomic_bool complete; /* set once under mu (expires_ns, km first) */
+	atomic_bool complete;  /* set once under mu (expires_ns, km first) */
+	atomic_bool destroyed; /* RPCSEC_GSS_DESTROY: the client deleted its end */
 	uint64_t expires_ns;
 	bool seen; /* any sequence number accepted yet */
 	uint32_t seq_max;
@@ -196,6 +199,8 @@ static void cache_remove(struct nfsd_gss *g, struct gss_ctx *c, bool destroyed)
 {
 	bool had = false;
 	pthread_mutex_lock(&g->mu);
+	if (destroyed)
+		c->destroyed = true;
 	if (c->in_cache) {
 		cache_unlink(g, c);
 		had = true;
@@ -716,6 +721,169 @@ static int svc_gss_wrap(struct nfsd_req *r)
 	return wrap_priv(r, q->ctx, q->seq);
 }
 
+/* ------------------------------------------------- callbacks (RFC 8881) */
+
+/*
+ * §2.10.8.3: callbacks signed under a context the client made with us.
+ * The context is referenced, so eviction from the cache does not end it
+ * (the client still holds its end); DESTROY and expiry do.
+ */
+struct nfsd_gss_cb {
+	struct nfsd_clnt_auth a; /* first: the engine hands back &a */
+	atomic_uint refs;
+	struct gss_ctx *ctx; /* a reference */
+	uint32_t service;
+	atomic_uint seq;  /* the next callback's sequence number */
+	uint32_t hfc_len; /* gcbp_handle_from_client, our credential's handle */
+	uint8_t hfc[];
+};
+
+/* One callback call, from its first marshal() to end(). */
+struct gss_cb_call {
+	struct nfsd_gss_cb *cb; /* a reference */
+	uint32_t seq;
+	uint8_t hdr[24];
+	uint8_t *plain; /* the arguments, to sign again for a resend */
+	size_t plain_len;
+};
+
+static bool cb_live(const struct nfsd_gss_cb *cb, uint64_t now)
+{
+	return !cb->ctx->destroyed && cb->ctx->expires_ns > now;
+}
+
+static int cb_marshal(const struct nfsd_clnt_auth *a, void **st, const uint8_t *hdr,
+		      const struct iovec *args, unsigned niov, size_t len, bool may_wait,
+		      uint8_t **msg, size_t *mlen, size_t *cap)
+{
+	struct nfsd_gss_cb *cb = (struct nfsd_gss_cb *)a;
+	struct gss_cb_call *cc = *st;
+	(void)may_wait;
+	if (!cc) {
+		if (!(cc = calloc(1, sizeof(*cc))) || !(cc->plain = malloc(len ? len : 1))) {
+			free(cc);
+			return -ENOMEM;
+		}
+		*st = cc;
+		nfsd_gss_cb_get(cb);
+		cc->cb = cb;
+		memcpy(cc->hdr, hdr, 24);
+		cc->plain_len = len;
+		uint8_t *p = cc->plain;
+		for (unsigned i = 0; i < niov; p += args[i].iov_len, i++)
+			if (args[i].iov_len)
+				memcpy(p, args[i].iov_base, args[i].iov_len);
+	}
+	if (!cb_live(cb, nfsd_now_ns()))
+		return -EKEYEXPIRED;
+	/* RFC 2203 §5.3.3.1: each sending, a resend too, a new number */
+	cc->seq = atomic_fetch_add(&cb->seq, 1);
+	if (cc->seq >= MAXSEQ)
+		return -EKEYEXPIRED;
+	uint8_t hb[24 + 28 + HANDLE_MAX_CB];
+	size_t hlen = nfsd_gss_head_build(cc->hdr, RPCSEC_GSS_DATA, cc->seq, cb->service, cb->hfc,
+					  cb->hfc_len, hb);
+	struct iovec one = {cc->plain, cc->plain_len};
+	size_t off;
+	return nfsd_gss_msg_build(cb->ctx->km, hb, hlen, cc->seq, cb->service, &one, 1,
+				  cc->plain_len, msg, mlen, cap, false, &off);
+}
+
+static int cb_reply(void *st, uint32_t vflav, const xdr_opaque *verf, uint32_t astat,
+		    struct xdr_dec *res)
+{
+	struct gss_cb_call *cc = st;
+	return nfsd_gss_reply_check(cc->cb->ctx->km, cc->seq, cc->cb->service, vflav, verf, astat,
+				    res);
+}
+
+static bool cb_ready(void *st)
+{
+	(void)st;
+	return true;
+}
+
+static void cb_end(void *st)
+{
+	struct gss_cb_call *cc = st;
+	if (!cc)
+		return;
+	nfsd_gss_cb_put(cc->cb);
+	free(cc->plain);
+	free(cc);
+}
+
+int nfsd_gss_cb_new(struct nfsd_gss *g, const xdr_opaque *hfs, const xdr_opaque *hfc,
+		    uint32_t service, const char *principal, struct nfsd_gss_cb **out)
+{
+	*out = NULL;
+	if (service < rpc_gss_svc_none || service > rpc_gss_svc_privacy || hfc->len > HANDLE_MAX_CB)
+		return -EINVAL;
+	bool expired;
+	struct gss_ctx *c = g ? cache_get(g, hfs, &expired) : NULL;
+	if (!c)
+		return -ENOENT;
+	int rc = 0;
+	if (!c->complete || c->destroyed)
+		rc = -ENOENT;
+	else if (!principal || !c->principal || strcmp(principal, c->principal))
+		rc = -EPERM; /* §2.10.8.3: the client's own context */
+	struct nfsd_gss_cb *cb = rc ? NULL : calloc(1, sizeof(*cb) + hfc->len);
+	if (!rc && !cb)
+		rc = -ENOMEM;
+	if (rc) {
+		ctx_put(c);
+		return rc;
+	}
+	cb->a = (struct nfsd_clnt_auth){
+	    .marshal = cb_marshal,
+	    .reply = cb_reply,
+	    .ready = cb_ready,
+	    .end = cb_end,
+	    .wraps_results = service != rpc_gss_svc_none,
+	};
+	atomic_init(&cb->refs, 1);
+	cb->ctx = c;
+	cb->service = service;
+	atomic_init(&cb->seq, 1);
+	cb->hfc_len = hfc->len;
+	if (hfc->len)
+		memcpy(cb->hfc, hfc->val, hfc->len);
+	*out = cb;
+	return 0;
+}
+
+void nfsd_gss_cb_get(struct nfsd_gss_cb *cb)
+{
+	atomic_fetch_add(&cb->refs, 1);
+}
+
+void nfsd_gss_cb_put(struct nfsd_gss_cb *cb)
+{
+	if (!cb || atomic_fetch_sub(&cb->refs, 1) != 1)
+		return;
+	ctx_put(cb->ctx);
+	free(cb);
+}
+
+int nfsd_gss_cb_check(const struct nfsd_gss_cb *cb, uint64_t within_ns)
+{
+	uint64_t now = nfsd_now_ns();
+	if (!cb_live(cb, now))
+		return -EKEYEXPIRED;
+	return cb->ctx->expires_ns - now <= within_ns ? 1 : 0;
+}
+
+uint32_t nfsd_gss_cb_service(const struct nfsd_gss_cb *cb)
+{
+	return cb->service;
+}
+
+const struct nfsd_clnt_auth *nfsd_gss_cb_auth(struct nfsd_gss_cb *cb)
+{
+	return &cb->a;
+}
+
 /* ---------------------------------------------------------- lifecycle */
 
 struct nfsd_gss *nfsd_gss_new(const struct nfsd_gss_opts *o, int *err)
@@ -805,16 +973,15 @@ void nfsd_gss_metrics(struct nfsd_metrics_out *o, struct nfsd_gss *g)
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_created_total", NULL, st.created);
 	nfsd_metrics_family(o, "braid_rpcsec_gss_init_failures_total", "counter",
 			    "Context creations refused by GSS (bad or unknown tickets, keys).");
-	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_init_failures_total", NULL,
-				st.init_failures);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_init_failures_total", NULL, st.init_failures);
 	nfsd_metrics_family(o, "braid_rpcsec_gss_contexts_ended_total", "counter",
 			    "Contexts gone from the cache, by why.");
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"evicted\"",
 				st.evicted);
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"expired\"",
 				st.expired);
-	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total",
-				"reason=\"destroyed\"", st.destroyed);
+	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_contexts_ended_total", "reason=\"destroyed\"",
+				st.destroyed);
 	nfsd_metrics_family(o, "braid_rpcsec_gss_rejected_total", "counter",
 			    "Calls refused: unknown handle, header MIC that does not verify, "
 			    "arguments whose checksum or seal does not verify.");
@@ -824,7 +991,8 @@ void nfsd_gss_metrics(struct nfsd_metrics_out *o, struct nfsd_gss *g)
 				st.bad_mic);
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_rejected_total", "reason=\"bad_args\"",
 				st.bad_args);
-	nfsd_metrics_family(o, "braid_rpcsec_gss_dropped_total", "counter",
-			    "Calls dropped unanswered: replays and sequence numbers below the window.");
+	nfsd_metrics_family(
+	    o, "braid_rpcsec_gss_dropped_total", "counter",
+	    "Calls dropped unanswered: replays and sequence numbers below the window.");
 	nfsd_metrics_sample_u64(o, "braid_rpcsec_gss_dropped_total", NULL, st.dropped);
 }

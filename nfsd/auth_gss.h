@@ -95,6 +95,34 @@ struct nfsd_gss_stats {
 };
 void nfsd_gss_stats(struct nfsd_gss *g, struct nfsd_gss_stats *st);
 
+/*
+ * Callbacks under a client's context (RFC 8881 §2.10.8.3, for the NFSv4.1
+ * back channel): the context hfs (gcbp_handle_from_server) names, which
+ * must be complete, not destroyed and of principal (the client ID's GSS
+ * name); the calls carry hfc (gcbp_handle_from_client) in their
+ * credential, sequence numbers of their own from 1, the header's MIC as
+ * verifier and their arguments in the form of service (1 none, 2
+ * integrity, 3 privacy), signed and sealed as the acceptor; each reply's
+ * verifier and results are checked (nfsd_gss_reply_check: -EPROTO fails
+ * the call).  The context is referenced: its eviction from the cache
+ * does not end the callbacks, its RPCSEC_GSS_DESTROY or expiry does (a
+ * call then fails -EKEYEXPIRED).  0, or -ENOENT (no such live context),
+ * -EPERM (another principal's), -EINVAL (service, hfc over 256 bytes),
+ * -ENOMEM.  Thread safe.
+ */
+struct nfsd_gss_cb;
+struct nfsd_clnt_auth;
+int nfsd_gss_cb_new(struct nfsd_gss *g, const xdr_opaque *hfs, const xdr_opaque *hfc,
+		    uint32_t service, const char *principal, struct nfsd_gss_cb **out);
+void nfsd_gss_cb_get(struct nfsd_gss_cb *cb);
+void nfsd_gss_cb_put(struct nfsd_gss_cb *cb); /* NULL: nothing */
+/* 0 live, 1 live but ends within within_ns, -EKEYEXPIRED ended
+ * (expired or destroyed). */
+int nfsd_gss_cb_check(const struct nfsd_gss_cb *cb, uint64_t within_ns);
+uint32_t nfsd_gss_cb_service(const struct nfsd_gss_cb *cb);
+/* For nfsd_call_opts.auth (nfsd_conn_call_async); valid while cb is. */
+const struct nfsd_clnt_auth *nfsd_gss_cb_auth(struct nfsd_gss_cb *cb);
+
 /* The stats above as metric families (braid_rpcsec_gss_*), for a daemon's
  * collector (nfsd/metrics.h); nothing when g is NULL. */
 struct nfsd_metrics_out;

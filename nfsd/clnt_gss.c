@@ -260,59 +260,49 @@ static void gather(uint8_t *dst, const struct iovec *iov, unsigned niov)
 	}
 }
 
-/* The header from the xid through the credential of gc's call into hb:
- * its length. */
-static size_t build_head(const struct gss_call *gc, const struct cctx *c, uint8_t *hb)
+size_t nfsd_gss_head_build(const uint8_t *hdr, uint32_t gss_proc, uint32_t seq, uint32_t service,
+			   const uint8_t *handle, uint32_t hlen, uint8_t *hb)
 {
 	uint8_t *p = hb;
-	memcpy(p, gc->hdr, 24);
+	memcpy(p, hdr, 24);
 	p += 24;
 	p = put_u32(p, NFSD_RPCSEC_GSS);
-	p = put_u32(p, 20 + c->hlen + (uint32_t)pad4(c->hlen));
+	p = put_u32(p, 20 + hlen + (uint32_t)pad4(hlen));
 	p = put_u32(p, RPCSEC_GSS_VERS_1);
-	p = put_u32(p, gc->ga->gss_proc);
-	p = put_u32(p, gc->seq);
-	p = put_u32(p, gc->ga->service);
-	p = put_u32(p, c->hlen);
-	memcpy(p, c->handle, c->hlen);
-	p += c->hlen;
-	memset(p, 0, pad4(c->hlen));
-	p += pad4(c->hlen);
+	p = put_u32(p, gss_proc);
+	p = put_u32(p, seq);
+	p = put_u32(p, service);
+	p = put_u32(p, hlen);
+	memcpy(p, handle, hlen);
+	p += hlen;
+	memset(p, 0, pad4(hlen));
+	p += pad4(hlen);
 	return (size_t)(p - hb);
 }
 
-/*
- * Sign gc's call under its context into a message: args (niov iovecs,
- * gc->plain_len bytes) in the service's form; k5msg's calls need no lock.
- * 0 or -errno (-EKEYEXPIRED: the context's own life is over).
- */
-static int call_build(struct gss_call *gc, const struct iovec *args, unsigned niov, uint8_t **msg,
-		      size_t *mlen, size_t *cap, bool fresh_buf)
+int nfsd_gss_msg_build(struct k5msg *km, const uint8_t *hb, size_t hlen, uint32_t seq, uint32_t svc,
+		       const struct iovec *args, unsigned niov, size_t alen, uint8_t **msg,
+		       size_t *mlen, size_t *cap, bool fresh_buf, size_t *args_off)
 {
-	struct cctx *c = gc->ctx;
-	uint32_t svc = gc->ga->service;
-	size_t alen = gc->plain_len;
-	uint8_t hb[24 + 8 + CRED_MAX];
-	size_t hlen = build_head(gc, c, hb);
 	OM_uint32 maj;
 	uint8_t vtok[128];
 	size_t vlen = 0;
-	struct iovec hv = {hb, hlen};
-	maj = k5msg_mic_len(c->km, &vlen);
+	struct iovec hv = {(void *)hb, hlen};
+	maj = k5msg_mic_len(km, &vlen);
 	if (!GSS_ERROR(maj) && vlen > sizeof(vtok))
 		maj = GSS_S_FAILURE;
 	if (!GSS_ERROR(maj))
-		maj = k5msg_get_mic(c->km, &hv, 1, vtok, vlen);
+		maj = k5msg_get_mic(km, &hv, 1, vtok, vlen);
 	if (GSS_ERROR(maj))
 		return GSS_ROUTINE_ERROR(maj) == GSS_S_CONTEXT_EXPIRED ? -EKEYEXPIRED : -EIO;
 
 	/* the body's layout */
 	size_t body, ml = 0, hl = 0, tl = 0;
 	if (svc == NFSD_GSS_SVC_INTEGRITY) {
-		maj = k5msg_mic_len(c->km, &ml);
+		maj = k5msg_mic_len(km, &ml);
 		body = 4 + 4 + alen + pad4(4 + alen) + 4 + ml + pad4(ml);
 	} else if (svc == NFSD_GSS_SVC_PRIVACY) {
-		maj = k5msg_wrap_len(c->km, 4 + alen, &hl, &tl);
+		maj = k5msg_wrap_len(km, 4 + alen, &hl, &tl);
 		size_t tok = hl + 4 + alen + tl;
 		body = 4 + tok + pad4(tok);
 	} else {
@@ -341,22 +331,23 @@ static int call_build(struct gss_call *gc, const struct iovec *args, unsigned ni
 	p += pad4(vlen);
 
 	int rc = 0;
+	*args_off = 0;
 	if (svc == NFSD_GSS_SVC_NONE) {
-		gc->args_off = (size_t)(p - m);
+		*args_off = (size_t)(p - m);
 		gather(p, args, niov);
 		p += alen;
 	} else if (svc == NFSD_GSS_SVC_INTEGRITY) {
 		/* §5.3.2.2: {seq, args} and its MIC, made in place */
 		p = put_u32(p, (uint32_t)(4 + alen));
 		struct iovec data = {p, 4 + alen};
-		p = put_u32(p, gc->seq);
-		gc->args_off = (size_t)(p - m);
+		p = put_u32(p, seq);
+		*args_off = (size_t)(p - m);
 		gather(p, args, niov);
 		p += alen;
 		memset(p, 0, pad4(4 + alen));
 		p += pad4(4 + alen);
 		p = put_u32(p, (uint32_t)ml);
-		maj = k5msg_get_mic(c->km, &data, 1, p, ml);
+		maj = k5msg_get_mic(km, &data, 1, p, ml);
 		p += ml;
 		memset(p, 0, pad4(ml));
 		p += pad4(ml);
@@ -370,27 +361,16 @@ static int call_build(struct gss_call *gc, const struct iovec *args, unsigned ni
 		uint8_t *head = p;
 		p += hl;
 		uint8_t *data = p;
-		p = put_u32(p, gc->seq);
+		p = put_u32(p, seq);
 		gather(p, args, niov);
-		if (!gc->plain) {
-			/* kept to sign the call again (a resend, a new context) */
-			gc->plain = malloc(alen ? alen : 1);
-			if (!gc->plain)
-				rc = -ENOMEM;
-			else if (alen)
-				memcpy(gc->plain, p, alen);
-		}
 		p += alen;
 		uint8_t *tail = p;
 		p += tl;
 		memset(p, 0, pad4(tok));
 		p += pad4(tok);
-		if (!rc) {
-			maj = k5msg_wrap(c->km, head, data, 4 + alen, tail);
-			if (GSS_ERROR(maj))
-				rc = GSS_ROUTINE_ERROR(maj) == GSS_S_CONTEXT_EXPIRED ? -EKEYEXPIRED
-										     : -EIO;
-		}
+		maj = k5msg_wrap(km, head, data, 4 + alen, tail);
+		if (GSS_ERROR(maj))
+			rc = GSS_ROUTINE_ERROR(maj) == GSS_S_CONTEXT_EXPIRED ? -EKEYEXPIRED : -EIO;
 	}
 	if (rc) {
 		if (m != *msg)
@@ -404,6 +384,31 @@ static int call_build(struct gss_call *gc, const struct iovec *args, unsigned ni
 	}
 	*mlen = total;
 	return 0;
+}
+
+/*
+ * Sign gc's call under its context into a message: args (niov iovecs,
+ * gc->plain_len bytes) in the service's form; k5msg's calls need no lock.
+ * 0 or -errno (-EKEYEXPIRED: the context's own life is over).
+ */
+static int call_build(struct gss_call *gc, const struct iovec *args, unsigned niov, uint8_t **msg,
+		      size_t *mlen, size_t *cap, bool fresh_buf)
+{
+	struct cctx *c = gc->ctx;
+	uint32_t svc = gc->ga->service;
+	uint8_t hb[24 + 8 + CRED_MAX];
+	size_t hlen =
+	    nfsd_gss_head_build(gc->hdr, gc->ga->gss_proc, gc->seq, svc, c->handle, c->hlen, hb);
+	if (svc == NFSD_GSS_SVC_PRIVACY && !gc->plain) {
+		/* kept to sign the call again (a resend, a new context): the
+		 * message holds them sealed */
+		gc->plain = malloc(gc->plain_len ? gc->plain_len : 1);
+		if (!gc->plain)
+			return -ENOMEM;
+		gather(gc->plain, args, niov);
+	}
+	return nfsd_gss_msg_build(c->km, hb, hlen, gc->seq, svc, args, niov, gc->plain_len, msg,
+				  mlen, cap, fresh_buf, &gc->args_off);
 }
 
 /* Keep the arguments of a call the engine holds (NFSD_CLNT_AUTH_WAIT). */
@@ -477,24 +482,20 @@ static int gss_marshal(const struct nfsd_clnt_auth *a, void **st, const uint8_t 
 
 /* ------------------------------------------------------ reply */
 
-static int gss_reply(void *st, uint32_t vflav, const xdr_opaque *verf, uint32_t astat,
-		     struct xdr_dec *res)
+int nfsd_gss_reply_check(struct k5msg *km, uint32_t seq, uint32_t svc, uint32_t vflav,
+			 const xdr_opaque *verf, uint32_t astat, struct xdr_dec *res)
 {
-	struct gss_call *gc = st;
-	struct nfsd_gss_clnt *g = gc->ga->g;
-	struct cctx *c = gc->ctx;
-	uint32_t svc = gc->ga->service;
 	OM_uint32 maj;
 	uint8_t be[4];
 	const uint8_t *body = NULL;
 	size_t blen = 0;
-	if (!c || vflav != NFSD_RPCSEC_GSS)
-		goto bad;
-	xdr_put32(be, gc->seq);
+	if (vflav != NFSD_RPCSEC_GSS)
+		return -EPROTO;
+	xdr_put32(be, seq);
 	struct iovec in = {be, 4};
-	maj = k5msg_verify_mic(c->km, &in, 1, verf->val, verf->len);
+	maj = k5msg_verify_mic(km, &in, 1, verf->val, verf->len);
 	if (GSS_ERROR(maj))
-		goto bad;
+		return -EPROTO;
 	if (astat != NFSD_SUCCESS || svc == NFSD_GSS_SVC_NONE)
 		return 0;
 	if (svc == NFSD_GSS_SVC_INTEGRITY) {
@@ -503,7 +504,7 @@ static int gss_reply(void *st, uint32_t vflav, const xdr_opaque *verf, uint32_t 
 		if (!xdr_dec_opaque(res, &data, (uint32_t)xdr_dec_left(res)) &&
 		    !xdr_dec_opaque(res, &sum, 1024)) {
 			struct iovec iov = {(void *)data.val, data.len};
-			maj = k5msg_verify_mic(c->km, &iov, 1, sum.val, sum.len);
+			maj = k5msg_verify_mic(km, &iov, 1, sum.val, sum.len);
 			body = data.val;
 			blen = data.len;
 		}
@@ -514,15 +515,24 @@ static int gss_reply(void *st, uint32_t vflav, const xdr_opaque *verf, uint32_t 
 		maj = GSS_S_BAD_SIG;
 		if (!xdr_dec_opaque(res, &sealed, (uint32_t)xdr_dec_left(res))) {
 			uint8_t *plain = NULL;
-			maj = k5msg_unwrap(c->km, (uint8_t *)sealed.val, sealed.len, &plain, &blen);
+			maj = k5msg_unwrap(km, (uint8_t *)sealed.val, sealed.len, &plain, &blen);
 			body = plain;
 		}
 	}
-	if (GSS_ERROR(maj) || blen < 4 || xdr_get32(body) != gc->seq)
-		goto bad;
+	if (GSS_ERROR(maj) || blen < 4 || xdr_get32(body) != seq)
+		return -EPROTO;
 	xdr_dec_init(res, body + 4, blen - 4, res->arena);
 	return 0;
-bad:
+}
+
+static int gss_reply(void *st, uint32_t vflav, const xdr_opaque *verf, uint32_t astat,
+		     struct xdr_dec *res)
+{
+	struct gss_call *gc = st;
+	struct nfsd_gss_clnt *g = gc->ga->g;
+	struct cctx *c = gc->ctx;
+	if (c && !nfsd_gss_reply_check(c->km, gc->seq, gc->ga->service, vflav, verf, astat, res))
+		return 0;
 	pthread_mutex_lock(&g->mu);
 	g->st.bad_replies++;
 	pthread_mutex_unlock(&g->mu);
@@ -558,6 +568,24 @@ static bool gss_ready(void *st)
 	bool r = g->closing || (c ? c->next - c->base < c->window : !g->refreshing);
 	pthread_mutex_unlock(&g->mu);
 	return r;
+}
+
+int nfsd_gss_clnt_context(struct nfsd_gss_clnt *g, uint8_t *handle, size_t size, uint32_t *hlen,
+			  struct k5msg **km)
+{
+	int rc = -ENOTCONN;
+	pthread_mutex_lock(&g->mu);
+	struct cctx *c = g->cur;
+	if (c && c->hlen > size) {
+		rc = -ENOBUFS;
+	} else if (c) {
+		memcpy(handle, c->handle, c->hlen);
+		*hlen = c->hlen;
+		*km = c->km;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&g->mu);
+	return rc;
 }
 
 static void gss_end(void *st)

@@ -102,4 +102,36 @@ struct nfsd_gss_clnt_stats {
 };
 void nfsd_gss_clnt_stats(struct nfsd_gss_clnt *g, struct nfsd_gss_clnt_stats *st);
 
+/*
+ * The message pieces, shared with the server's callbacks (RFC 8881
+ * §2.10.8.3, nfsd/auth_gss.c), which sign calls under a context the
+ * client made with the server, and with tests.
+ *
+ * nfsd_gss_head_build: into hb (24 + 28 + hlen bytes at most), the call
+ * header hdr (xid to procedure, 24 bytes) and an RPCSEC_GSS credential;
+ * returns its length.  nfsd_gss_msg_build: the record (mark, hb, the
+ * verifier, the MIC of hb, and args of alen bytes in svc's form) into
+ * *msg as gss_marshal's contract (struct nfsd_clnt_auth) says; *args_off
+ * is where the plain arguments start (krb5, krb5i).  0, or -errno
+ * (-EKEYEXPIRED: the context's life is over).  nfsd_gss_reply_check: a
+ * reply's verifier is the MIC of seq and, with accept_stat SUCCESS, its
+ * results verify or unseal and carry seq (*res then at the plain
+ * results); else -EPROTO.
+ */
+struct k5msg;
+/* The current context's handle (gcbp_handle_from_server, RFC 8881
+ * §2.10.8.3) into handle (size bytes) and its per-message calls, to check
+ * the server's callbacks and sign their replies (valid while the context
+ * is current: no call may make a new one meanwhile).  0, -ENOTCONN (no
+ * context now) or -ENOBUFS. */
+int nfsd_gss_clnt_context(struct nfsd_gss_clnt *g, uint8_t *handle, size_t size, uint32_t *hlen,
+			  struct k5msg **km);
+size_t nfsd_gss_head_build(const uint8_t *hdr, uint32_t gss_proc, uint32_t seq, uint32_t service,
+			   const uint8_t *handle, uint32_t hlen, uint8_t *hb);
+int nfsd_gss_msg_build(struct k5msg *km, const uint8_t *hb, size_t hlen, uint32_t seq,
+		       uint32_t svc, const struct iovec *args, unsigned niov, size_t alen,
+		       uint8_t **msg, size_t *mlen, size_t *cap, bool fresh_buf, size_t *args_off);
+int nfsd_gss_reply_check(struct k5msg *km, uint32_t seq, uint32_t svc, uint32_t vflav,
+			 const xdr_opaque *verf, uint32_t astat, struct xdr_dec *res);
+
 #endif

@@ -351,6 +351,13 @@ static nfsstat4 op_sequence(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 
 				status_flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
 			if (!any)
 				status_flags |= SEQ4_STATUS_CB_PATH_DOWN;
+			/* RFC 8881 §18.46.3: the back channel's GSS context
+			 * ended, or ends within a lease */
+			int g = ss->cb_gss ? nfsd_gss_cb_check(ss->cb_gss, nfs41_lease_ns(s)) : 0;
+			if (g < 0)
+				status_flags |= SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED;
+			else if (g > 0)
+				status_flags |= SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRING;
 		}
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -75,6 +75,17 @@
  * reports SEQ4_STATUS_CB_PATH_DOWN(_SESSION) while no back channel
  * connection is known.
  *
+ * Callback security (RFC 8881 §18.36.4, §18.33.3): of csa_sec_parms /
+ * bca_sec_parms, the strongest usable: with opts.gss, RPCSEC_GSS whose
+ * gcbp_handle_from_server names a live context of the client ID's
+ * principal (§2.10.8.3; a client ID made without GSS: the caller's),
+ * else the first AUTH_NONE or AUTH_SYS entry; none usable is
+ * NFS4ERR_ENCR_ALG_UNSUPP (an empty offer is AUTH_NONE).  The session
+ * holds the context (nfsd_gss_cb_new); nfs41_session_backchannel() hands
+ * it out (bc->gss) and says -ENOTCONN once it was destroyed or expired,
+ * and SEQUENCE then reports SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED
+ * (_EXPIRING within a lease of its end) until BACKCHANNEL_CTL replaces it.
+ *
  * NFSv4.0 (RFC 7530; nfsd/nfs40.c), with opts.v40: minor version 0
  * COMPOUNDs have no session rules and no reply limits.  The module runs
  * SETCLIENTID (§16.33.5's case table: a callback update under the same
@@ -110,6 +121,8 @@
 
 struct nfs41_server;
 struct nfs41_session;
+struct nfsd_gss;
+struct nfsd_gss_cb;
 struct nfs41_compound;
 
 /*
@@ -183,6 +196,10 @@ struct nfs41_server_opts {
 	void (*cb40_changed)(void *priv, uint64_t clientid);
 	/* optional: RENEW answers NFS4ERR_CB_PATH_DOWN (RFC 7530 §16.29.4) */
 	bool (*cb_path_down)(void *priv, uint64_t clientid);
+	/* optional: the server's RPCSEC_GSS contexts (nfsd/auth_gss.h), for
+	 * callbacks under the client's own (RFC 8881 §2.10.8.3); see the top
+	 * of this file */
+	struct nfsd_gss *gss;
 };
 
 /* Returns NULL and sets *err (-EINVAL for inconsistent opts, -ENOMEM). */
@@ -257,8 +274,10 @@ uint64_t nfs41_session_clientid(const struct nfs41_session *ss);
 struct nfs41_backchannel {
 	struct nfsd_conn *conn; /* a reference: nfsd_conn_put() it */
 	uint32_t cb_program;
-	uint32_t flavor;      /* NFSD_AUTH_NONE or NFSD_AUTH_SYS */
+	uint32_t flavor;      /* NFSD_AUTH_NONE, NFSD_AUTH_SYS or NFSD_RPCSEC_GSS */
 	uint32_t uid, gid;    /* AUTH_SYS credential the client asked for */
+	/* RPCSEC_GSS: a reference; calls go with nfsd_gss_cb_auth(gss) */
+	struct nfsd_gss_cb *gss;
 	channel_attrs4 attrs; /* back channel attributes (ca_rdma_ird empty) */
 	sessionid4 sessionid;
 	uint32_t minorversion; /* the session's (its CREATE_SESSION's): what
@@ -274,8 +293,11 @@ struct nfs41_session *nfs41_client_session_get(struct nfs41_server *s, uint64_t 
  * to buf and sets *len to the owner's length.  0, or -ENOENT. */
 int nfs41_client_owner(struct nfs41_server *s, uint64_t clientid, void *buf, size_t size,
 		       size_t *len);
-/* The most recently bound back channel connection: 0, or -ENOTCONN. */
+/* The most recently bound back channel connection: 0, or -ENOTCONN (none,
+ * or its RPCSEC_GSS context ended).  Release bc with
+ * nfs41_backchannel_release(). */
 int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel *bc);
+void nfs41_backchannel_release(struct nfs41_backchannel *bc);
 /* A callback on conn failed (-ECONNRESET): forget the connection. */
 void nfs41_session_backchannel_lost(struct nfs41_session *ss, struct nfsd_conn *conn);
 

@@ -477,8 +477,8 @@ int nfs41c_session_create_opts(struct nfsd_clnt *clnt, const struct nfs41c_sessi
 	    .ca_maxrequests = 1,
 	};
 	ca->csa_cb_program = o->cb_program;
-	ca->csa_sec_parms.len = 1;
-	ca->csa_sec_parms.val = &sec;
+	ca->csa_sec_parms.len = o->ncb_sec ? o->ncb_sec : 1;
+	ca->csa_sec_parms.val = o->ncb_sec ? (callback_sec_parms4 *)o->cb_sec : &sec;
 	rc = raw1_minor(clnt, o->auth, minor, &op, &res, &arena);
 	if (rc) {
 		xdr_arena_release(&arena);

@@ -48,6 +48,9 @@ struct nfs41c_session_opts {
 	/* the minor version of EXCHANGE_ID and CREATE_SESSION (the session's,
 	 * which callbacks carry); 0: 1 */
 	uint32_t minorversion;
+	/* csa_sec_parms (RFC 8881 §18.36); none: AUTH_NONE alone */
+	const callback_sec_parms4 *cb_sec;
+	unsigned ncb_sec;
 };
 
 int nfs41c_session_create(struct nfsd_clnt *clnt, const char *owner, uint32_t exchgid_flags,

@@ -38,6 +38,7 @@
 #include <sys/random.h>
 #include <sys/types.h>
 
+#include "nfsd/auth_gss.h"
 #include "nfsd/nfs41.h"
 #include "nfsd/clock.h"
 
@@ -93,6 +94,7 @@ struct nfs41_session {
 	bool dead;
 	struct nfs41_session *hnext, *cnext;
 	uint32_t cb_program, cb_flavor, cb_uid, cb_gid;
+	struct nfsd_gss_cb *cb_gss; /* cb_flavor RPCSEC_GSS: a reference */
 	uint32_t minorversion; /* its CREATE_SESSION's, for CB_COMPOUND */
 	struct conn_rec conns[SESSION_MAX_CONNS];
 	/* lock */

@@ -28,6 +28,7 @@ static void session_free(struct nfs41_session *ss)
 			nfsd_conn_put(ss->conns[i].conn);
 	for (unsigned i = 0; i < ss->nslots; i++)
 		free(ss->slots[i].reply);
+	nfsd_gss_cb_put(ss->cb_gss);
 	pthread_mutex_destroy(&ss->lock);
 	free(ss);
 }
@@ -122,6 +123,10 @@ int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel
 	struct nfs41_server *s = ss->srv;
 	pthread_mutex_lock(&s->lock);
 	const struct conn_rec *best = nfs41_session_back_locked(ss);
+	/* a GSS context that ended is a back channel down until the client
+	 * gives new handles (BACKCHANNEL_CTL) */
+	if (best && ss->cb_gss && nfsd_gss_cb_check(ss->cb_gss, 0) < 0)
+		best = NULL;
 	if (best) {
 		nfsd_conn_get(best->conn);
 		bc->conn = best->conn;
@@ -129,12 +134,23 @@ int nfs41_session_backchannel(struct nfs41_session *ss, struct nfs41_backchannel
 		bc->flavor = ss->cb_flavor;
 		bc->uid = ss->cb_uid;
 		bc->gid = ss->cb_gid;
+		bc->gss = ss->cb_gss;
+		if (bc->gss)
+			nfsd_gss_cb_get(bc->gss);
 		bc->attrs = ss->back;
 		memcpy(bc->sessionid, ss->id, sizeof(bc->sessionid));
 		bc->minorversion = ss->minorversion;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return best ? 0 : -ENOTCONN;
+}
+
+void nfs41_backchannel_release(struct nfs41_backchannel *bc)
+{
+	nfsd_conn_put(bc->conn);
+	nfsd_gss_cb_put(bc->gss);
+	bc->conn = NULL;
+	bc->gss = NULL;
 }
 
 void nfs41_session_backchannel_lost(struct nfs41_session *ss, struct nfsd_conn *conn)
@@ -154,24 +170,68 @@ void nfs41_session_backchannel_lost(struct nfs41_session *ss, struct nfsd_conn *
 
 /* ------------------------------------------------------------ CREATE_SESSION */
 
-/* The first callback security the back channel can use (RFC 8881 §18.36.3). */
-static nfsstat4 cb_sec_pick(uint32_t n, const callback_sec_parms4 *p, uint32_t *flavor,
-			    uint32_t *uid, uint32_t *gid)
+/* The callback security a session's back channel uses. */
+struct cb_sec {
+	uint32_t flavor, uid, gid;
+	struct nfsd_gss_cb *gss; /* RPCSEC_GSS: a reference */
+};
+
+/*
+ * Of the client's offer (RFC 8881 §18.36.4, §18.33.3), the strongest we
+ * can use: RPCSEC_GSS whose gcbp_handle_from_server names a live context
+ * of principal (§2.10.8.3; the first such entry), else the first AUTH_NONE
+ * or AUTH_SYS entry.  An offer with nothing usable (only GSS entries with
+ * stale handles or another principal's contexts, or unknown flavors) is
+ * NFS4ERR_ENCR_ALG_UNSUPP, as from knfsd; an empty offer is AUTH_NONE.
+ */
+static nfsstat4 cb_sec_pick(struct nfs41_server *s, uint32_t n, const callback_sec_parms4 *p,
+			    const char *principal, struct cb_sec *out)
 {
-	*flavor = NFSD_AUTH_NONE;
-	*uid = *gid = 65534;
+	*out = (struct cb_sec){.flavor = NFSD_AUTH_NONE, .uid = 65534, .gid = 65534};
+	for (uint32_t i = 0; i < n && s->o.gss; i++) {
+		const gss_cb_handles4 *h = &p[i].u.cbsp_gss_handles;
+		if (p[i].cb_secflavor == NFSD_RPCSEC_GSS &&
+		    !nfsd_gss_cb_new(s->o.gss, &h->gcbp_handle_from_server,
+				     &h->gcbp_handle_from_client, (uint32_t)h->gcbp_service,
+				     principal, &out->gss)) {
+			out->flavor = NFSD_RPCSEC_GSS;
+			return NFS4_OK;
+		}
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (p[i].cb_secflavor == NFSD_AUTH_NONE)
 			return NFS4_OK;
 		if (p[i].cb_secflavor == NFSD_AUTH_SYS) {
-			*flavor = NFSD_AUTH_SYS;
-			*uid = p[i].u.cbsp_sys_cred.uid;
-			*gid = p[i].u.cbsp_sys_cred.gid;
+			out->flavor = NFSD_AUTH_SYS;
+			out->uid = p[i].u.cbsp_sys_cred.uid;
+			out->gid = p[i].u.cbsp_sys_cred.gid;
 			return NFS4_OK;
 		}
 	}
-	/* only RPCSEC_GSS offered: we cannot call back with it */
 	return n ? NFS4ERR_ENCR_ALG_UNSUPP : NFS4_OK;
+}
+
+/* The principal whose contexts may carry clp's callbacks: the client ID's
+ * GSS name, or for a client ID made without GSS the caller's (srv->lock). */
+static const char *cb_principal(const struct nfs41_client *clp, const struct nfsd_req *req)
+{
+	if (clp->princ_name)
+		return clp->princ_name;
+	return req ? req->cred.principal : NULL;
+}
+
+/* Install sec as ss's callback security (srv->lock held); the old GSS
+ * reference goes to *put, for after unlocking. */
+static void cb_sec_set_locked(struct nfs41_session *ss, uint32_t program, struct cb_sec *sec,
+			      struct nfsd_gss_cb **put)
+{
+	ss->cb_program = program;
+	ss->cb_flavor = sec->flavor;
+	ss->cb_uid = sec->uid;
+	ss->cb_gid = sec->gid;
+	*put = ss->cb_gss;
+	ss->cb_gss = sec->gss;
+	sec->gss = NULL;
 }
 
 static uint32_t min32(uint32_t a, uint32_t b)
@@ -264,14 +324,13 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 	CREATE_SESSION4args *ca = &a->u.opcreate_session;
 	CREATE_SESSION4resok *ok = &r->u.opcreate_session.u.csr_resok4;
 	channel_attrs4 fore, back;
-	uint32_t flavor, uid, gid;
+	struct cb_sec sec = {0};
+	struct nfsd_gss_cb *old_gss = NULL;
 
 	uint32_t *ird_buf = xdr_arena_alloc(c->arena, sizeof(*ird_buf));
 	if (!ird_buf)
 		return NFS4ERR_SERVERFAULT;
 	nfsstat4 st = chan_negotiate(s, ca, c->req ? c->req->conn : NULL, ird_buf, &fore, &back);
-	if (!st)
-		st = cb_sec_pick(ca->csa_sec_parms.len, ca->csa_sec_parms.val, &flavor, &uid, &gid);
 	if (st)
 		return st;
 
@@ -298,6 +357,9 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 		st = NFS4ERR_SEQ_MISORDERED;
 	} else if (clp->nsessions >= SESSIONS_PER_CLIENT) {
 		st = NFS4ERR_NOSPC;
+	} else {
+		st = cb_sec_pick(s, ca->csa_sec_parms.len, ca->csa_sec_parms.val,
+				 cb_principal(clp, c->req), &sec);
 	}
 	if (st)
 		goto out;
@@ -307,11 +369,8 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 		st = NFS4ERR_DELAY;
 		goto out;
 	}
-	ss->cb_program = ca->csa_cb_program;
 	ss->minorversion = c->minorversion;
-	ss->cb_flavor = flavor;
-	ss->cb_uid = uid;
-	ss->cb_gid = gid;
+	cb_sec_set_locked(ss, ca->csa_cb_program, &sec, &old_gss);
 	conn_bind_locked(s, ss, c->req->conn, flags ? CDFS4_BOTH : CDFS4_FORE);
 	if (!clp->confirmed) {
 		/* Confirming a rebooted client's new ID ends the old one
@@ -333,6 +392,8 @@ nfsstat4 nfs41_op_create_session(struct nfs41_compound *c, nfs_argop4 *a, nfs_re
 	clp->cs_cached = true;
 out:
 	pthread_mutex_unlock(&s->lock);
+	nfsd_gss_cb_put(sec.gss);
+	nfsd_gss_cb_put(old_gss);
 	nfs41_client_reap(s, dead);
 	return st;
 }
@@ -412,21 +473,20 @@ nfsstat4 nfs41_op_backchannel_ctl(struct nfs41_compound *c, nfs_argop4 *a, nfs_r
 {
 	struct nfs41_server *s = c->srv;
 	BACKCHANNEL_CTL4args *ba = &a->u.opbackchannel_ctl;
-	uint32_t flavor, uid, gid;
-	nfsstat4 st =
-	    cb_sec_pick(ba->bca_sec_parms.len, ba->bca_sec_parms.val, &flavor, &uid, &gid);
-	if (st)
-		return st;
 	struct nfs41_session *ss = c->session;
+	struct cb_sec sec = {0};
+	struct nfsd_gss_cb *old_gss = NULL;
+	nfsstat4 st;
 	pthread_mutex_lock(&s->lock);
-	if (ss->dead) {
+	if (ss->dead || !ss->clp)
 		st = NFS4ERR_BADSESSION;
-	} else {
-		ss->cb_program = ba->bca_cb_program;
-		ss->cb_flavor = flavor;
-		ss->cb_uid = uid;
-		ss->cb_gid = gid;
-	}
+	else
+		st = cb_sec_pick(s, ba->bca_sec_parms.len, ba->bca_sec_parms.val,
+				 cb_principal(ss->clp, c->req), &sec);
+	if (!st)
+		cb_sec_set_locked(ss, ba->bca_cb_program, &sec, &old_gss);
 	pthread_mutex_unlock(&s->lock);
+	nfsd_gss_cb_put(sec.gss);
+	nfsd_gss_cb_put(old_gss);
 	return st;
 }

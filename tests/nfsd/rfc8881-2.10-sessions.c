@@ -166,7 +166,7 @@ static nfsstat4 t_cbprobe(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r
 		pthread_mutex_unlock(&w.lock);
 		rc = w.err;
 	}
-	nfsd_conn_put(bc.conn);
+	nfs41_backchannel_release(&bc);
 	pthread_cond_destroy(&w.cond);
 	pthread_mutex_destroy(&w.lock);
 	return rc ? NFS4ERR_CB_PATH_DOWN : NFS4_OK;
