@@ -54,7 +54,10 @@ creates() { # DIR: NFILES empty files
 }
 
 # the small files' contents, and the name lists (so that stat and the
-# small-file read do not list the directory first)
+# small-file read do not list the directory first).  xargs runs
+# /bin/busybox, not the applet: busybox 1.35's xargs runs a "nofork"
+# applet such as stat in its own process and garbles the names of its
+# second batch ("f153/c/f1446").
 mkdir -p /tmp/small
 i=0
 while [ $i -lt "$NSMALL" ]; do
@@ -91,7 +94,7 @@ while [ $r -le "$ROUNDS" ]; do
 	done
 	for s in $order; do
 		cold
-		measure $r $s stat "$NFILES" xargs stat < /tmp/cnames.$s
+		measure $r $s stat "$NFILES" xargs /bin/busybox stat < /tmp/cnames.$s
 	done
 	for s in $order; do
 		cold
@@ -99,7 +102,7 @@ while [ $r -le "$ROUNDS" ]; do
 	done
 	for s in $order; do
 		cold
-		measure $r $s smallread "$NSMALL" xargs cat < /tmp/snames.$s
+		measure $r $s smallread "$NSMALL" xargs /bin/busybox cat < /tmp/snames.$s
 	done
 	for s in $order; do
 		cold

@@ -35,7 +35,7 @@
 #   bench/kclient.sh [--backend uml|qemu] [--rounds R] [--mib N] [--files N]
 #                    [--small N] [--small-kib K] [--store DIR] [--quick]
 # UML by default (faster here); defaults: 5 rounds, 256 MiB, 2000 files,
-# 500 small files of 64 KiB (about 10 min under UML); --quick: 2 rounds
+# 500 small files of 64 KiB (about 6 min under UML); --quick: 2 rounds
 # (one with each server first), 32 MiB, 300 files, 100 small files (about
 # a minute).  Exit 0, 77 with a
 # reason where no guest can be booted or Ganesha cannot run, 99 on
