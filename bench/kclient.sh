@@ -205,7 +205,7 @@ kc, ops = [], {}
 for line in sys.stdin:
     f = line.split()
     if f[0] == "@@KC":
-        kc.append((int(f[1]), f[2], f[3], float(f[4]), float(f[5])))
+        kc.append((int(f[1]), f[2], f[3], int(f[4]), float(f[5])))
     else:  # @@OPS round server phase OP calls rtt_ms exec_ms
         o = ops.setdefault((f[2], f[3]), {}).setdefault(f[4], [0, 0, 0])
         o[0] += int(f[5]); o[1] += int(f[6]); o[2] += int(f[7])
