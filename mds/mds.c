@@ -429,6 +429,11 @@ static int exports_build(struct braid_mds *mds, struct mds_exports **out, char *
 				exports_snapshot_free(x);
 				return -EINVAL;
 			}
+		for (unsigned j = 0; j < ex->v[i].nclients; j++) {
+			const struct export_client *cl = &ex->v[i].clients[j];
+			x->names |= cl->kind == EXPORT_CLIENT_WILDCARD ||
+				    (cl->kind == EXPORT_CLIENT_HOST && !cl->family);
+		}
 		if ((rc = export_resolve(mds, ex->v[i].path, &e->root_ino, msg, msglen))) {
 			exports_snapshot_free(x);
 			return rc;
@@ -594,6 +599,15 @@ static bool port_ok(const struct export_client *cl, uint32_t flavor, const struc
 		"last line)",
 		host, port, atomic_exchange(&quiet, 0));
 	return false;
+}
+
+/* nfs41_server_opts.inline_ok: no export matching by name (getnameinfo) */
+static bool mds_inline_ok(void *priv, const struct nfsd_req *req)
+{
+	struct mds_exports *x = mds_exports_get(priv);
+	bool ok = !x->names;
+	mds_exports_put(x);
+	return ok;
 }
 
 nfsstat4 mds_req_cred(struct nfs41_compound *c, uint32_t export_id, struct mds_cred *cred)
@@ -900,6 +914,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 		.client_expired = mds_state_client_expired,
 		.client_has_state = mds_state_client_has_state,
 		.status_flags = mds_state_seq_flags,
+		.inline_ok = mds_inline_ok,
 		.metrics = mds->metrics,
 		/* NFSv4.0 (RFC 7530): mds/op_v40.c, mds/callback.c */
 		.v40 = true,

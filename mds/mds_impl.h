@@ -110,6 +110,8 @@ struct mds_exports {
 	struct exports *ex;
 	struct mds_export *v;
 	unsigned n;
+	bool names; /* some client is a host name or wildcard: matching may
+		     * need the name service (mds_exports_match) */
 };
 struct mds_exports *mds_exports_get(struct braid_mds *mds);
 void mds_exports_put(struct mds_exports *x);

@@ -1184,8 +1184,8 @@ static nfsstat4 op_listxattrs(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 }
 
 const struct mds_opdef mds_ops_attr[] = {
-    {OP_ACCESS, {.fn = op_access, .flags = NFS41_OP_NEEDS_FH}},
-    {OP_GETATTR, {.fn = op_getattr, .flags = NFS41_OP_NEEDS_FH}},
+    {OP_ACCESS, {.fn = op_access, .flags = NFS41_OP_NEEDS_FH | NFS41_OP_INLINE}},
+    {OP_GETATTR, {.fn = op_getattr, .flags = NFS41_OP_NEEDS_FH | NFS41_OP_INLINE}},
     {OP_SETATTR, {.fn = op_setattr, .flags = NFS41_OP_NEEDS_FH, .res_bound = setattr_bound}},
     {OP_VERIFY, {.fn = op_verify, .flags = NFS41_OP_NEEDS_FH}},
     {OP_NVERIFY, {.fn = op_nverify, .flags = NFS41_OP_NEEDS_FH}},

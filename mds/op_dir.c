@@ -1049,10 +1049,10 @@ static nfsstat4 op_secinfo_no_name(struct nfs41_compound *c, nfs_argop4 *a, nfs_
 }
 
 const struct mds_opdef mds_ops_dir[] = {
-    {OP_PUTFH, {.fn = op_putfh}},
-    {OP_PUTROOTFH, {.fn = op_putrootfh}},
+    {OP_PUTFH, {.fn = op_putfh, .flags = NFS41_OP_INLINE}},
+    {OP_PUTROOTFH, {.fn = op_putrootfh, .flags = NFS41_OP_INLINE}},
     {OP_PUTPUBFH, {.fn = op_putrootfh}},
-    {OP_LOOKUP, {.fn = op_lookup, .flags = NFS41_OP_NEEDS_FH}},
+    {OP_LOOKUP, {.fn = op_lookup, .flags = NFS41_OP_NEEDS_FH | NFS41_OP_INLINE}},
     {OP_LOOKUPP, {.fn = op_lookupp, .flags = NFS41_OP_NEEDS_FH}},
     {OP_CREATE, {.fn = op_create, .flags = NFS41_OP_NEEDS_FH}},
     {OP_REMOVE, {.fn = op_remove, .flags = NFS41_OP_NEEDS_FH}},

@@ -119,11 +119,11 @@ static const struct {
 	nfs41_op_fn fn;
 	unsigned flags;
 } builtin_ops[OP_MAX + 1] = {
-    [OP_GETFH] = {op_getfh, NFS41_OP_NEEDS_FH},
+    [OP_GETFH] = {op_getfh, NFS41_OP_NEEDS_FH | NFS41_OP_INLINE},
     [OP_OPEN_CONFIRM] = {NULL, F_V40},
     [OP_RENEW] = {nfs40_op_renew, F_V40},
-    [OP_RESTOREFH] = {op_restorefh, 0},
-    [OP_SAVEFH] = {op_savefh, NFS41_OP_NEEDS_FH},
+    [OP_RESTOREFH] = {op_restorefh, NFS41_OP_INLINE},
+    [OP_SAVEFH] = {op_savefh, NFS41_OP_NEEDS_FH | NFS41_OP_INLINE},
     [OP_SETCLIENTID] = {nfs40_op_setclientid, F_V40},
     [OP_SETCLIENTID_CONFIRM] = {nfs40_op_setclientid_confirm, F_V40},
     [OP_RELEASE_LOCKOWNER] = {NULL, F_V40},
@@ -132,7 +132,7 @@ static const struct {
     [OP_EXCHANGE_ID] = {nfs41_op_exchange_id, F_MODULE | F_SESSIONLESS},
     [OP_CREATE_SESSION] = {nfs41_op_create_session, F_MODULE | F_SESSIONLESS},
     [OP_DESTROY_SESSION] = {nfs41_op_destroy_session, F_MODULE | F_SESSIONLESS},
-    [OP_SEQUENCE] = {op_sequence, F_MODULE},
+    [OP_SEQUENCE] = {op_sequence, F_MODULE | NFS41_OP_INLINE},
     [OP_DESTROY_CLIENTID] = {nfs41_op_destroy_clientid, F_MODULE | F_SESSIONLESS},
     [OP_RECLAIM_COMPLETE] = {nfs41_op_reclaim_complete, 0},
 };
@@ -328,7 +328,10 @@ static nfsstat4 op_sequence(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 
 	pthread_mutex_lock(&s->lock);
 	struct nfs41_session *ss = nfs41_session_find_locked(s, sa->sa_sessionid);
 	if (ss && nfs41_client_expired_locked(ss->clp, now)) {
-		nfs41_client_unlink_locked(s, ss->clp, &dead);
+		/* reaping may block: on the loop thread the next sweep (a
+		 * worker's) does it; the session is as gone either way */
+		if (!c->req->on_loop)
+			nfs41_client_unlink_locked(s, ss->clp, &dead);
 		ss = NULL;
 	}
 	bool sp4_allow = false;
@@ -612,7 +615,7 @@ int nfs41_server_compound(struct nfs41_server *s, struct nfsd_req *req)
 
 	/* lazy lease expiry of every client, at most every SWEEP_INTERVAL_NS */
 	uint64_t now = nfsd_now_ns();
-	if (now >= atomic_load_explicit(&s->next_sweep_ns, memory_order_relaxed)) {
+	if (!req->on_loop && now >= atomic_load_explicit(&s->next_sweep_ns, memory_order_relaxed)) {
 		struct nfs41_client *dead = NULL;
 		pthread_mutex_lock(&s->lock);
 		nfs41_client_sweep_locked(s, now, &dead);
@@ -686,6 +689,35 @@ static int proc_compound(struct nfsd_req *req, void *args, void *res)
 	return nfs41_server_compound(req->priv, req);
 }
 
+/* nfsd_proc.inline_ok: a 4.1+ COMPOUND whose ops all have NFS41_OP_INLINE,
+ * while no lease sweep (whose reaping may block) is due.  Decodes the ops
+ * into scratch from the arena; the worker or the loop decodes them again. */
+static bool compound_inline_ok(struct nfsd_req *req)
+{
+	struct nfs41_server *s = req->priv;
+	struct xdr_dec d = req->dec;
+	utf8string tag;
+	uint32_t minor, n;
+	if (xdr_dec_utf8string(&d, &tag) || xdr_dec_uint32(&d, &minor) ||
+	    xdr_dec_uint32(&d, &n) || minor == 0 || !minor_ok(s, minor) || !n ||
+	    n > s->o.max_ops)
+		return false;
+	if (nfsd_now_ns() >= atomic_load_explicit(&s->next_sweep_ns, memory_order_relaxed))
+		return false;
+	if (s->o.inline_ok && !s->o.inline_ok(s->o.priv, req))
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		nfs_argop4 a;
+		if (xdr_dec_left(&d) < 4)
+			return false;
+		int32_t op = (int32_t)xdr_get32(d.p);
+		if (!op_legal(minor, op) || !(s->table[op].flags & NFS41_OP_INLINE) ||
+		    xdr_dec_nfs_argop4(&d, &a))
+			return false;
+	}
+	return true;
+}
+
 const struct nfsd_program *nfs41_server_program(struct nfs41_server *s)
 {
 	return &s->prog;
@@ -749,7 +781,7 @@ struct nfs41_server *nfs41_server_new(const struct nfs41_server_opts *o, int *er
 			s->table[i] = o->ops[i];
 		else if (builtin_ops[i].fn)
 			s->table[i] =
-			    (struct nfs41_op){builtin_ops[i].fn, f & NFS41_OP_NEEDS_FH, NULL};
+			    (struct nfs41_op){builtin_ops[i].fn, f & (NFS41_OP_NEEDS_FH | NFS41_OP_INLINE), NULL};
 	}
 	/* minor version 0: the same, with the 4.0-only operations (RFC 7530) */
 	for (unsigned i = 0; o->v40 && i <= OP_MAX_V40; i++) {
@@ -766,7 +798,8 @@ struct nfs41_server *nfs41_server_new(const struct nfs41_server_opts *o, int *er
 	s->impl_id.nii_name = xdr_string_of(PACKAGE_NAME " " PACKAGE_VERSION);
 	s->procs[0] =
 	    (struct nfsd_proc){.name = "NULL", .fn = proc_null, .flags = NFSD_PROC_INLINE};
-	s->procs[1] = (struct nfsd_proc){.name = "COMPOUND", .fn = proc_compound};
+	s->procs[1] = (struct nfsd_proc){
+	    .name = "COMPOUND", .fn = proc_compound, .inline_ok = compound_inline_ok};
 	s->vers = (struct nfsd_version){.vers = 4, .procs = s->procs, .nprocs = 2, .priv = s};
 	s->prog = (struct nfsd_program){
 	    .prog = NFS4_PROGRAM, .name = "nfs4", .versions = &s->vers, .nversions = 1, .priv = s};

@@ -136,6 +136,9 @@ typedef nfsstat4 (*nfs41_op_fn)(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 
 enum nfs41_op_flags {
 	NFS41_OP_NEEDS_FH = 1 << 0, /* NFS4ERR_NOFILEHANDLE without a current fh */
+	/* never blocks (no disk write, no call to another server, no name
+	 * service): a 4.1+ COMPOUND of only such ops runs on the loop thread */
+	NFS41_OP_INLINE = 1 << 1,
 };
 
 struct nfs41_op {
@@ -179,6 +182,10 @@ struct nfs41_server_opts {
 	 * RECALLABLE_STATE_REVOKED while a revoked delegation is not freed);
 	 * called on every SEQUENCE, so it must be cheap */
 	uint32_t (*status_flags)(void *priv, uint64_t clientid);
+	/* optional: false keeps this call's COMPOUND off the loop thread even
+	 * when every op has NFS41_OP_INLINE (e.g. its credential check would
+	 * need the name service) */
+	bool (*inline_ok)(void *priv, const struct nfsd_req *req);
 	/* optional: count and time every operation (nfsd/metrics.h) */
 	struct nfsd_metrics *metrics;
 

@@ -122,6 +122,11 @@ struct nfsd_proc {
 	xdr_enc_fn enc_res;
 	size_t res_size;
 	unsigned flags;
+	/* optional, for a procedure without NFSD_PROC_INLINE: this call, its
+	 * arguments still undecoded in req->dec, never blocks and may run on
+	 * the loop thread (e.g. a COMPOUND of only non-blocking operations);
+	 * the procedure then sees req->on_loop */
+	bool (*inline_ok)(struct nfsd_req *req);
 };
 
 /*
@@ -267,6 +272,7 @@ struct nfsd_req {
 	void *args, *res;
 	int status;
 	bool bulk; /* counted in its connection's bulk window */
+	bool on_loop; /* runs on its loop thread: must not block */
 	/* the whole call record (xid first), for flavors that sign calls */
 	const uint8_t *rec;
 	size_t rec_len;

@@ -527,15 +527,18 @@ void nfsd_svc_record(struct nfsd_conn *c, uint8_t *rec, size_t len)
 			break;
 		}
 	}
-	if (r->cred.flavor == NFSD_AUTH_SYS && l->srv->opts.manage_gids &&
-	    !(r->p->flags & NFSD_PROC_INLINE))
+	bool gids = r->cred.flavor == NFSD_AUTH_SYS && l->srv->opts.manage_gids;
+	/* group resolution may block: such a call goes to a worker */
+	r->on_loop = (r->p->flags & NFSD_PROC_INLINE) ||
+		     (!gids && r->p->inline_ok && r->p->inline_ok(r));
+	if (gids && !r->on_loop)
 		nfsd_auth_resolve_groups(r);
 	c->reqs_out++;
 	if ((r->p->flags & NFSD_PROC_BULK) && l->srv->opts.bulk_window) {
 		r->bulk = true;
 		atomic_fetch_add_explicit(&c->bulk_out, 1, memory_order_relaxed);
 	}
-	if (r->p->flags & NFSD_PROC_INLINE) {
+	if (r->on_loop) {
 		int st = r->p->fn(r, r->args, r->res);
 		if (st == NFSD_ASYNC)
 			return;
