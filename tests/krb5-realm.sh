@@ -28,6 +28,14 @@
 #   krb5_realm_stop
 #       stop the KDC; the caller's EXIT trap calls it (DIR is the caller's
 #       to remove).
+#   krb5_realm_test NAME BIN CLIENT-PRINCIPAL...
+#       the whole of a cluster test's script (tests/mds/krb5-*.sh): skip
+#       (77) without the MIT tools, fail (99) instead with CI set; a realm
+#       in a temporary directory with nfs/localhost's keys in
+#       DIR/server.keytab and each CLIENT-PRINCIPAL's in DIR/client.keytab;
+#       then BIN DIR/server.keytab with KRB5_KTNAME, KRB5_CLIENT_KTNAME and
+#       KRB5CCNAME (a DIR ccache) set, the KDC's log tail if it fails; exits
+#       with BIN's status.
 # Each function prints the reason (and the tool's log) and returns non-zero
 # when it fails.
 
@@ -154,4 +162,33 @@ krb5_realm_stop() {
 		KRB5_KDC_PID=
 	fi
 	return 0
+}
+
+krb5_realm_test() {
+	_kt_name=$1 _kt_bin=$2
+	shift 2
+	if ! _kt_why=$(krb5_realm_need); then
+		if [ -n "${CI:-}" ]; then
+			echo "FAIL: $_kt_why (CI must run this test)"
+			exit 99
+		fi
+		echo "SKIP: $_kt_why"
+		exit 77
+	fi
+	_kt_tmp=$(mktemp -d "${TMPDIR:-/tmp}/braid-$_kt_name.XXXXXX") || exit 99
+	trap 'krb5_realm_stop; rm -rf "$_kt_tmp"' EXIT
+	trap 'exit 1' HUP INT TERM
+	krb5_realm_start "$_kt_tmp" BRAID.TEST localhost || exit 99
+	krb5_addprinc nfs/localhost "$@" || exit 99
+	krb5_ktadd "$_kt_tmp/server.keytab" nfs/localhost || exit 99
+	krb5_ktadd "$_kt_tmp/client.keytab" "$@" || exit 99
+	mkdir "$_kt_tmp/ccache" || exit 99
+	KRB5_KTNAME=FILE:$_kt_tmp/server.keytab KRB5_CLIENT_KTNAME=FILE:$_kt_tmp/client.keytab \
+		KRB5CCNAME=DIR:$_kt_tmp/ccache "$_kt_bin" "$_kt_tmp/server.keytab"
+	_kt_rc=$?
+	if [ $_kt_rc -ne 0 ]; then
+		echo "$_kt_name failed ($_kt_rc); KDC log:"
+		tail -n 30 "$_kt_tmp/kdc.log"
+	fi
+	exit $_kt_rc
 }

@@ -39,6 +39,7 @@
 #include "layout/devid.h"
 #include "mds/data.h"
 #include "nfsd/clnt_gss.h"
+#include "tests/mds/krb5-test.h"
 #include "tests/mds/layout-test.h"
 
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
@@ -47,25 +48,6 @@ static struct lt L;
 static const char *keytab;
 static struct nfsd_gss_clnt *mach_g; /* the client host's principal */
 static uint8_t buf[65536], rbuf[65536];
-
-static struct nfsd_gss_clnt *gss_for(struct nfsd_clnt *c, const char *principal)
-{
-	char why[512];
-	int err = 0;
-	struct nfsd_gss_clnt_opts o = {
-	    .prog = NFS4_PROGRAM,
-	    .vers = 4,
-	    .service = "nfs@localhost",
-	    .principal = principal,
-	    .keytab = getenv("KRB5_CLIENT_KTNAME"),
-	    .timeout_ms = 10000,
-	};
-	struct nfsd_gss_clnt *g = nfsd_gss_clnt_new(c, &o, why, sizeof(why), &err);
-	if (!g)
-		fprintf(stderr, "nfsd_gss_clnt_new(%s): %s (%s)\n", principal, strerror(-err), why);
-	CHECK(g);
-	return g;
-}
 
 static struct nfsd_clnt *connect_port(int port)
 {
@@ -405,10 +387,10 @@ int main(int argc, char **argv)
 	cds_start(&L.m, &L.ds[0]);
 
 	struct nfsd_clnt *c = mt_connect(&L.m);
-	struct nfsd_gss_clnt *mach = gss_for(c, "nfs/client.braid.test");
+	struct nfsd_gss_clnt *mach = test_gss_clnt(c, "nfs/client.braid.test");
 	mach_g = mach;
-	struct nfsd_gss_clnt *user = gss_for(c, "daemon");
-	struct nfsd_gss_clnt *nouser = gss_for(c, "nouser");
+	struct nfsd_gss_clnt *user = test_gss_clnt(c, "daemon");
+	struct nfsd_gss_clnt *nouser = test_gss_clnt(c, "nouser");
 	t_state_protection(c, mach, nouser);
 
 	struct nfs41c_session *p =
@@ -420,7 +402,7 @@ int main(int argc, char **argv)
 
 	/* the data server, over Kerberos as another principal */
 	struct nfsd_clnt *dc = connect_port(L.ds[0].port);
-	struct nfsd_gss_clnt *dg = gss_for(dc, "daemon");
+	struct nfsd_gss_clnt *dg = test_gss_clnt(dc, "daemon");
 	struct nfs41c_session *dsx = session(dc, "krb5-ds-client",
 					     nfsd_gss_clnt_auth(dg, NFSD_GSS_SVC_INTEGRITY), false,
 					     EXCHGID4_FLAG_USE_PNFS_DS);

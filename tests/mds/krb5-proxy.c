@@ -27,6 +27,7 @@
 
 #include "dataserver/ds_impl.h"
 #include "nfsd/clnt_gss.h"
+#include "tests/mds/krb5-test.h"
 #include "tests/mds/layout-test.h"
 
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
@@ -34,25 +35,6 @@
 
 static struct lt L;
 static uint8_t buf[LEN], rbuf[LEN];
-
-static struct nfsd_gss_clnt *gss_for(struct nfsd_clnt *c, const char *principal)
-{
-	char why[512];
-	int err = 0;
-	struct nfsd_gss_clnt_opts o = {
-	    .prog = NFS4_PROGRAM,
-	    .vers = 4,
-	    .service = "nfs@localhost",
-	    .principal = principal,
-	    .keytab = getenv("KRB5_CLIENT_KTNAME"),
-	    .timeout_ms = 10000,
-	};
-	struct nfsd_gss_clnt *g = nfsd_gss_clnt_new(c, &o, why, sizeof(why), &err);
-	if (!g)
-		fprintf(stderr, "nfsd_gss_clnt_new(%s): %s (%s)\n", principal, strerror(-err), why);
-	CHECK(g);
-	return g;
-}
 
 static struct nfs41c_session *session(struct nfsd_clnt *c, const char *owner,
 				      const struct nfsd_clnt_auth *auth)
@@ -246,7 +228,7 @@ int main(int argc, char **argv)
 	cds_start(&L.m, &L.ds[0]);
 
 	struct nfsd_clnt *c = mt_connect(&L.m);
-	struct nfsd_gss_clnt *mach = gss_for(c, "nfs/client.braid.test");
+	struct nfsd_gss_clnt *mach = test_gss_clnt(c, "nfs/client.braid.test");
 	struct nfs41c_session *p =
 	    session(c, "krb5p-client", nfsd_gss_clnt_auth(mach, NFSD_GSS_SVC_PRIVACY));
 	struct nfs41c_session *i =

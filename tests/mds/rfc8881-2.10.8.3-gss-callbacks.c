@@ -29,6 +29,7 @@
 
 #include "mds/callback.h"
 #include "nfsd/clnt_gss.h"
+#include "tests/mds/krb5-test.h"
 #include "nfsd/k5msg.h"
 #include "tests/mds/mds-test.h"
 
@@ -196,25 +197,6 @@ static struct nfsd_version cb_vers = {.vers = 1, .procs = cb_procs, .nprocs = 2}
 static struct nfsd_program cb_prog = {
     .prog = CBPROG, .name = "cb", .versions = &cb_vers, .nversions = 1};
 
-static struct nfsd_gss_clnt *gss_for(struct nfsd_clnt *c, const char *principal)
-{
-	char why[512];
-	int err = 0;
-	struct nfsd_gss_clnt_opts o = {
-	    .prog = NFS4_PROGRAM,
-	    .vers = 4,
-	    .service = "nfs@localhost",
-	    .principal = principal,
-	    .keytab = getenv("KRB5_CLIENT_KTNAME"),
-	    .timeout_ms = 10000,
-	};
-	struct nfsd_gss_clnt *g = nfsd_gss_clnt_new(c, &o, why, sizeof(why), &err);
-	if (!g)
-		fprintf(stderr, "nfsd_gss_clnt_new(%s): %s (%s)\n", principal, strerror(-err), why);
-	CHECK(g);
-	return g;
-}
-
 /* RPCSEC_GSS callback parms naming g's context, and cbs set to expect them. */
 static callback_sec_parms4 gss_parms(struct nfsd_gss_clnt *g, uint32_t service, const char *hfc,
 				     uint8_t *hbuf)
@@ -327,8 +309,8 @@ int main(int argc, char **argv)
 	struct nfsd_clnt *c = nfsd_clnt_new(eng, (struct sockaddr *)&sa, sizeof(sa), &co, &err);
 	CHECK(c);
 
-	struct nfsd_gss_clnt *g_fore = gss_for(c, CLIENT), *g_cb = gss_for(c, CLIENT);
-	struct nfsd_gss_clnt *g_other = gss_for(c, "daemon");
+	struct nfsd_gss_clnt *g_fore = test_gss_clnt(c, CLIENT), *g_cb = test_gss_clnt(c, CLIENT);
+	struct nfsd_gss_clnt *g_other = test_gss_clnt(c, "daemon");
 	uint8_t h1[256], h2[256], h3[256];
 
 	/* a stale handle, or another principal's context, alone: refused */
