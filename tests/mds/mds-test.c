@@ -2,6 +2,7 @@
 /* Helpers for the braid-mds protocol tests (tests/mds/mds-test.h). */
 #include "config.h"
 
+#include "mds/callback.h"
 #include "tests/mds/mds-test.h"
 
 void mt_write_file(const char *path, const char *text, mode_t mode)
@@ -172,4 +173,20 @@ bitmap4 mt_bitmap(struct xdr_arena *arena, ...)
 	va_end(ap);
 	bitmap4 b = {.len = len, .val = w};
 	return b;
+}
+
+int mt_cb_seq(struct mt *t, uint64_t clientid)
+{
+	uint8_t buf[4096];
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, buf, sizeof(buf), 1 << 20);
+	CB_COMPOUND4res res;
+	int rc = mds_cb_compound(t->mds, clientid, NULL, 0, &res, &ar);
+	if (!rc) {
+		CHECK_EQ(res.status, NFS4_OK);
+		CHECK_EQ(res.resarray.len, 1);
+		CHECK_EQ(res.resarray.val[0].u.opcbsequence.csr_status, NFS4_OK);
+	}
+	xdr_arena_release(&ar);
+	return rc;
 }

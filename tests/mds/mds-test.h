@@ -73,6 +73,10 @@ struct nfs41c_session *mt_session_noreclaim(struct mt *t, const char *owner, uin
 /* RECLAIM_COMPLETE (rca_one_fs false) on s: must succeed. */
 void mt_reclaim_complete(struct nfs41c_session *s);
 
+/* A CB_COMPOUND of CB_SEQUENCE alone to clientid over its back channel
+ * (mds_cb_compound): its error, or 0 once the reply said NFS4_OK. */
+int mt_cb_seq(struct mt *t, uint64_t clientid);
+
 /* A COMPOUND that must get a reply (any status); res in arena. */
 void mt_compound(struct nfs41c_session *s, const nfs_argop4 *ops, unsigned n, COMPOUND4res *res,
 		 struct xdr_arena *arena);

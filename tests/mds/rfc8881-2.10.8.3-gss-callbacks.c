@@ -255,22 +255,6 @@ static nfsstat4 backchannel_ctl(struct nfs41c_session *s, callback_sec_parms4 *p
 	return st;
 }
 
-static int cb_seq(struct mt *t, uint64_t clientid)
-{
-	uint8_t buf[4096];
-	struct xdr_arena ar;
-	xdr_arena_init(&ar, buf, sizeof(buf), 1 << 20);
-	CB_COMPOUND4res res;
-	int rc = mds_cb_compound(t->mds, clientid, NULL, 0, &res, &ar);
-	if (!rc) {
-		CHECK_EQ(res.status, NFS4_OK);
-		CHECK_EQ(res.resarray.len, 1);
-		CHECK_EQ(res.resarray.val[0].u.opcbsequence.csr_status, NFS4_OK);
-	}
-	xdr_arena_release(&ar);
-	return rc;
-}
-
 static int create(struct nfsd_clnt *c, const char *owner, struct nfsd_gss_clnt *g,
 		  callback_sec_parms4 *p, unsigned n, struct nfs41c_session **s)
 {
@@ -330,16 +314,16 @@ int main(int argc, char **argv)
 	nfs41c_session_info(s, &info);
 	CHECK(!(ping(s) & (SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED | SEQ4_STATUS_CB_PATH_DOWN)));
 	for (int i = 0; i < 3; i++)
-		CHECK_EQ(cb_seq(&t, info.clientid), 0);
+		CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 	CHECK_EQ(atomic_load(&cbs.gss_calls), 3);
 	CHECK_EQ(atomic_load(&cbs.compounds), 3);
 	printf("ok: krb5i callbacks under the client's context, handle_from_client\n");
 
 	/* a reply that does not verify fails the callback */
 	cbs.bad_verf = true;
-	CHECK_EQ(cb_seq(&t, info.clientid), -EPROTO);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), -EPROTO);
 	cbs.bad_verf = false;
-	CHECK_EQ(cb_seq(&t, info.clientid), 0);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 	printf("ok: a reply with a bad verifier fails the callback\n");
 
 	/* BACKCHANNEL_CTL: a stale GSS entry beside AUTH_SYS takes AUTH_SYS */
@@ -349,7 +333,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(backchannel_ctl(s, p, 1), NFS4ERR_ENCR_ALG_UNSUPP);
 	CHECK_EQ(backchannel_ctl(s, p, 2), NFS4_OK);
 	int gss_before = atomic_load(&cbs.gss_calls);
-	CHECK_EQ(cb_seq(&t, info.clientid), 0);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 	CHECK_EQ(atomic_load(&cbs.sys_calls), 1);
 	CHECK_EQ(atomic_load(&cbs.gss_calls), gss_before);
 
@@ -357,7 +341,7 @@ int main(int argc, char **argv)
 	p[0] = sys_parms(1234);
 	p[1] = gss_parms(g_cb, rpc_gss_svc_privacy, "cb-handle-2", h2);
 	CHECK_EQ(backchannel_ctl(s, p, 2), NFS4_OK);
-	CHECK_EQ(cb_seq(&t, info.clientid), 0);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 	CHECK_EQ(atomic_load(&cbs.gss_calls), gss_before + 1);
 	CHECK_EQ(atomic_load(&cbs.sys_calls), 1);
 	printf("ok: BACKCHANNEL_CTL switches AUTH_SYS and krb5p, GSS first\n");
@@ -366,13 +350,13 @@ int main(int argc, char **argv)
 	nfsd_gss_clnt_free(g_cb);
 	cbs.km = NULL;
 	CHECK(ping(s) & SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED);
-	CHECK_EQ(cb_seq(&t, info.clientid), -ENOTCONN);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), -ENOTCONN);
 	CHECK_EQ(atomic_load(&cbs.gss_calls), gss_before + 1);
 	/* ... until BACKCHANNEL_CTL names a live one */
 	p[0] = gss_parms(g_fore, rpc_gss_svc_privacy, "cb-handle-3", h3);
 	CHECK_EQ(backchannel_ctl(s, p, 1), NFS4_OK);
 	CHECK(!(ping(s) & SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED));
-	CHECK_EQ(cb_seq(&t, info.clientid), 0);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 	CHECK_EQ(atomic_load(&cbs.gss_calls), gss_before + 2);
 	printf("ok: a destroyed context: CB_GSS_CONTEXTS_EXPIRED until BACKCHANNEL_CTL\n");
 

@@ -98,22 +98,6 @@ static uint32_t ping(struct nfs41c_session *s, struct nfsd_clnt *conn)
 	return flags;
 }
 
-static int cb_seq(struct mt *t, uint64_t clientid)
-{
-	uint8_t buf[4096];
-	struct xdr_arena ar;
-	xdr_arena_init(&ar, buf, sizeof(buf), 1 << 20);
-	CB_COMPOUND4res res;
-	int rc = mds_cb_compound(t->mds, clientid, NULL, 0, &res, &ar);
-	if (!rc) {
-		CHECK_EQ(res.status, NFS4_OK);
-		CHECK_EQ(res.resarray.len, 1);
-		CHECK_EQ(res.resarray.val[0].u.opcbsequence.csr_status, NFS4_OK);
-	}
-	xdr_arena_release(&ar);
-	return rc;
-}
-
 int main(void)
 {
 	nfsd_procs_bind(cb_procs, 2, &xdr_desc_NFS4_CALLBACK_NFS_CB);
@@ -140,7 +124,7 @@ int main(void)
 
 	/* CB_SEQUENCE: our session, slot 0, seqid 1, 2, 3 */
 	for (unsigned i = 1; i <= 3; i++) {
-		CHECK_EQ(cb_seq(&t, info.clientid), 0);
+		CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 		CHECK_EQ(atomic_load(&seen[0].last_seqid), i);
 		CHECK(!memcmp(seen[0].last_sid, info.sessionid, sizeof(sessionid4)));
 		CHECK_EQ(atomic_load(&seen[0].last_minor), 1); /* the session's */
@@ -152,7 +136,7 @@ int main(void)
 	channel_dir_from_server4 got;
 	CHECK_EQ(nfs41c_session_bind(s, b, CDFC4_FORE_OR_BOTH, &got), 0);
 	CHECK_EQ(got, CDFS4_BOTH);
-	CHECK_EQ(cb_seq(&t, info.clientid), 0);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 	CHECK_EQ(atomic_load(&seen[1].compounds), 1);
 	CHECK_EQ(atomic_load(&seen[1].last_seqid), 4);
 	CHECK_EQ(atomic_load(&seen[0].compounds), 3);
@@ -164,7 +148,7 @@ int main(void)
 		ok = mds_cb_null(t.mds, info.clientid) == 0;
 	CHECK(ok);
 	CHECK(atomic_load(&seen[0].nulls) >= 4);
-	CHECK_EQ(cb_seq(&t, info.clientid), 0);
+	CHECK_EQ(mt_cb_seq(&t, info.clientid), 0);
 	CHECK_EQ(atomic_load(&seen[0].compounds), 4);
 	CHECK_EQ(atomic_load(&seen[0].last_seqid), 5);
 
@@ -177,7 +161,7 @@ int main(void)
 	nfs41c_session_info(s2, &info2);
 	CHECK(ping(s2, c) & SEQ4_STATUS_CB_PATH_DOWN);
 	CHECK_EQ(mds_cb_null(t.mds, info2.clientid), -ENOTCONN);
-	CHECK_EQ(cb_seq(&t, info2.clientid), -ENOTCONN);
+	CHECK_EQ(mt_cb_seq(&t, info2.clientid), -ENOTCONN);
 	CHECK_EQ(atomic_load(&seen[2].nulls), 0);
 
 	/* a session created over NFSv4.2 gets CB_COMPOUNDs of minor version 2
@@ -191,7 +175,7 @@ int main(void)
 	CHECK_EQ(nfs41c_session_create_opts(d, &so3, &s3), 0);
 	struct nfs41c_session_info info3;
 	nfs41c_session_info(s3, &info3);
-	CHECK_EQ(cb_seq(&t, info3.clientid), 0);
+	CHECK_EQ(mt_cb_seq(&t, info3.clientid), 0);
 	CHECK_EQ(atomic_load(&seen[2].compounds), 1);
 	CHECK_EQ(atomic_load(&seen[2].last_minor), 2);
 	CHECK_EQ(nfs41c_session_destroy(s3), 0);
