@@ -190,3 +190,18 @@ int mt_cb_seq(struct mt *t, uint64_t clientid)
 	xdr_arena_release(&ar);
 	return rc;
 }
+
+void mt_set_grace(struct mt *t, const char *value)
+{
+	char buf[8192], out[8400];
+	FILE *f = fopen(t->conf_path, "r");
+	CHECK(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strstr(buf, "grace_time = 0\n");
+	CHECK(p);
+	snprintf(out, sizeof(out), "%.*sgrace_time = %s\n%s", (int)(p - buf), buf, value,
+		 p + strlen("grace_time = 0\n"));
+	mt_write_file(t->conf_path, out, 0644);
+}

@@ -48,6 +48,10 @@ void mt_write_file(const char *path, const char *text, mode_t mode);
 /* Scratch dir, key, exports text and config ([mds] lines in extra_conf). */
 void mt_prepare(struct mt *t, const char *exports, const char *extra_conf);
 
+/* The config's "grace_time = 0" (mt_prepare's) becomes "grace_time =
+ * value", for the next mt_boot(). */
+void mt_set_grace(struct mt *t, const char *value);
+
 /* Another connection of the client engine to the MDS. */
 struct nfsd_clnt *mt_connect(struct mt *t);
 

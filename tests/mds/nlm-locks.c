@@ -420,23 +420,6 @@ static void check_garbage(struct mt *t, uint32_t proc, const uint32_t junk[4])
 	xdr_arena_release(&ar);
 }
 
-/* mt_prepare() writes grace_time = 0, which a second line may not repeat. */
-static void set_grace(struct mt *t, const char *line)
-{
-	char buf[8192];
-	FILE *f = fopen(t->conf_path, "r");
-	CHECK(f);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strstr(buf, "grace_time = 0\n");
-	CHECK(p);
-	char out[8300];
-	snprintf(out, sizeof(out), "%.*s%s\n%s", (int)(p - buf), buf, line,
-		 p + strlen("grace_time = 0\n"));
-	mt_write_file(t->conf_path, out, 0644);
-}
-
 static bool nsm_recorded(struct mt *t, const char *host)
 {
 	char key[128];
@@ -696,7 +679,7 @@ int main(void)
 	CHECK_EQ(nlm_lock(&t, f, &r, true, 9000, 10, false, false, 11), NLM4_GRANTED);
 	CHECK(nsm_recorded(&t, r.host));
 	CHECK(nsm_recorded(&t, fa.host));
-	set_grace(&t, "grace_time = 5s");
+	mt_set_grace(&t, "5s");
 	from = ev_count();
 	/* the NFSv4 client holds an open: its client ID stays (and its record) */
 	CHECK_EQ(nfs41c_session_destroy(s4), NFS4ERR_CLIENTID_BUSY);

@@ -24,23 +24,6 @@
 #define DN OPEN4_SHARE_DENY_NONE
 #define DW OPEN4_SHARE_DENY_WRITE
 
-/* mt_prepare() writes grace_time = 0, which a second line may not repeat. */
-static void grace_conf(struct mt *t, const char *line)
-{
-	char buf[8192];
-	FILE *f = fopen(t->conf_path, "r");
-	CHECK(f);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strstr(buf, "grace_time = 0\n");
-	CHECK(p);
-	char out[8300];
-	snprintf(out, sizeof(out), "%.*s%s\n%s", (int)(p - buf), buf, line,
-		 p + strlen("grace_time = 0\n"));
-	mt_write_file(t->conf_path, out, 0644);
-}
-
 static bool has_record(struct mt *t, const char *owner)
 {
 	struct mds_client_rec rec;
@@ -80,7 +63,7 @@ int main(void)
 {
 	struct mt t;
 	mt_prepare(&t, "/ *(rw,no_root_squash,insecure)\n", NULL);
-	grace_conf(&t, "grace_time = 5s");
+	mt_set_grace(&t, "5s");
 	mt_boot(&t);
 
 	/* before: a opens f denying writes and write-locks [0, 10); g too */

@@ -10,22 +10,6 @@
 #include "tests/mds/mds-test.h"
 #include "tests/mds/dir-test.h"
 
-/* mt_prepare() writes "grace_time = 0"; put another value in its place. */
-static void set_grace(struct mt *t, const char *value)
-{
-	char buf[8192], out[8400];
-	FILE *f = fopen(t->conf_path, "r");
-	CHECK(f);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strstr(buf, "grace_time = 0\n");
-	CHECK(p);
-	snprintf(out, sizeof(out), "%.*sgrace_time = %s\n%s", (int)(p - buf), buf, value,
-		 p + strlen("grace_time = 0\n"));
-	mt_write_file(t->conf_path, out, 0644);
-}
-
 int main(void)
 {
 	struct mt t;
@@ -40,7 +24,7 @@ int main(void)
 	struct nfs41c_session *s = mt_session_noreclaim(&t, "grace-ns", 0, 0);
 	nfs41c_session_destroy(s);
 	mt_stop(&t);
-	set_grace(&t, "2s");
+	mt_set_grace(&t, "2s");
 	mt_boot(&t);
 
 	s = mt_session_noreclaim(&t, "grace-ns", 0, 0);
