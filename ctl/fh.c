@@ -7,13 +7,13 @@
 #include "nfsd/xdr.h"
 
 #define FH_VERSION     1
-#define FH_TYPE_OBJECT 1
 
-void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE])
+static void fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t type,
+		    uint8_t fh[DS_FH_SIZE])
 {
 	memset(fh, 0, DS_FH_SIZE);
 	fh[0] = FH_VERSION;
-	fh[1] = FH_TYPE_OBJECT;
+	fh[1] = type;
 	xdr_put32(fh + 4, key->id);
 	memcpy(fh + 8, id->key, DS_KEY_SIZE);
 	xdr_put32(fh + 24, (uint32_t)(id->gen >> 32));
@@ -21,10 +21,22 @@ void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t 
 	siphash24_128(&key->fh, fh, 32, fh + 32);
 }
 
-int ds_fh_parse(const struct braid_key *key, const void *p, uint32_t len, struct ds_objid *id)
+void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE])
+{
+	fh_make(key, id, DS_FH_OBJECT, fh);
+}
+
+void ds_fh_make_ec(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE])
+{
+	fh_make(key, id, DS_FH_EC, fh);
+}
+
+int ds_fh_parse_type(const struct braid_key *key, const void *p, uint32_t len,
+		     struct ds_objid *id, int *type)
 {
 	const uint8_t *fh = p;
-	if (len != DS_FH_SIZE || fh[0] != FH_VERSION || fh[1] != FH_TYPE_OBJECT || fh[2] || fh[3] ||
+	if (len != DS_FH_SIZE || fh[0] != FH_VERSION ||
+	    (fh[1] != DS_FH_OBJECT && fh[1] != DS_FH_EC) || fh[2] || fh[3] ||
 	    xdr_get32(fh + 4) != key->id)
 		return -EBADMSG;
 	uint8_t mac[16];
@@ -33,5 +45,13 @@ int ds_fh_parse(const struct braid_key *key, const void *p, uint32_t len, struct
 		return -EBADMSG;
 	memcpy(id->key, fh + 8, DS_KEY_SIZE);
 	id->gen = (uint64_t)xdr_get32(fh + 24) << 32 | xdr_get32(fh + 28);
+	*type = fh[1];
 	return 0;
+}
+
+int ds_fh_parse(const struct braid_key *key, const void *p, uint32_t len, struct ds_objid *id)
+{
+	int type;
+	int rc = ds_fh_parse_type(key, p, len, id, &type);
+	return rc ? rc : type == DS_FH_OBJECT ? 0 : -EBADMSG;
 }

@@ -10,7 +10,8 @@
  *
  *	offset size
  *	0      1    version (1)
- *	1      1    type (1: data-server object)
+ *	1      1    type (DS_FH_OBJECT: the data-server object;
+ *	            DS_FH_EC: the same file's bytes, reconstructed)
  *	2      2    0
  *	4      4    id of the cluster key that signed it (braid_key.id)
  *	8      16   object key
@@ -32,8 +33,25 @@
 
 #define DS_FH_SIZE 48
 
+enum ds_fh_type {
+	DS_FH_OBJECT = 1, /* the object id on this data server */
+	/*
+	 * Erasure coding (layout/policy.h): READ through it returns the
+	 * file's bytes at the file's offsets, reconstructed by this data
+	 * server from the other chunks of each stripe (braid_ctl.x
+	 * EC_LOCATE says where they are), for a chunk whose own server is
+	 * down.  The MDS puts it in a READ layout in that server's place.
+	 */
+	DS_FH_EC = 2,
+};
+
 void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE]);
-/* 0 and *id, or -EBADMSG for a handle that is not genuine. */
+void ds_fh_make_ec(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE]);
+/* 0 and *id, or -EBADMSG for a handle that is not genuine or not of
+ * type DS_FH_OBJECT. */
 int ds_fh_parse(const struct braid_key *key, const void *fh, uint32_t len, struct ds_objid *id);
+/* Either type: 0, *id and *type (enum ds_fh_type), or -EBADMSG. */
+int ds_fh_parse_type(const struct braid_key *key, const void *fh, uint32_t len,
+		     struct ds_objid *id, int *type);
 
 #endif

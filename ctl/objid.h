@@ -19,6 +19,17 @@ struct ds_objid {
 	uint64_t gen;
 };
 
+/*
+ * The parity object of an erasure-coded file (braid_ctl.x EC_COMPUTE):
+ * the file's key with the top bit of its first byte flipped, same
+ * generation.  Keys are random, so it names no other file's object.
+ */
+static inline void ds_objid_parity(const struct ds_objid *data, struct ds_objid *parity)
+{
+	*parity = *data;
+	parity->key[0] ^= 0x80;
+}
+
 /* One entry of a data server's object list (BRAID_CTLPROC_LIST). */
 struct ds_list_entry {
 	struct ds_objid id;

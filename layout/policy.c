@@ -68,6 +68,19 @@ int layout_policy_check(const struct layout_policy *p, char *why, size_t whylen)
 			return why_set(why, whylen, "a segment must hold whole stripe units");
 		break;
 	}
+	if (p->ec_k || p->ec_m) {
+		if (p->mode != LAYOUT_SEGMENTS)
+			return why_set(why, whylen, "erasure coding is on a segment grid");
+		if (p->ec_k < 2 || p->ec_k > LAYOUT_EC_K_MAX)
+			return why_set(why, whylen, "k must be 2..%u", LAYOUT_EC_K_MAX);
+		if (p->ec_m < 1 || p->ec_m > LAYOUT_EC_M_MAX)
+			return why_set(why, whylen, "m must be 1..%u", LAYOUT_EC_M_MAX);
+		if (p->ec_k + p->ec_m > LAYOUT_SET_MAX)
+			return why_set(why, whylen, "k + m must be at most %u", LAYOUT_SET_MAX);
+		if (p->width && p->width < p->ec_k + p->ec_m)
+			return why_set(why, whylen, "width %u is less than k + m (%u)", p->width,
+				       p->ec_k + p->ec_m);
+	}
 	unsigned w = layout_seg_width(p);
 	if (w > LAYOUT_SEG_DS_MAX)
 		return why_set(why, whylen, "mirrors x stripes must be at most %u",
@@ -85,12 +98,13 @@ uint32_t layout_policy_encode(const struct layout_policy *p)
 	return (uint32_t)(p->mode & 3) | (uint32_t)(p->seg_shift & 63) << 2 |
 	       (uint32_t)((p->mirrors - 1) & 7) << 8 | (uint32_t)(p->width & 15) << 11 |
 	       (uint32_t)((p->stripes - 1) & 15) << 15 | (uint32_t)(p->unit_shift & 31) << 19 |
+	       (p->ec_m ? (uint32_t)((p->ec_k - 1) & 15) << 24 | (uint32_t)(p->ec_m & 7) << 28 : 0) |
 	       1u << 31;
 }
 
 int layout_policy_decode(uint32_t v, struct layout_policy *p)
 {
-	if (!(v & 1u << 31) || (v & 0x7f000000u))
+	if (!(v & 1u << 31) || (!(v >> 28 & 7) && (v & 0x0f000000u)))
 		return -EINVAL;
 	struct layout_policy q = {
 	    .mode = (uint8_t)(v & 3),
@@ -99,6 +113,8 @@ int layout_policy_decode(uint32_t v, struct layout_policy *p)
 	    .width = (uint8_t)(v >> 11 & 15),
 	    .stripes = (uint8_t)((v >> 15 & 15) + 1),
 	    .unit_shift = (uint8_t)(v >> 19 & 31),
+	    .ec_k = (uint8_t)(v >> 28 & 7 ? (v >> 24 & 15) + 1 : 0),
+	    .ec_m = (uint8_t)(v >> 28 & 7),
 	};
 	if (layout_policy_check(&q, NULL, 0))
 		return -EINVAL;
@@ -162,6 +178,15 @@ int layout_policy_parse(const char *s, struct layout_policy *p, char *why, size_
 {
 	struct layout_policy q;
 	layout_policy_default(&q);
+	char colons[160];
+	if (!strncmp(s, "ec:", 3) && strlen(s) < sizeof(colons)) {
+		/* the "ec:k=4:m=2" spelling */
+		strcpy(colons, s);
+		for (char *c = colons; *c; c++)
+			if (*c == ':')
+				*c = ',';
+		s = colons;
+	}
 	size_t n = strcspn(s, ",");
 	if (n == 5 && !strncmp(s, "whole", 5))
 		q.mode = LAYOUT_WHOLE;
@@ -171,8 +196,13 @@ int layout_policy_parse(const char *s, struct layout_policy *p, char *why, size_
 	} else if (n == 7 && !strncmp(s, "striped", 7)) {
 		q.mode = LAYOUT_STRIPED;
 		q.unit_shift = 20;
+	} else if (n == 2 && !strncmp(s, "ec", 2)) {
+		q.mode = LAYOUT_SEGMENTS;
+		q.seg_shift = LAYOUT_SEG_SHIFT_DEF;
+		q.ec_k = 4;
+		q.ec_m = 2;
 	} else
-		return why_set(why, whylen, "\"%.*s\": layout is whole, segments or striped",
+		return why_set(why, whylen, "\"%.*s\": layout is whole, segments, striped or ec",
 			       (int)(n > 32 ? 32 : n), s);
 	for (const char *o = s + n; *o;) {
 		o++; /* the ',' */
@@ -196,6 +226,12 @@ int layout_policy_parse(const char *s, struct layout_policy *p, char *why, size_
 		} else if (kl == 7 && !strncmp(o, "stripes", kl)) {
 			if ((x = small_int(v, vl, 255)) >= 0)
 				q.stripes = (uint8_t)x;
+		} else if (kl == 1 && *o == 'k' && q.ec_m) {
+			if ((x = small_int(v, vl, 255)) >= 0)
+				q.ec_k = (uint8_t)x;
+		} else if (kl == 1 && *o == 'm' && q.ec_m) {
+			if ((x = small_int(v, vl, 255)) >= 0)
+				q.ec_m = (uint8_t)x;
 		} else if (kl == 5 && !strncmp(o, "width", kl)) {
 			if ((x = small_int(v, vl, 255)) >= 0)
 				q.width = (uint8_t)x;
@@ -236,8 +272,12 @@ void layout_policy_format(const struct layout_policy *p, char *buf, size_t len)
 		snprintf(buf, len, "whole,mirrors=%u", p->mirrors);
 		break;
 	case LAYOUT_SEGMENTS:
-		snprintf(buf, len, "segments,segment_size=%s,width=%u,mirrors=%u", seg, p->width,
-			 p->mirrors);
+		if (p->ec_m)
+			snprintf(buf, len, "ec,k=%u,m=%u,segment_size=%s,width=%u,mirrors=%u",
+				 p->ec_k, p->ec_m, seg, p->width, p->mirrors);
+		else
+			snprintf(buf, len, "segments,segment_size=%s,width=%u,mirrors=%u", seg,
+				 p->width, p->mirrors);
 		break;
 	case LAYOUT_STRIPED:
 		if (p->seg_shift)
@@ -314,6 +354,8 @@ unsigned layout_set_choose(const struct layout_cand *cands, unsigned n, unsigned
 unsigned layout_set_size(const struct layout_policy *p, unsigned nusable)
 {
 	unsigned w = layout_seg_width(p);
+	if (p->ec_m && p->ec_k + p->ec_m > w)
+		w = p->ec_k + p->ec_m; /* room for every chunk of a stripe */
 	unsigned want = p->mode == LAYOUT_WHOLE ? w : p->width ? p->width : nusable;
 	if (want > LAYOUT_SET_MAX)
 		want = LAYOUT_SET_MAX;
@@ -361,6 +403,33 @@ int layout_seg_place(const struct layout_policy *p, const uint32_t *set, unsigne
 			return -EAGAIN;
 		if (!found)
 			out[j] = best->id;
+	}
+	return 0;
+}
+
+int layout_ec_place(const struct layout_policy *p, const uint32_t *set, unsigned nset, uint64_t s,
+		    const uint32_t *data, unsigned nd, const struct layout_cand *usable, unsigned nu,
+		    uint32_t *out)
+{
+	for (unsigned r = 0; r < p->ec_m; r++) {
+		bool found = false;
+		uint64_t base = s * p->ec_k + p->ec_k + r;
+		for (unsigned j = 0; j < nset && !found; j++) {
+			uint32_t id = set[(unsigned)((base + j) % nset)];
+			if (usable_has(usable, nu, id) && !in(data, nd, id) && !in(out, r, id)) {
+				out[r] = id;
+				found = true;
+			}
+		}
+		const struct layout_cand *best = NULL;
+		for (unsigned i = 0; i < nu && !found; i++)
+			if (!in(data, nd, usable[i].id) && !in(out, r, usable[i].id) &&
+			    (!best || usable[i].weight > best->weight))
+				best = &usable[i];
+		if (!found && !best)
+			return -EAGAIN;
+		if (!found)
+			out[r] = best->id;
 	}
 	return 0;
 }

@@ -29,6 +29,16 @@
  *                    with a stripe unit (clients from Linux 6.18); on a grid
  *                    or, with seg_shift 0, one segment.
  *
+ * Erasure coding (ec_m > 0, on LAYOUT_SEGMENTS): the file is written as
+ * segments ('mirrors' copies while hot), and once sealed each stripe of
+ * ec_k consecutive segments gets ec_m Reed-Solomon parity chunks
+ * (layout/ec.h) of one segment size each, on data servers that hold no
+ * other chunk of the stripe (layout_ec_place).  Stripe s is segments
+ * [s * k, (s + 1) * k); chunk j < k is segment s * k + j, held in the
+ * file's object at the file's offsets; parity chunk r (chunk k + r) is in
+ * the file's parity object (ctl/objid.h ds_objid_parity) at offset
+ * s << seg_shift.  A file's set needs k + m data servers.
+ *
  * Placement (layout_seg_place): the per-file set is chosen once, weighted
  * by free space; slot j of segment n goes to set[(n + j) % nset], so the
  * mirrors of a segment are distinct data servers whenever nset >= the
@@ -62,6 +72,8 @@ enum layout_mode {
 #define LAYOUT_SEG_DS_MAX     16	 /* mirrors * stripes: MDS_LAYOUT_MAX_DS */
 #define LAYOUT_SET_MAX	      15	 /* data servers in one file's set */
 #define LAYOUT_ALL	      UINT64_MAX /* length of the last (or only) segment */
+#define LAYOUT_EC_K_MAX	      14	 /* data chunks per stripe (k + m <= LAYOUT_SET_MAX) */
+#define LAYOUT_EC_M_MAX	      4		 /* parity chunks per stripe (layout/ec.h EC_M_MAX) */
 
 struct layout_policy {
 	uint8_t mode;	    /* enum layout_mode */
@@ -70,6 +82,8 @@ struct layout_policy {
 	uint8_t width;	    /* data servers per file; 0: as many as are usable (at most 15) */
 	uint8_t stripes;    /* data servers per mirror: 1, or 2..16 for LAYOUT_STRIPED */
 	uint8_t unit_shift; /* LAYOUT_STRIPED: log2 of the stripe unit; else 0 */
+	uint8_t ec_k;	    /* erasure coding: data chunks per stripe, 2..14; else 0 */
+	uint8_t ec_m;	    /* erasure coding: parity chunks per stripe, 1..4; else 0 */
 };
 
 /* Whole file, one mirror: what a file with no recorded policy has. */
@@ -88,7 +102,8 @@ int layout_policy_check(const struct layout_policy *p, char *why, size_t whylen)
  *	bits 11-14  width
  *	bits 15-18  stripes - 1
  *	bits 19-23  unit_shift
- *	bits 24-30  0
+ *	bits 24-27  ec_k - 1 (0 unless erasure coded)
+ *	bits 28-30  ec_m (0: not erasure coded)
  *	bit  31     1 (a policy, never the 0 of an unlabelled record)
  */
 uint32_t layout_policy_encode(const struct layout_policy *p);
@@ -99,11 +114,24 @@ int layout_policy_decode(uint32_t v, struct layout_policy *p);
  *	whole[,mirrors=N]
  *	segments[,segment_size=16M][,width=N][,mirrors=N]
  *	striped,stripes=N[,stripe_unit=1M][,segment_size=S][,width=N][,mirrors=N]
+ *	ec,k=K,m=M[,segment_size=16M][,width=N][,mirrors=N]
+ * ("ec:k=4:m=2:segment_size=1M", with colons, is read as the same.)
  * Sizes take k, m, g, t suffixes (powers of 1024) and must be powers of two.
  */
 int layout_policy_parse(const char *s, struct layout_policy *p, char *why, size_t whylen);
 /* The same text back (at most 128 bytes with the NUL). */
 void layout_policy_format(const struct layout_policy *p, char *buf, size_t len);
+
+static inline bool layout_is_ec(const struct layout_policy *p)
+{
+	return p->ec_m != 0;
+}
+
+/* The erasure-coded stripe holding byte off (layout_is_ec). */
+static inline uint64_t layout_ec_stripe(const struct layout_policy *p, uint64_t off)
+{
+	return (off >> p->seg_shift) / p->ec_k;
+}
 
 /* Data servers holding one segment: mirrors * stripes. */
 static inline unsigned layout_seg_width(const struct layout_policy *p)
@@ -164,5 +192,18 @@ unsigned layout_set_size(const struct layout_policy *p, unsigned nusable);
  */
 int layout_seg_place(const struct layout_policy *p, const uint32_t *set, unsigned nset, uint64_t n,
 		     const struct layout_cand *usable, unsigned nu, uint32_t *out);
+
+/*
+ * The parity holders of erasure-coded stripe s (p->ec_m of them, into
+ * out): data[0..nd) are the data servers holding the stripe's data chunks
+ * (any mirror), which parity never shares.  Parity chunk r goes to
+ * set[(s * k + k + r) % nset] unless that one is not usable or already in
+ * the stripe; then the next member of the set that is, then the heaviest
+ * usable data server outside the stripe.  -EAGAIN when fewer distinct
+ * usable data servers exist than the stripe needs.
+ */
+int layout_ec_place(const struct layout_policy *p, const uint32_t *set, unsigned nset, uint64_t s,
+		    const uint32_t *data, unsigned nd, const struct layout_cand *usable, unsigned nu,
+		    uint32_t *out);
 
 #endif

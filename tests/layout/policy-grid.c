@@ -80,7 +80,26 @@ static void t_forms(void)
 	p = parse_ok("striped,stripes=2,stripe_unit=1M,segment_size=1G,mirrors=2");
 	CHECK_EQ(layout_seg_width(&p), 4);
 
-	parse_bad("raid5", "whole, segments or striped");
+	/* erasure coding: a segment grid with k and m */
+	p = parse_ok("ec");
+	CHECK(p.mode == LAYOUT_SEGMENTS && p.ec_k == 4 && p.ec_m == 2 && p.seg_shift == 24);
+	CHECK(layout_is_ec(&p));
+	p = parse_ok("ec,k=8,m=3,segment_size=1M,mirrors=2");
+	CHECK(p.ec_k == 8 && p.ec_m == 3 && p.seg_shift == 20 && p.mirrors == 2);
+	struct layout_policy c = parse_ok("ec:k=8:m=3:segment_size=1M:mirrors=2");
+	CHECK(!memcmp(&p, &c, sizeof(p)));
+	CHECK_EQ(layout_ec_stripe(&p, 0), 0);
+	CHECK_EQ(layout_ec_stripe(&p, (8ull << 20) - 1), 0);
+	CHECK_EQ(layout_ec_stripe(&p, 8ull << 20), 1);
+	CHECK(!layout_is_ec(&d));
+	parse_bad("ec,k=1", "k must be");
+	parse_bad("ec,m=0", "m must be");
+	parse_bad("ec,m=5", "m must be");
+	parse_bad("ec,k=12,m=4", "k + m");
+	parse_bad("ec,k=4,m=2,width=5", "width 5");
+	parse_bad("segments,k=4", "unknown layout option");
+
+	parse_bad("raid5", "whole, segments, striped or ec");
 	parse_bad("segments,segment_size=3M", "segment_size");
 	parse_bad("segments,segment_size=512k", "segment size");
 	parse_bad("segments,colour=blue", "unknown layout option");
@@ -95,6 +114,7 @@ static void t_forms(void)
 	/* the stored form: bit 31 marks a policy, reserved bits are zero */
 	CHECK_EQ(layout_policy_decode(0, &p), -EINVAL);
 	CHECK_EQ(layout_policy_decode(layout_policy_encode(&d) | 1u << 24, &p), -EINVAL);
+	CHECK_EQ(layout_policy_decode(layout_policy_encode(&d) | 1u << 28, &p), -EINVAL); /* ec on whole */
 	CHECK_EQ(layout_policy_decode(layout_policy_encode(&d) & ~(1u << 31), &p), -EINVAL);
 	CHECK_EQ(layout_policy_decode(1u << 31, &p), -EINVAL); /* mode 0 */
 }
@@ -199,6 +219,39 @@ static void t_place(void)
 		CHECK(chosen[i] >= 1 && chosen[i] <= 8);
 	}
 	CHECK_EQ(layout_set_choose(u8, 3, 5, rng, NULL, chosen), 3);
+
+	/* erasure coding: the set holds every chunk of a stripe */
+	struct layout_policy ec = parse_ok("ec,k=4,m=2,segment_size=1M");
+	CHECK_EQ(layout_set_size(&ec, 5), 0);
+	CHECK_EQ(layout_set_size(&ec, 6), 6);
+	CHECK_EQ(layout_set_size(&ec, 8), 8);
+	/* stripe s's data segments and parity are k + m distinct servers */
+	for (uint64_t s = 0; s < 12; s++) {
+		uint32_t data[4], par[2];
+		for (unsigned j = 0; j < 4; j++) {
+			CHECK_EQ(layout_seg_place(&ec, set8, 7, s * 4 + j, u8, 8, out), 0);
+			data[j] = out[0];
+			CHECK(!has(data, j, data[j]));
+		}
+		CHECK_EQ(layout_ec_place(&ec, set8, 7, s, data, 4, u8, 8, par), 0);
+		CHECK_EQ(par[0], set8[(s * 4 + 4) % 7]);
+		for (unsigned r = 0; r < 2; r++) {
+			CHECK(!has(data, 4, par[r]));
+			CHECK(!has(par, r, par[r]));
+		}
+	}
+	/* a parity turn on a server of the stripe, or unusable, moves on */
+	uint32_t d4[4] = {1, 2, 3, 4}, par[2];
+	CHECK_EQ(layout_ec_place(&ec, set8, 6, 0, d4, 4, u8, 8, par), 0);
+	CHECK(par[0] == 5 && par[1] == 6);
+	struct layout_cand no5[7];
+	for (unsigned i = 0, j = 0; i < 8; i++)
+		if (u8[i].id != 5)
+			no5[j++] = u8[i];
+	CHECK_EQ(layout_ec_place(&ec, set8, 6, 0, d4, 4, no5, 7, par), 0);
+	CHECK(par[0] == 6 && (par[1] == 7 || par[1] == 8));
+	/* too few servers outside the stripe */
+	CHECK_EQ(layout_ec_place(&ec, set8, 6, 0, d4, 4, u8, 5, par), -EAGAIN);
 
 	/* weighted by free space: a data server with 9 times the room of
 	 * each other comes first about 9 times in 12 */

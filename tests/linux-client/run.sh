@@ -632,7 +632,10 @@ if [[ ${PNFS_PCAP:-0} = 1 ]] && command -v tcpdump > /dev/null; then
 fi
 
 FAILS=0
-bad() { echo "$PROG: FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+# Every FAIL line also goes to $T/fails, printed again as the run's last
+# lines: CI keeps only a log's head and tail, and the daemons' logs that
+# show_logs prints would push them out of it.
+bad() { echo "$PROG: FAIL: $*" | tee -a "$T/fails" >&2; FAILS=$((FAILS + 1)); }
 good() { echo "$PROG: ok: $*" >&2; }
 # every daemon's metrics, as the guest reaches them (guest.sh's snapshots)
 DM="mds=10.0.2.2:${MDS_METRICS##*:}"
@@ -711,7 +714,7 @@ if [[ $rc = 0 ]]; then
 	grep -q '^CHECKS-OK' "$T/vm.log" || bad "the workload exited 0 without printing CHECKS-OK"
 else
 	bad "the guest's checks:"
-	grep '^FAIL' "$T/vm.log" >&2
+	grep '^FAIL' "$T/vm.log" | tee -a "$T/fails" >&2
 fi
 [[ $stop_rc = 0 ]] || bad "the server did not stop cleanly"
 
@@ -721,7 +724,7 @@ fi
 IDMAP=
 for id in "${!IDX_OF[@]}"; do IDMAP+=" $id=${IDX_OF[$id]}"; done
 python3 - "$T" "$CHECKS" "$BRAID_NDS" "$DS_VERS" "${KILLED:-0}" "${KILL_AT:-0}" "${OTHER_AT:-0}" "$IDMAP" \
-	"${DS_PORT[@]}" <<'PYEOF' >&2
+	"${DS_PORT[@]}" <<'PYEOF' 2>&1 | tee "$T/judge.out" >&2
 import json, os, sys
 T, checks, nds, ds_vers, killed, kill_at, other_at, idmap = sys.argv[1:9]
 checks = checks.split(",")
@@ -1306,10 +1309,15 @@ for check in checks:
 
 sys.exit(1 if fails else 0)
 PYEOF
-(( $? == 0 )) || FAILS=$((FAILS + 1))
+(( ${PIPESTATUS[0]} == 0 )) || FAILS=$((FAILS + 1))
 
 if ((FAILS)); then
 	show_logs
+	{
+		echo "$PROG: the FAIL lines of this run, again:"
+		cat "$T/fails" 2> /dev/null
+		grep -h 'FAIL' "$T/judge.out" 2> /dev/null
+	} >&2
 	echo "$PROG: FAIL ($BACKEND, vers=$VERS, checks=$CHECKS, ds-vers=$DS_VERS)" >&2
 	exit 1
 fi
