@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control protocol served by braid-ds (braid_ctl.x: CREATE, REMOVE,
- * TRUNCATE, SETFENCE, STAT, LIST, and COPY in mover.c).  REGISTER and
- * HEARTBEAT are the MDS's: PROC_UNAVAIL here.
+ * TRUNCATE, SETFENCE, STAT, LIST, COPY in mover.c and EC_COMPUTE in
+ * ec.c).  REGISTER, HEARTBEAT and EC_LOCATE are the MDS's: PROC_UNAVAIL
+ * here.
  *
  * Only the MDS may call: every procedure but NULL needs an AUTH_BRAID
  * credential, which the flavor (nfsd/auth_braid.c) has verified against the
@@ -197,6 +198,7 @@ struct nfsd_proc ds_ctl_procs[DS_CTL_NPROCS] = {
 	PC(STAT, c_stat),
 	PC(LIST, c_list),
 	PC(COPY, ds_mover_copy_proc),
+	PC(EC_COMPUTE, ds_ec_compute_proc),
 };
 
 static const struct nfsd_version ctl_versions[] = {
