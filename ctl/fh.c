@@ -26,32 +26,45 @@ void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t 
 	fh_make(key, id, DS_FH_OBJECT, fh);
 }
 
-void ds_fh_make_ec(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE])
+void ds_fh_make_ec(const struct braid_key *key, const struct ds_objid *id, uint64_t ino,
+		   uint8_t fh[DS_FH_EC_SIZE])
 {
-	fh_make(key, id, DS_FH_EC, fh);
+	memset(fh, 0, DS_FH_EC_SIZE);
+	fh[0] = FH_VERSION;
+	fh[1] = DS_FH_EC;
+	xdr_put32(fh + 4, key->id);
+	memcpy(fh + 8, id->key, DS_KEY_SIZE);
+	xdr_put32(fh + 24, (uint32_t)(id->gen >> 32));
+	xdr_put32(fh + 28, (uint32_t)id->gen);
+	xdr_put32(fh + 32, (uint32_t)(ino >> 32));
+	xdr_put32(fh + 36, (uint32_t)ino);
+	siphash24_128(&key->fh, fh, 40, fh + 40);
 }
 
 int ds_fh_parse_type(const struct braid_key *key, const void *p, uint32_t len,
-		     struct ds_objid *id, int *type)
+		     struct ds_objid *id, int *type, uint64_t *ino)
 {
 	const uint8_t *fh = p;
-	if (len != DS_FH_SIZE || fh[0] != FH_VERSION ||
-	    (fh[1] != DS_FH_OBJECT && fh[1] != DS_FH_EC) || fh[2] || fh[3] ||
-	    xdr_get32(fh + 4) != key->id)
+	if (len < 2 || fh[0] != FH_VERSION)
+		return -EBADMSG;
+	uint32_t body = fh[1] == DS_FH_OBJECT ? 32 : fh[1] == DS_FH_EC ? 40 : 0;
+	if (!body || len != body + 16 || fh[2] || fh[3] || xdr_get32(fh + 4) != key->id)
 		return -EBADMSG;
 	uint8_t mac[16];
-	siphash24_128(&key->fh, fh, 32, mac);
-	if (!mac_equal(mac, fh + 32, 16))
+	siphash24_128(&key->fh, fh, body, mac);
+	if (!mac_equal(mac, fh + body, 16))
 		return -EBADMSG;
 	memcpy(id->key, fh + 8, DS_KEY_SIZE);
 	id->gen = (uint64_t)xdr_get32(fh + 24) << 32 | xdr_get32(fh + 28);
 	*type = fh[1];
+	*ino = fh[1] == DS_FH_EC ? (uint64_t)xdr_get32(fh + 32) << 32 | xdr_get32(fh + 36) : 0;
 	return 0;
 }
 
 int ds_fh_parse(const struct braid_key *key, const void *p, uint32_t len, struct ds_objid *id)
 {
 	int type;
-	int rc = ds_fh_parse_type(key, p, len, id, &type);
+	uint64_t ino;
+	int rc = ds_fh_parse_type(key, p, len, id, &type, &ino);
 	return rc ? rc : type == DS_FH_OBJECT ? 0 : -EBADMSG;
 }

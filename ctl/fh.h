@@ -18,6 +18,10 @@
  *	24     8    object generation, big-endian
  *	32     16   SipHash-2-4-128 of bytes 0..31 under the key's fh half
  *
+ * A reconstructing handle (type DS_FH_EC) is 56 bytes: the same first 32,
+ * then the file's inode number on the MDS (8 bytes, big-endian: what the
+ * data server names in EC_LOCATE), then the MAC of bytes 0..39.
+ *
  * A handle of another length, version or type, signed by another key or
  * whose MAC does not match is not one of ours: NFS3ERR_BADHANDLE /
  * NFS4ERR_BADHANDLE.  A genuine handle whose object is gone (or has another
@@ -31,7 +35,8 @@
 #include "ctl/objid.h"
 #include "nfsd/mac.h"
 
-#define DS_FH_SIZE 48
+#define DS_FH_SIZE    48
+#define DS_FH_EC_SIZE 56
 
 enum ds_fh_type {
 	DS_FH_OBJECT = 1, /* the object id on this data server */
@@ -46,12 +51,14 @@ enum ds_fh_type {
 };
 
 void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE]);
-void ds_fh_make_ec(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE]);
+void ds_fh_make_ec(const struct braid_key *key, const struct ds_objid *id, uint64_t ino,
+		   uint8_t fh[DS_FH_EC_SIZE]);
 /* 0 and *id, or -EBADMSG for a handle that is not genuine or not of
  * type DS_FH_OBJECT. */
 int ds_fh_parse(const struct braid_key *key, const void *fh, uint32_t len, struct ds_objid *id);
-/* Either type: 0, *id and *type (enum ds_fh_type), or -EBADMSG. */
+/* Either type: 0, *id, *type (enum ds_fh_type) and *ino (DS_FH_EC's; 0
+ * for DS_FH_OBJECT), or -EBADMSG. */
 int ds_fh_parse_type(const struct braid_key *key, const void *fh, uint32_t len,
-		     struct ds_objid *id, int *type);
+		     struct ds_objid *id, int *type, uint64_t *ino);
 
 #endif

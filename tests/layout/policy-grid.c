@@ -84,9 +84,9 @@ static void t_forms(void)
 	p = parse_ok("ec");
 	CHECK(p.mode == LAYOUT_SEGMENTS && p.ec_k == 4 && p.ec_m == 2 && p.seg_shift == 24);
 	CHECK(layout_is_ec(&p));
-	p = parse_ok("ec,k=8,m=3,segment_size=1M,mirrors=2");
-	CHECK(p.ec_k == 8 && p.ec_m == 3 && p.seg_shift == 20 && p.mirrors == 2);
-	struct layout_policy c = parse_ok("ec:k=8:m=3:segment_size=1M:mirrors=2");
+	p = parse_ok("ec,k=8,m=3,segment_size=1M,mirrors=1");
+	CHECK(p.ec_k == 8 && p.ec_m == 3 && p.seg_shift == 20 && p.mirrors == 1);
+	struct layout_policy c = parse_ok("ec:k=8:m=3:segment_size=1M");
 	CHECK(!memcmp(&p, &c, sizeof(p)));
 	CHECK_EQ(layout_ec_stripe(&p, 0), 0);
 	CHECK_EQ(layout_ec_stripe(&p, (8ull << 20) - 1), 0);
@@ -98,6 +98,7 @@ static void t_forms(void)
 	parse_bad("ec,k=12,m=4", "k + m");
 	parse_bad("ec,k=4,m=2,width=5", "width 5");
 	parse_bad("segments,k=4", "unknown layout option");
+	parse_bad("ec,mirrors=2", "not built yet");
 
 	parse_bad("raid5", "whole, segments, striped or ec");
 	parse_bad("segments,segment_size=3M", "segment_size");
