@@ -152,14 +152,14 @@ int ds_ec_new(struct braid_ds *ds);
 void ds_ec_free(struct ds_ec *e);
 int ds_ec_compute_proc(struct nfsd_req *req, void *args, void *res);
 /*
- * READ of the file behind reconstructing handle id, for the caller of req
+ * READ of the file behind reconstructing handle (id, ino), for the caller of req
  * (its AUTH_SYS ids checked against the file's fence): up to count bytes
  * (and max_io) at off, cut at the end of the segment holding off, into a
  * pooled buffer req holds; *eof when the data reaches the file's end.
  * 0, or -EACCES, -ESTALE, -EIO, -EAGAIN (the MDS busy or unreachable).
  */
 int ds_ec_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
-	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof);
+	       uint64_t ino, uint64_t off, uint32_t count, xdr_opaque *data, bool *eof);
 
 /* A pooled READ buffer of max_io bytes that req holds until its reply is
  * sent; NULL when there is no memory. */

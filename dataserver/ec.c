@@ -393,9 +393,10 @@ static int job_decode(struct ec_job *j, unsigned want, size_t len, uint8_t *out)
 
 /* ------------------------------------------------------ the service */
 
-/* One remembered EC_LOCATE answer. */
+/* One remembered EC_LOCATE answer, for the file (ino, s.obj). */
 struct ec_cached {
 	uint64_t expires; /* ns (nfsd_now_ns); 0: empty */
+	uint64_t ino;
 	struct ec_stripe s;
 };
 
@@ -661,7 +662,7 @@ int ds_ec_compute_proc(struct nfsd_req *req, void *argp, void *resp)
 
 /* ---------------------------------------------- reconstructing READs */
 
-static int cache_find(struct ds_ec *e, const struct ds_objid *id, uint64_t off,
+static int cache_find(struct ds_ec *e, const struct ds_objid *id, uint64_t ino, uint64_t off,
 		      struct ec_stripe *out)
 {
 	uint64_t now = nfsd_now_ns();
@@ -669,7 +670,7 @@ static int cache_find(struct ds_ec *e, const struct ds_objid *id, uint64_t off,
 	pthread_mutex_lock(&e->mu);
 	for (unsigned i = 0; i < EC_CACHE_N && rc; i++) {
 		const struct ec_cached *c = &e->cache[i];
-		if (c->expires > now && !memcmp(&c->s.obj, id, sizeof(*id)) &&
+		if (c->expires > now && c->ino == ino && !memcmp(&c->s.obj, id, sizeof(*id)) &&
 		    (off >> c->s.shift) / c->s.k == c->s.stripe) {
 			*out = c->s;
 			rc = 0;
@@ -679,15 +680,15 @@ static int cache_find(struct ds_ec *e, const struct ds_objid *id, uint64_t off,
 	return rc;
 }
 
-static void cache_put(struct ds_ec *e, const struct ec_stripe *s)
+static void cache_put(struct ds_ec *e, uint64_t ino, const struct ec_stripe *s)
 {
 	uint64_t now = nfsd_now_ns();
 	pthread_mutex_lock(&e->mu);
 	struct ec_cached *v = &e->cache[0];
 	for (unsigned i = 0; i < EC_CACHE_N; i++) {
 		struct ec_cached *c = &e->cache[i];
-		if (c->expires <= now || (!memcmp(&c->s.obj, &s->obj, sizeof(s->obj)) &&
-					  c->s.stripe == s->stripe)) {
+		if (c->expires <= now || (c->ino == ino && c->s.stripe == s->stripe &&
+					  !memcmp(&c->s.obj, &s->obj, sizeof(s->obj)))) {
 			v = c;
 			break;
 		}
@@ -695,6 +696,7 @@ static void cache_put(struct ds_ec *e, const struct ec_stripe *s)
 			v = c; /* the oldest goes */
 	}
 	v->s = *s;
+	v->ino = ino;
 	v->expires = now + EC_CACHE_MS * 1000000ull;
 	pthread_mutex_unlock(&e->mu);
 }
@@ -747,10 +749,10 @@ static struct nfsd_clnt *mds_clnt(struct braid_ds *ds)
  * past the file's end); -EAGAIN (the MDS busy, unreachable or silent);
  * -EIO (an answer that makes no sense, or no MDS configured).
  */
-static int locate(struct braid_ds *ds, const struct ds_objid *id, uint64_t off,
+static int locate(struct braid_ds *ds, const struct ds_objid *id, uint64_t ino, uint64_t off,
 		  struct ec_stripe *s)
 {
-	if (!cache_find(ds->ec, id, off, s))
+	if (!cache_find(ds->ec, id, ino, off, s))
 		return 0;
 	if (!ds->set.mds.n)
 		return -EIO;
@@ -758,7 +760,7 @@ static int locate(struct braid_ds *ds, const struct ds_objid *id, uint64_t off,
 	if (!c)
 		return -EAGAIN;
 	nfsd_metric_add(ds->ec->locates, 1);
-	braid_ctl_ec_locate_args a = {.el_offset = off};
+	braid_ctl_ec_locate_args a = {.el_ino = ino, .el_offset = off};
 	memcpy(a.el_obj.oi_key, id->key, DS_KEY_SIZE);
 	a.el_obj.oi_gen = id->gen;
 	braid_ctl_ec_locate_res r;
@@ -780,7 +782,7 @@ static int locate(struct braid_ds *ds, const struct ds_objid *id, uint64_t off,
 		rc = -EIO;
 	xdr_arena_release(&ar);
 	if (!rc)
-		cache_put(ds->ec, s);
+		cache_put(ds->ec, ino, s);
 	return rc;
 }
 
@@ -838,7 +840,7 @@ static int ec_read_chunk(struct braid_ds *ds, const struct ec_stripe *s, unsigne
 }
 
 int ds_ec_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
-	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
+	       uint64_t ino, uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
 {
 	struct ds_ec *e = ds->ec;
 	nfsd_metric_add(e->reads, 1);
@@ -853,10 +855,10 @@ int ds_ec_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 		goto out;
 	}
 	struct ec_stripe *s = malloc(sizeof(*s));
-	rc = s ? locate(ds, id, off, s) : -ENOMEM;
+	rc = s ? locate(ds, id, ino, off, s) : -ENOMEM;
 	if (rc == -ERANGE) {
 		/* past the end: the fence is the file's first stripe's */
-		rc = locate(ds, id, 0, s);
+		rc = locate(ds, id, ino, 0, s);
 		if (!rc && !may_read(req, s))
 			rc = -EACCES;
 		*eof = !rc || rc == -ERANGE; /* an empty file: nothing to hide */

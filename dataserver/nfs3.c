@@ -40,7 +40,8 @@ static nfsstat3 errno_to_nfs3(int e)
 static nfsstat3 fh_obj(struct braid_ds *ds, const nfs_fh3 *fh, struct ds_objid *id)
 {
 	int type;
-	if (ds_fh_parse_type(&ds->key, fh->data.val, fh->data.len, id, &type))
+	uint64_t ino;
+	if (ds_fh_parse_type(&ds->key, fh->data.val, fh->data.len, id, &type, &ino))
 		return NFS3ERR_BADHANDLE;
 	return type == DS_FH_OBJECT ? NFS3_OK : NFS3ERR_ACCES;
 }
@@ -168,7 +169,8 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 	READ3res *r = resp;
 	struct ds_objid id;
 	int type;
-	if (ds_fh_parse_type(&ds->key, a->file.data.val, a->file.data.len, &id, &type)) {
+	uint64_t ino;
+	if (ds_fh_parse_type(&ds->key, a->file.data.val, a->file.data.len, &id, &type, &ino)) {
 		r->status = NFS3ERR_BADHANDLE;
 		return NFSD_SUCCESS;
 	}
@@ -178,7 +180,7 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 	ds_req_ids(req, &uid, &gid);
 	if (type == DS_FH_EC)
 		r->status = errno_to_nfs3(
-		    ds_ec_read(ds, req, &id, a->offset, a->count, &r->u.resok.data, &eof));
+		    ds_ec_read(ds, req, &id, ino, a->offset, a->count, &r->u.resok.data, &eof));
 	else
 		r->status = errno_to_nfs3(ds_io_read(ds, req, &id, uid, gid, a->offset, a->count,
 						     &r->u.resok.data, &eof));

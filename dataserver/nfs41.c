@@ -53,10 +53,11 @@ static nfsstat4 errno_to_nfs4(int e)
  * reconstructing handle (DS_FH_EC) serves READ alone: the others get
  * NFS4ERR_ACCESS here (GETATTR included, as NFSv3's).
  */
-static void cur_obj_type(struct nfs41_compound *c, struct ds_objid *id, int *type)
+static void cur_obj_type(struct nfs41_compound *c, struct ds_objid *id, int *type,
+			 uint64_t *ino)
 {
 	struct braid_ds *ds = c->priv;
-	if (ds_fh_parse_type(&ds->key, c->fh, c->fhlen, id, type)) {
+	if (ds_fh_parse_type(&ds->key, c->fh, c->fhlen, id, type, ino)) {
 		memset(id, 0, sizeof(*id));
 		*type = DS_FH_OBJECT;
 	}
@@ -65,7 +66,8 @@ static void cur_obj_type(struct nfs41_compound *c, struct ds_objid *id, int *typ
 static nfsstat4 cur_obj(struct nfs41_compound *c, struct ds_objid *id)
 {
 	int type;
-	cur_obj_type(c, id, &type);
+	uint64_t ino;
+	cur_obj_type(c, id, &type, &ino);
 	return type == DS_FH_OBJECT ? NFS4_OK : NFS4ERR_ACCESS;
 }
 
@@ -75,8 +77,9 @@ static nfsstat4 op_putfh(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *
 	const nfs_fh4 *fh = &arg->u.opputfh.object;
 	struct ds_objid id;
 	int type;
+	uint64_t ino;
 	(void)res;
-	if (ds_fh_parse_type(&ds->key, fh->val, fh->len, &id, &type))
+	if (ds_fh_parse_type(&ds->key, fh->val, fh->len, &id, &type, &ino))
 		return NFS4ERR_BADHANDLE;
 	nfs41_compound_set_fh(c, fh->val, fh->len);
 	return NFS4_OK;
@@ -121,10 +124,11 @@ static nfsstat4 op_read(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *r
 	READ4resok *r = &res->u.opread.u.resok4;
 	struct ds_objid id;
 	int type;
-	cur_obj_type(c, &id, &type);
+	uint64_t ino;
+	cur_obj_type(c, &id, &type, &ino);
 	if (type == DS_FH_EC) { /* AUTH_SYS only: ds_ec_read */
 		nfsstat4 st = errno_to_nfs4(
-		    ds_ec_read(ds, c->req, &id, a->offset, a->count, &r->data, &r->eof));
+		    ds_ec_read(ds, c->req, &id, ino, a->offset, a->count, &r->data, &r->eof));
 		if (!st)
 			nfsd_req_payload(c->req, r->data.val, r->data.len);
 		return st;
