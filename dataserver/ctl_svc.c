@@ -19,31 +19,11 @@
 
 #include "dataserver/ds_impl.h"
 
+/* The store's errors as peer.c maps them, but EXIST: CREATE's of another
+ * generation (none of these calls checks permissions: no EACCES). */
 static braid_ctl_stat errno_to_ctl(int e)
 {
-	switch (e) {
-	case 0:
-		return BRAID_CTL_OK;
-	case -ENOENT:
-		return BRAID_CTL_NOENT;
-	case -ESTALE:
-		return BRAID_CTL_STALE;
-	case -EEXIST:
-		return BRAID_CTL_EXIST;
-	case -EINVAL:
-	case -EFBIG:
-		return BRAID_CTL_INVAL;
-	case -ENOSPC:
-	case -EDQUOT:
-		return BRAID_CTL_NOSPC;
-	case -EIO:
-		return BRAID_CTL_IO;
-	case -EAGAIN:
-	case -EBUSY:
-		return BRAID_CTL_DELAY;
-	default:
-		return BRAID_CTL_SERVERFAULT;
-	}
+	return e == -EEXIST ? BRAID_CTL_EXIST : (braid_ctl_stat)ds_ctl_store_stat(e);
 }
 
 static bool from_mds(const struct nfsd_req *req)

@@ -243,11 +243,7 @@ static void job_init(struct ec_job *j, struct braid_ds *ds, const struct ec_stri
 	j->s = s;
 	j->code = code;
 	pthread_mutex_init(&j->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&j->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&j->cv, NULL); /* waits are untimed: each READ has its timeout */
 }
 
 /* Close the sources' connections and free their buffers (no READ is out). */

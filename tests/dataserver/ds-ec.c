@@ -94,20 +94,12 @@ static void node_start(struct node *n, unsigned i, bool nfs41)
 		 "mds = 127.0.0.1:%d\n",
 		 n->dir, key_path, nfs41 ? "yes" : "no", fm_port(M));
 	dt_write_file(n->conf, conf, 0644);
-	struct conf_error cerr;
-	if (ds_settings_load(n->conf, &n->set, &cerr)) {
-		conf_error_print(&cerr, stderr);
-		CHECK(0);
-	}
-	char msg[512];
-	int rc = braid_ds_start(&n->set, &n->ds, msg, sizeof(msg));
-	if (rc)
-		fprintf(stderr, "braid_ds_start: %s\n", msg);
-	CHECK(rc == 0);
+	n->ds = dt_ds_start(n->conf, &n->set);
 	n->port = braid_ds_port(n->ds, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET,
 				 .sin_port = htons((uint16_t)n->port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	/* an EC_COMPUTE call may take seconds */
 	struct nfsd_clnt_opts o = {.timeout_ms = 15000, .reconnect = true};
 	int err = 0;
 	CHECK((n->c = nfsd_clnt_new(eng, (struct sockaddr *)&sa, sizeof(sa), &o, &err)));
@@ -712,10 +704,7 @@ static void t_read(void)
 int main(void)
 {
 	tmp = st_tmp_make();
-	snprintf(key_path, sizeof(key_path), "%s/cluster.key", tmp);
-	CHECK(braid_key_create(key_path) == 0);
-	char msg[256];
-	CHECK(braid_key_load(key_path, &key, msg, sizeof(msg)) == 0);
+	dt_key_make(tmp, key_path, sizeof(key_path), &key);
 	int err = 0;
 	CHECK((eng = nfsd_client_engine_new(1, 0, &err)));
 	M = fm_start(&key, locate, NULL);
