@@ -108,8 +108,8 @@ static int stripe_parse(struct braid_ds *ds, const braid_ctl_ec_stripe *s, struc
 			struct sockaddr_storage ss;
 			socklen_t sl;
 			if (ds_netaddr_parse((const char *)na->na_r_netid.val, na->na_r_netid.len,
-					     (const char *)na->na_r_addr.val, na->na_r_addr.len, &ss,
-					     &sl))
+					     (const char *)na->na_r_addr.val, na->na_r_addr.len,
+					     &ss, &sl))
 				return -EINVAL;
 			w->local = w->local || ds_addr_is_self(ds, &ss);
 			if (w->naddrs < EC_ADDRS) {
@@ -306,9 +306,9 @@ static int job_read(struct ec_job *j, uint64_t inner, uint32_t len)
 			job_fail(j, BRAID_CTL_SERVERFAULT, c->idx);
 			break;
 		}
-		c->want = c->valid > inner ? (c->valid - inner < len ? (uint32_t)(c->valid - inner)
-								   : len)
-					   : 0;
+		c->want = c->valid > inner
+			      ? (c->valid - inner < len ? (uint32_t)(c->valid - inner) : len)
+			      : 0;
 		c->got = 0;
 		memset(c->buf + c->want, 0, len - c->want);
 		if (!c->want || s->at[c->idx].local)
@@ -418,18 +418,18 @@ int ds_ec_new(struct braid_ds *ds)
 		return -ENOMEM;
 	pthread_mutex_init(&e->mu, NULL);
 	struct nfsd_metrics *m = ds->metrics;
-	e->calls = nfsd_metrics_counter(m, "braid_ds_ec_compute_calls_total",
-					"EC_COMPUTE calls served (erasure-coded chunks made here).",
-					NULL);
-	e->read_bytes = nfsd_metrics_counter(m, "braid_ds_ec_compute_read_bytes_total",
-					     "Bytes EC_COMPUTE read from other data servers.", NULL);
+	e->calls =
+	    nfsd_metrics_counter(m, "braid_ds_ec_compute_calls_total",
+				 "EC_COMPUTE calls served (erasure-coded chunks made here).", NULL);
+	e->read_bytes =
+	    nfsd_metrics_counter(m, "braid_ds_ec_compute_read_bytes_total",
+				 "Bytes EC_COMPUTE read from other data servers.", NULL);
 	e->written_bytes = nfsd_metrics_counter(
 	    m, "braid_ds_ec_compute_written_bytes_total",
 	    "Bytes EC_COMPUTE wrote here (blocks that already held them are left alone).", NULL);
-	e->mismatch_bytes =
-	    nfsd_metrics_counter(m, "braid_ds_ec_compute_mismatch_bytes_total",
-				 "Bytes EC_COMPUTE's verify found differing from what it computed.",
-				 NULL);
+	e->mismatch_bytes = nfsd_metrics_counter(
+	    m, "braid_ds_ec_compute_mismatch_bytes_total",
+	    "Bytes EC_COMPUTE's verify found differing from what it computed.", NULL);
 	e->errors = nfsd_metrics_counter(m, "braid_ds_ec_compute_errors_total",
 					 "EC_COMPUTE calls that failed.", NULL);
 	e->reads = nfsd_metrics_counter(m, "braid_ds_ec_reads_total",
@@ -464,8 +464,9 @@ static const struct ec_code *code_of(struct ds_ec *e, const struct ec_stripe *s)
 	struct ec_code **c = &e->code[s->k][s->m];
 	if (!*c && ec_code_new(s->k, s->m, c))
 		*c = NULL;
+	const struct ec_code *code = *c;
 	pthread_mutex_unlock(&e->mu);
-	return *c;
+	return code;
 }
 
 /* Take one of max places counted by *n; false when all are taken. */
@@ -592,8 +593,8 @@ static void compute_call(struct braid_ds *ds, const braid_ctl_ec_compute_args *a
 		    !(old = aligned_alloc(DS_STORE_ALIGN, EC_PIECE))))
 		rc = -ENOMEM;
 	uint64_t off = a->ecc_offset < t.len ? a->ecc_offset : t.len, next = off;
-	uint64_t count = a->ecc_count < BRAID_CTL_EC_COMPUTE_MAX ? a->ecc_count
-								 : BRAID_CTL_EC_COMPUTE_MAX;
+	uint64_t count =
+	    a->ecc_count < BRAID_CTL_EC_COMPUTE_MAX ? a->ecc_count : BRAID_CTL_EC_COMPUTE_MAX;
 	uint64_t end = t.len - off > count ? off + count : t.len;
 	uint64_t budget = nfsd_now_ns() + EC_BUDGET_MS * 1000000ull;
 	while (!rc && next < end && (next == off || nfsd_now_ns() < budget)) {
@@ -622,12 +623,12 @@ static void compute_call(struct braid_ds *ds, const braid_ctl_ec_compute_args *a
 		compute_fail(r, j.st, j.bad);
 	else {
 		r->ecc_status = BRAID_CTL_OK;
-		r->u.ecc_resok = (braid_ctl_ec_compute_resok){.ecc_next = done ? 1ull << s->shift
-									: next,
-							      .ecc_done = done,
-							      .ecc_read = j.read,
-							      .ecc_written = t.written,
-							      .ecc_mismatch = t.mismatch};
+		r->u.ecc_resok =
+		    (braid_ctl_ec_compute_resok){.ecc_next = done ? 1ull << s->shift : next,
+						 .ecc_done = done,
+						 .ecc_read = j.read,
+						 .ecc_written = t.written,
+						 .ecc_mismatch = t.mismatch};
 	}
 out:
 	free(out);
@@ -720,8 +721,8 @@ static struct nfsd_clnt *mds_clnt(struct braid_ds *ds)
 		return c;
 	struct nfsd_server *eng = ds_peer_engine(ds);
 	const struct sockaddr_storage *ss = &ds->set.mds.addr[0];
-	socklen_t sl = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-						: sizeof(struct sockaddr_in6);
+	socklen_t sl =
+	    ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	struct nfsd_clnt_opts co = {
 	    .timeout_ms = EC_TIMEOUT_MS, .reconnect = true, .connect_timeout_ms = EC_TIMEOUT_MS};
 	int err = 0;
@@ -835,8 +836,8 @@ static int ec_read_chunk(struct braid_ds *ds, const struct ec_stripe *s, unsigne
 	return rc;
 }
 
-int ds_ec_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id,
-	       uint64_t ino, uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
+int ds_ec_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid *id, uint64_t ino,
+	       uint64_t off, uint32_t count, xdr_opaque *data, bool *eof)
 {
 	struct ds_ec *e = ds->ec;
 	nfsd_metric_add(e->reads, 1);

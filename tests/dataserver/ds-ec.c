@@ -194,8 +194,7 @@ static void expect_chunk(const struct file *f, uint64_t s, unsigned i, uint8_t *
 }
 
 /* len bytes of object id on node n from off (holes and the end: zeros). */
-static void get(struct node *n, const struct ds_objid *id, uint64_t off, uint64_t len,
-		uint8_t *out)
+static void get(struct node *n, const struct ds_objid *id, uint64_t off, uint64_t len, uint8_t *out)
 {
 	uint8_t fh[DS_FH_SIZE];
 	ds_fh_make(&key, id, fh);
@@ -204,8 +203,8 @@ static void get(struct node *n, const struct ds_objid *id, uint64_t off, uint64_
 		uint32_t got = 0;
 		bool eof = false;
 		uint64_t want = len - at < MiB ? len - at : MiB;
-		CHECK_EQ(dt_read(n->c, fh, DS_FH_SIZE, off + at, (uint32_t)want, out + at, &got, &eof,
-				 DT_UID),
+		CHECK_EQ(dt_read(n->c, fh, DS_FH_SIZE, off + at, (uint32_t)want, out + at, &got,
+				 &eof, DT_UID),
 			 NFS3_OK);
 		at += got;
 		if (eof || !got)
@@ -306,8 +305,8 @@ static void file_write(struct file *f, unsigned nstripes)
 			if (!(made >> n & 1)) {
 				uint8_t fh[DS_CTL_FH_MAX];
 				uint32_t fhlen;
-				CHECK_EQ(ds_ctl_create(N[n].c, &key, &f->id, DT_UID, DT_GID, 0640, fh,
-						       &fhlen),
+				CHECK_EQ(ds_ctl_create(N[n].c, &key, &f->id, DT_UID, DT_GID, 0640,
+						       fh, &fhlen),
 					 0);
 				made |= 1u << n;
 			}
@@ -315,7 +314,8 @@ static void file_write(struct file *f, unsigned nstripes)
 			uint8_t fh[DS_FH_SIZE];
 			ds_fh_make(&key, &f->id, fh);
 			for (uint64_t off = base; off < base + SEG && off < f->size; off += MiB) {
-				uint32_t len = (uint32_t)(f->size - off < MiB ? f->size - off : MiB);
+				uint32_t len =
+				    (uint32_t)(f->size - off < MiB ? f->size - off : MiB);
 				CHECK_EQ(dt_write(N[n].c, fh, DS_FH_SIZE, off, f->data + off, len,
 						  FILE_SYNC, NULL, DT_UID),
 					 NFS3_OK);
@@ -379,9 +379,9 @@ static void t_stale_parity(void)
 	memcpy(F1.data + 8192, blk, sizeof(blk));
 	uint8_t fh[DS_FH_SIZE];
 	ds_fh_make(&key, &F1.id, fh);
-	CHECK_EQ(dt_write(N[F1.at[0][0]].c, fh, DS_FH_SIZE, 8192, blk, 4096, FILE_SYNC, NULL,
-			  DT_UID),
-		 NFS3_OK);
+	CHECK_EQ(
+	    dt_write(N[F1.at[0][0]].c, fh, DS_FH_SIZE, 8192, blk, 4096, FILE_SYNC, NULL, DT_UID),
+	    NFS3_OK);
 	for (unsigned r = 0; r < 2; r++) {
 		struct cres c = compute(&F1, 0, 4 + r, F1.at[0][4 + r], 0, true);
 		CHECK_EQ(c.status, BRAID_CTL_OK);
@@ -400,8 +400,8 @@ static void t_three_one(void)
 {
 	/* 3+1 on nodes 0, 4, 5, 6; a spare at 7 */
 	static const int set[4] = {0, 4, 5, 6};
-	F2 = (struct file){.id = dt_id(2, 3), .ino = 2002, .k = 3, .m = 1,
-			   .size = 3 * SEG + SEG + SEG / 4 + 77};
+	F2 = (struct file){
+	    .id = dt_id(2, 3), .ino = 2002, .k = 3, .m = 1, .size = 3 * SEG + SEG + SEG / 4 + 77};
 	for (unsigned s = 0; s < 2; s++)
 		for (unsigned i = 0; i < 4; i++)
 			F2.at[s][i] = set[(s * 3 + i) % 4];
@@ -482,13 +482,13 @@ static void t_hostile(void)
 	braid_ctl_ec_compute_args a0 = {.ecc_target = 1, .ecc_count = SEG, .ecc_mode = 0640};
 	stripe_of(&F1, 0, 1, 6, 1u << 1, &a0.ecc_stripe, ch, na);
 	braid_ctl_ec_compute_args a;
-#define INVAL_IF(change)                                                                   \
-	do {                                                                               \
-		stripe_of(&F1, 0, 1, 6, 1u << 1, &a0.ecc_stripe, ch, na);                  \
-		a = a0;                                                                    \
-		change;                                                                    \
-		braid_ctl_ec_compute_res r_ = hostile_call(&a);                            \
-		CHECK_EQ(r_.ecc_status, BRAID_CTL_INVAL);                                  \
+#define INVAL_IF(change)                                                                           \
+	do {                                                                                       \
+		stripe_of(&F1, 0, 1, 6, 1u << 1, &a0.ecc_stripe, ch, na);                          \
+		a = a0;                                                                            \
+		change;                                                                            \
+		braid_ctl_ec_compute_res r_ = hostile_call(&a);                                    \
+		CHECK_EQ(r_.ecc_status, BRAID_CTL_INVAL);                                          \
 	} while (0)
 	INVAL_IF(a.ecc_stripe.es_chunks.len = 5);
 	INVAL_IF(a.ecc_stripe.es_m = 1);
@@ -504,29 +504,29 @@ static void t_hostile(void)
 	INVAL_IF(a.ecc_mode = 01777);
 	INVAL_IF(a.ecc_count = 0);
 	INVAL_IF(a.ecc_offset = SEG + 1);
-	INVAL_IF(ch[0].ec_ds = ch[2].ec_ds = 0);	      /* 1 and 2 and 0 down: three */
+	INVAL_IF(ch[0].ec_ds = ch[2].ec_ds = 0);	       /* 1 and 2 and 0 down: three */
 	INVAL_IF(na[3].na_r_addr = xdr_string_of("nonsense")); /* an address */
 	INVAL_IF(na[3].na_r_netid = xdr_string_of("udp"));
 #undef INVAL_IF
 	/* unsigned: ACCESS */
 	stripe_of(&F1, 0, 1, 6, 1u << 1, &a0.ecc_stripe, ch, na);
-	struct nfsd_call_opts o = {.prog = BRAID_CTL_PROGRAM,
-				   .vers = BRAID_CTL_V1,
-				   .proc = BRAID_CTLPROC_EC_COMPUTE,
-				   .enc_args = xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1
-						   .procs[BRAID_CTLPROC_EC_COMPUTE]
-						   .enc_arg,
-				   .args = &a0,
-				   .flavor = NFSD_AUTH_SYS,
-				   .uid = 0,
-				   .gid = 0};
+	struct nfsd_call_opts o = {
+	    .prog = BRAID_CTL_PROGRAM,
+	    .vers = BRAID_CTL_V1,
+	    .proc = BRAID_CTLPROC_EC_COMPUTE,
+	    .enc_args =
+		xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1.procs[BRAID_CTLPROC_EC_COMPUTE].enc_arg,
+	    .args = &a0,
+	    .flavor = NFSD_AUTH_SYS,
+	    .uid = 0,
+	    .gid = 0};
 	braid_ctl_ec_compute_res r;
-	CHECK_EQ(nfsd_clnt_call(N[6].c, &o,
-				xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1
-				    .procs[BRAID_CTLPROC_EC_COMPUTE]
-				    .dec_res,
-				&r, NULL),
-		 0);
+	CHECK_EQ(
+	    nfsd_clnt_call(
+		N[6].c, &o,
+		xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1.procs[BRAID_CTLPROC_EC_COMPUTE].dec_res, &r,
+		NULL),
+	    0);
 	CHECK_EQ(r.ecc_status, BRAID_CTL_ACCESS);
 	/* the parity object of a key at another generation here: STALE */
 	stripe_of(&F1, 0, 4, 6, 1u << 1, &a0.ecc_stripe, ch, na);
@@ -579,9 +579,9 @@ static void read_ok(uint64_t off, uint32_t count, uint32_t want, bool want_eof)
 	static uint8_t buf[MiB];
 	uint32_t got = 0;
 	bool eof = false;
-	CHECK_EQ(ec_read3(0, ecfh, sizeof(ecfh), off, count, DT_UID, DT_GID, NULL, 0, buf, &got,
-			  &eof),
-		 NFS3_OK);
+	CHECK_EQ(
+	    ec_read3(0, ecfh, sizeof(ecfh), off, count, DT_UID, DT_GID, NULL, 0, buf, &got, &eof),
+	    NFS3_OK);
 	CHECK_EQ(got, want);
 	CHECK_EQ(eof, want_eof);
 	CHECK(memcmp(buf, F1.data + off, got) == 0);
@@ -713,8 +713,8 @@ int main(void)
 
 	/* 4+2, 1 MiB segments, two stripes, the file ending in the second
 	 * stripe's chunk 1; chunk i of stripe s on node (4 s + i) % 6 */
-	F1 = (struct file){.id = dt_id(1, 5), .ino = 1001, .k = 4, .m = 2,
-			   .size = 5 * SEG + SEG / 2 + 1234};
+	F1 = (struct file){
+	    .id = dt_id(1, 5), .ino = 1001, .k = 4, .m = 2, .size = 5 * SEG + SEG / 2 + 1234};
 	for (unsigned s = 0; s < 2; s++)
 		for (unsigned i = 0; i < 6; i++)
 			F1.at[s][i] = (int)((4 * s + i) % 6);

@@ -113,7 +113,8 @@ struct fake_mds *fm_start(const struct braid_key *key, fm_locate_fn locate, void
 	m->arg = arg;
 	m->procs[BRAID_CTLPROC_NULL] =
 	    (struct nfsd_proc){.name = "NULL", .fn = fm_null, .flags = NFSD_PROC_INLINE};
-	m->procs[BRAID_CTLPROC_REGISTER] = (struct nfsd_proc){.name = "REGISTER", .fn = fm_register};
+	m->procs[BRAID_CTLPROC_REGISTER] =
+	    (struct nfsd_proc){.name = "REGISTER", .fn = fm_register};
 	m->procs[BRAID_CTLPROC_HEARTBEAT] =
 	    (struct nfsd_proc){.name = "HEARTBEAT", .fn = fm_heartbeat};
 	m->procs[BRAID_CTLPROC_EC_LOCATE] =
