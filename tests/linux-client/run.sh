@@ -635,7 +635,11 @@ FAILS=0
 # Every FAIL line also goes to $T/fails, printed again as the run's last
 # lines: CI keeps only a log's head and tail, and the daemons' logs that
 # show_logs prints would push them out of it.
-bad() { echo "$PROG: FAIL: $*" | tee -a "$T/fails" >&2; FAILS=$((FAILS + 1)); }
+bad() {
+	echo "$PROG: FAIL: $*" >&2
+	echo "$PROG: FAIL: $*" >> "$T/fails"
+	FAILS=$((FAILS + 1))
+}
 good() { echo "$PROG: ok: $*" >&2; }
 # every daemon's metrics, as the guest reaches them (guest.sh's snapshots)
 DM="mds=10.0.2.2:${MDS_METRICS##*:}"
@@ -714,7 +718,8 @@ if [[ $rc = 0 ]]; then
 	grep -q '^CHECKS-OK' "$T/vm.log" || bad "the workload exited 0 without printing CHECKS-OK"
 else
 	bad "the guest's checks:"
-	grep '^FAIL' "$T/vm.log" | tee -a "$T/fails" >&2
+	grep '^FAIL' "$T/vm.log" >&2
+	grep '^FAIL' "$T/vm.log" >> "$T/fails"
 fi
 [[ $stop_rc = 0 ]] || bad "the server did not stop cleanly"
 
@@ -724,7 +729,7 @@ fi
 IDMAP=
 for id in "${!IDX_OF[@]}"; do IDMAP+=" $id=${IDX_OF[$id]}"; done
 python3 - "$T" "$CHECKS" "$BRAID_NDS" "$DS_VERS" "${KILLED:-0}" "${KILL_AT:-0}" "${OTHER_AT:-0}" "$IDMAP" \
-	"${DS_PORT[@]}" <<'PYEOF' 2>&1 | tee "$T/judge.out" >&2
+	"${DS_PORT[@]}" <<'PYEOF' >&2
 import json, os, sys
 T, checks, nds, ds_vers, killed, kill_at, other_at, idmap = sys.argv[1:9]
 checks = checks.split(",")
@@ -739,6 +744,8 @@ def bad(m):
     global fails
     fails += 1
     print("run.sh: FAIL: %s%s" % (where, m))
+    with open(os.path.join(T, "fails"), "a") as f:
+        f.write("run.sh: FAIL: %s%s\n" % (where, m))
 MiB = 1 << 20
 
 console = open(os.path.join(T, "vm.log"), errors="replace").read().splitlines()
@@ -1309,14 +1316,13 @@ for check in checks:
 
 sys.exit(1 if fails else 0)
 PYEOF
-(( ${PIPESTATUS[0]} == 0 )) || FAILS=$((FAILS + 1))
+(( $? == 0 )) || FAILS=$((FAILS + 1))
 
 if ((FAILS)); then
 	show_logs
 	{
 		echo "$PROG: the FAIL lines of this run, again:"
 		cat "$T/fails" 2> /dev/null
-		grep -h 'FAIL' "$T/judge.out" 2> /dev/null
 	} >&2
 	echo "$PROG: FAIL ($BACKEND, vers=$VERS, checks=$CHECKS, ds-vers=$DS_VERS)" >&2
 	exit 1
