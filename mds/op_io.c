@@ -63,6 +63,7 @@
 #include "ctl/fh.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/io.h"
 #include "mds/io_gss.h"
 #include "mds/layout.h"
@@ -730,6 +731,10 @@ static int data_write(struct braid_mds *mds, const struct mds_attr *a, enum mds_
 {
 	struct obj o;
 	int rc = obj_init(&o, mds, a);
+	/* within the write gate (mds_io_write): an erasure-coded file is
+	 * unsealed before its bytes change (mds/ec.h) */
+	if (!rc)
+		rc = mds_ec_write_begin(mds, a->ino, &o.map.pol);
 	if (rc)
 		return rc;
 	o.hop = hop;
@@ -1093,6 +1098,7 @@ static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 		return io_status(rc);
 	unsigned nm = seg_mirrors(&o, &seg);
 	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
+	rc = mds_ec_write_begin(mds, at.ino, &o.map.pol);
 	for (unsigned m = 0; !rc && m < nm; m++) {
 		uint32_t id = seg.ds[layout_ds_slot(&o.map.pol, m, end - 1)];
 		struct mds_ds_conn *dc;
@@ -1182,6 +1188,7 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 		return NFS4_OK; /* no object: all zeros already */
 	uint64_t cur = UINT64_MAX;
 	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
+	rc = mds_ec_write_begin(mds, at.ino, &o.map.pol);
 	for (uint64_t q = a->da_offset; !rc && q < end;) {
 		uint64_t qe = layout_piece_end(&o.map.pol, q);
 		qe = qe < end ? qe : end;
