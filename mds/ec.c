@@ -247,10 +247,9 @@ struct ec_batch {
 	const struct mds_file_map *map;
 	struct ec_job *jobs;
 	unsigned njobs;
-	pthread_mutex_t mu; /* guards next, err, written */
+	pthread_mutex_t mu; /* guards next, err */
 	unsigned next;
 	int err;
-	uint64_t written;
 };
 
 /* EC_COMPUTE of one parity chunk, from its start to its end. */
@@ -296,19 +295,31 @@ static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *wri
 	return rc;
 }
 
+static bool ec_stopping(struct mds_ec *ec)
+{
+	pthread_mutex_lock(&ec->mu);
+	bool s = ec->stop;
+	pthread_mutex_unlock(&ec->mu);
+	return s;
+}
+
 static void *batch_worker(void *arg)
 {
 	struct ec_batch *b = arg;
 	for (;;) {
+		/* a stop leaves the file to seal: encoded again at the next start */
+		bool stop = ec_stopping(b->ec);
 		pthread_mutex_lock(&b->mu);
+		if (stop && !b->err)
+			b->err = -EINTR;
 		unsigned i = b->err ? b->njobs : b->next++;
 		pthread_mutex_unlock(&b->mu);
 		if (i >= b->njobs)
 			return NULL;
 		uint64_t w = 0;
 		int rc = compute_one(b, &b->jobs[i], &w);
+		nfsd_metric_add(b->ec->m_bytes, (int64_t)w);
 		pthread_mutex_lock(&b->mu);
-		b->written += w;
 		if (rc && !b->err) {
 			b->err = rc;
 			mds_log("inode %llu: encoding stripe %llu parity %u on data server %u: %s",
@@ -321,7 +332,7 @@ static void *batch_worker(void *arg)
 }
 
 /* Every job of b, EC_JOBS at a time: 0 or the first error. */
-static int batch_run(struct ec_batch *b, uint64_t *written)
+static int batch_run(struct ec_batch *b)
 {
 	pthread_t t[EC_JOBS];
 	unsigned nt = 0;
@@ -334,7 +345,6 @@ static int batch_run(struct ec_batch *b, uint64_t *written)
 	for (unsigned i = 0; i < nt; i++)
 		pthread_join(t[i], NULL);
 	pthread_mutex_destroy(&b->mu);
-	*written += b->written;
 	return b->err;
 }
 
@@ -392,7 +402,7 @@ static int stripe_prepare(struct braid_mds *mds, const struct mds_attr *a, struc
 
 /* Encodes every stripe of a's file: 0, or an error (it stays to seal). */
 static int file_encode(struct mds_ec *ec, const struct mds_attr *a, struct mds_file_map *map,
-		       uint64_t w0, uint64_t *written)
+		       uint64_t w0)
 {
 	struct braid_mds *mds = ec->mds;
 	const struct layout_policy *p = &map->pol;
@@ -420,7 +430,7 @@ static int file_encode(struct mds_ec *ec, const struct mds_attr *a, struct mds_f
 			}
 		}
 		if (!rc)
-			rc = batch_run(&b, written);
+			rc = batch_run(&b);
 	}
 	free(jobs);
 	return rc;
@@ -479,11 +489,9 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 	/* the MDS's own writes under way finish first; later ones count */
 	mds_data_write_gate(mds, ino, MDS_GATE_FREEZE);
 	mds_data_write_gate(mds, ino, MDS_GATE_OPEN);
-	uint64_t written = 0;
-	rc = file_encode(ec, &a, &map, w0, &written);
-	nfsd_metric_add(ec->m_bytes, (int64_t)written);
+	rc = file_encode(ec, &a, &map, w0);
 	if (rc) {
-		if (rc != -EAGAIN) {
+		if (rc != -EAGAIN && rc != -EINTR) {
 			atomic_fetch_add(&ec->failures, 1);
 			nfsd_metric_add(ec->m_fail, 1);
 		}
@@ -516,14 +524,6 @@ static int ino_collect(void *arg, uint64_t ino)
 		return 1;
 	iv->v[iv->n++] = ino;
 	return 0;
-}
-
-static bool ec_stopping(struct mds_ec *ec)
-{
-	pthread_mutex_lock(&ec->mu);
-	bool s = ec->stop;
-	pthread_mutex_unlock(&ec->mu);
-	return s;
 }
 
 static void *ec_main(void *arg)
