@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control protocol served by braid-ds (braid_ctl.x: CREATE, REMOVE,
- * TRUNCATE, SETFENCE, STAT, LIST, and COPY in mover.c).  REGISTER and
- * HEARTBEAT are the MDS's: PROC_UNAVAIL here.
+ * TRUNCATE, SETFENCE, STAT, LIST, COPY in mover.c and EC_COMPUTE in
+ * ec.c).  REGISTER, HEARTBEAT and EC_LOCATE are the MDS's: PROC_UNAVAIL
+ * here.
  *
  * Only the MDS may call: every procedure but NULL needs an AUTH_BRAID
  * credential, which the flavor (nfsd/auth_braid.c) has verified against the
@@ -18,31 +19,11 @@
 
 #include "dataserver/ds_impl.h"
 
+/* The store's errors as peer.c maps them, but EXIST: CREATE's of another
+ * generation (none of these calls checks permissions: no EACCES). */
 static braid_ctl_stat errno_to_ctl(int e)
 {
-	switch (e) {
-	case 0:
-		return BRAID_CTL_OK;
-	case -ENOENT:
-		return BRAID_CTL_NOENT;
-	case -ESTALE:
-		return BRAID_CTL_STALE;
-	case -EEXIST:
-		return BRAID_CTL_EXIST;
-	case -EINVAL:
-	case -EFBIG:
-		return BRAID_CTL_INVAL;
-	case -ENOSPC:
-	case -EDQUOT:
-		return BRAID_CTL_NOSPC;
-	case -EIO:
-		return BRAID_CTL_IO;
-	case -EAGAIN:
-	case -EBUSY:
-		return BRAID_CTL_DELAY;
-	default:
-		return BRAID_CTL_SERVERFAULT;
-	}
+	return e == -EEXIST ? BRAID_CTL_EXIST : (braid_ctl_stat)ds_ctl_store_stat(e);
 }
 
 static bool from_mds(const struct nfsd_req *req)
@@ -197,6 +178,7 @@ struct nfsd_proc ds_ctl_procs[DS_CTL_NPROCS] = {
 	PC(STAT, c_stat),
 	PC(LIST, c_list),
 	PC(COPY, ds_mover_copy_proc),
+	PC(EC_COMPUTE, ds_ec_compute_proc),
 };
 
 static const struct nfsd_version ctl_versions[] = {

@@ -191,6 +191,16 @@ static void buf_release(void *b)
 		buf_unmap(p, b);
 }
 
+void *ds_req_buf(struct braid_ds *ds, struct nfsd_req *req)
+{
+	void *buf = buf_get(ds);
+	if (buf && nfsd_req_on_free(req, buf_release, buf)) {
+		buf_release(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
 /* ------------------------------------------------------- READ and WRITE */
 
 uint32_t ds_nfs_status(int err)
@@ -278,13 +288,9 @@ static int io_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_ob
 	}
 	*where = DS_TRACE_DISK;
 	nfsd_req_unbulk(req); /* from disk: no reason to hold the next READ back */
-	void *buf = buf_get(ds);
+	void *buf = ds_req_buf(ds, req);
 	if (!buf)
 		return -EAGAIN;
-	if (nfsd_req_on_free(req, buf_release, buf)) {
-		buf_release(buf);
-		return -ENOMEM;
-	}
 	ssize_t n = ds_store_read(ds->store, id, uid, gid, off, len, buf, eof);
 	if (n < 0)
 		return (int)n;
@@ -751,6 +757,7 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	pthread_mutex_init(&ds->reg_mu, NULL);
 	pthread_cond_init(&ds->reg_cond, NULL);
 	pthread_mutex_init(&ds->bufs.mu, NULL);
+	pthread_mutex_init(&ds->peer_mu, NULL);
 	ds->bufs.size = set->max_io;
 	ds->bufs.cap = BUF_KEEP;
 	ds->bufs.free = calloc(BUF_KEEP, sizeof(void *));
@@ -802,7 +809,8 @@ int braid_ds_start(const struct ds_settings *set, struct braid_ds **out, char *m
 	ds->fsid = fsid_of(ds->uuid);
 
 	if (!(ds->metrics = nfsd_metrics_new()) ||
-	    nfsd_metrics_collector_add(ds->metrics, ds_collect, ds) || ds_mover_new(ds)) {
+	    nfsd_metrics_collector_add(ds->metrics, ds_collect, ds) || ds_mover_new(ds) ||
+	    ds_ec_new(ds)) {
 		rc = -ENOMEM;
 		snprintf(msg, msglen, "out of memory");
 		goto fail;
@@ -955,6 +963,10 @@ int braid_ds_stop(struct braid_ds *ds)
 		nfsd_server_free(ds->srv); /* (with it every RDMA registration) */
 	ds->bufs.srv = NULL;
 	ds_mover_free(ds->mover); /* no COPY runs: the workers are gone */
+	ds_ec_free(ds->ec);
+	if (ds->peer_eng)
+		nfsd_server_free(ds->peer_eng); /* no peer READ is out: their callers are gone */
+	pthread_mutex_destroy(&ds->peer_mu);
 	ds_nfs41_stop(ds);
 	braid_auth_free(ds->auth);
 	if (ds->gss)

@@ -5,13 +5,10 @@
  * resilver, rebuild, drain and rebalance.  The MDS only directs: the bytes
  * go from the source to here.
  *
- * The source is read with NFSv3 READ (RFC 1813 §3.3.6), the path clients
- * use, so it checks every block's CRC (a bad block is NFS3ERR_IO, never
- * data) and sends from its page cache, and needs no code for copies.  The
- * handle is minted here (ctl/fh.h: both hold the cluster key) and READs go
- * as the file's fence uid/gid.  MV_WINDOW READs of MV_READ bytes are in
- * flight on one connection, each received straight into its own buffer
- * (a sink, nfsd/rpc.h), while MV_WRITERS threads write the buffers that
+ * The source is read with NFSv3 READ as the file's fence uid/gid (peer.c:
+ * CRC-checked at the source, no code there for copies).  MV_WINDOW READs
+ * of MV_READ bytes are in flight on one connection, each received straight
+ * into its own buffer, while MV_WRITERS threads write the buffers that
  * came back, leave blocks of zeros as holes (the object was cut to the
  * call's offset first, so they read as zeros), and start their write-back
  * (ds_store_writeback): dirty pages that pile up get the writer throttled
@@ -33,10 +30,8 @@
 #include "nfs3_prot.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctl/netaddr.h"
 #include "dataserver/ds_impl.h"
@@ -50,10 +45,9 @@
 #define MV_RATE_MIN	     (64u << 10) /* bytes/s: a lower cp_rate counts as this */
 #define MV_WRITERS	     2		 /* threads writing a call's data */
 
-/* The mover of one data server.  mu guards eng (made once) and busy. */
+/* The mover of one data server.  mu guards busy. */
 struct ds_mover {
 	pthread_mutex_t mu;
-	struct nfsd_server *eng;
 	unsigned nbusy;
 	uint8_t busy[MV_COPIES_MAX][DS_KEY_SIZE]; /* keys being copied */
 	struct nfsd_metric *calls, *read_bytes, *written_bytes, *errors[3];
@@ -87,8 +81,6 @@ void ds_mover_free(struct ds_mover *m)
 {
 	if (!m)
 		return;
-	if (m->eng)
-		nfsd_server_free(m->eng);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }
@@ -97,22 +89,15 @@ void ds_mover_free(struct ds_mover *m)
 
 struct mv_copy;
 
-/* One READ in flight.  Fields below 'taken' are written by the callback,
- * and read by the thread that took the slot once it saw 'ready' (cp->mu). */
+/* One READ in flight (rd.buf: MV_READ bytes, DS_STORE_ALIGN-aligned).
+ * rd's results are written by the callback, and read by the thread that
+ * took the slot once it saw 'ready' (cp->mu). */
 struct mv_slot {
+	struct ds_peer_read rd; /* first: the callback's pointer is the slot's */
 	struct mv_copy *cp;
-	uint8_t *buf; /* MV_READ bytes, DS_STORE_ALIGN-aligned */
-	uint64_t off;
-	uint32_t len;
-	size_t sunk; /* bytes the engine placed in buf itself */
-	struct nfsd_sink sink;
 	bool out;   /* cp->mu: issued, its callback not yet run */
 	bool ready; /* cp->mu: its callback ran, not yet processed */
 	bool taken; /* cp->mu: a thread is writing its data */
-	int rc;	    /* 0, a transport -errno or NFSD_CALL_ERR_* */
-	uint32_t status;
-	uint32_t count;
-	bool eof;
 };
 
 /*
@@ -145,84 +130,11 @@ struct mv_copy {
 
 static void run_loop(struct mv_copy *cp);
 
-/*
- * Where a READ3res's data starts (struct nfsd_sink's locate): only a
- * successful reply with no attributes or a fattr3, as the data servers
- * send; anything else is received whole.
- */
-static uint32_t peek32(const uint8_t *p, size_t have, size_t *at, bool *short_)
+static void mv_read_done(struct ds_peer_read *rd)
 {
-	if (*at + 4 > have) {
-		*short_ = true;
-		return 0xffffffffu;
-	}
-	uint32_t v = xdr_get32(p + *at);
-	*at += 4;
-	return v;
-}
-
-static int locate_read3(const uint8_t *rec, size_t have, size_t rec_len, size_t *off, size_t *len)
-{
-	(void)rec_len;
-	size_t at = 4; /* xid */
-	bool sh = false;
-	bool ok = peek32(rec, have, &at, &sh) == NFSD_RPC_REPLY &&
-		  peek32(rec, have, &at, &sh) == NFSD_MSG_ACCEPTED;
-	peek32(rec, have, &at, &sh); /* verifier flavor */
-	uint32_t vl = peek32(rec, have, &at, &sh);
-	ok = ok && vl <= 400;
-	at += ok ? (vl + 3) & ~3u : 0;
-	ok = ok && peek32(rec, have, &at, &sh) == NFSD_SUCCESS;
-	ok = ok && peek32(rec, have, &at, &sh) == NFS3_OK;
-	uint32_t attrs = peek32(rec, have, &at, &sh);
-	ok = ok && attrs <= 1;
-	if (attrs == 1)
-		at += 84;			     /* fattr3 */
-	peek32(rec, have, &at, &sh);		     /* count */
-	ok = ok && peek32(rec, have, &at, &sh) <= 1; /* eof */
-	uint32_t n = peek32(rec, have, &at, &sh);
-	if (sh)
-		return 0;
-	if (!ok)
-		return -1;
-	*len = n;
-	*off = at;
-	return 1;
-}
-
-static void mv_read_done(void *ctx, int err, struct xdr_dec *d)
-{
-	struct mv_slot *s = ctx;
+	struct mv_slot *s = (struct mv_slot *)rd;
 	struct mv_copy *cp = s->cp;
-	uint32_t status = 0, count = 0;
-	bool eof = false;
-	if (!err) {
-		uint8_t ab[512];
-		struct xdr_arena ar;
-		xdr_arena_init(&ar, ab, sizeof(ab), 64u << 10);
-		d->arena = &ar;
-		READ3res rr;
-		if (xdr_dec_READ3res(d, &rr) < 0) {
-			err = -EBADMSG;
-		} else if ((status = rr.status) == NFS3_OK) {
-			size_t have = s->sunk ? s->sunk : rr.u.resok.data.len;
-			/* the count must describe the data, within what we asked */
-			if (have != rr.u.resok.count || have > s->len) {
-				err = -EBADMSG;
-			} else {
-				if (!s->sunk && have)
-					memcpy(s->buf, rr.u.resok.data.val, have);
-				count = (uint32_t)have;
-				eof = rr.u.resok.eof;
-			}
-		}
-		xdr_arena_release(&ar);
-	}
 	pthread_mutex_lock(&cp->mu);
-	s->rc = err;
-	s->status = status;
-	s->count = count;
-	s->eof = eof;
 	s->out = false;
 	s->ready = true;
 	cp->out--;
@@ -233,29 +145,12 @@ static void mv_read_done(void *ctx, int err, struct xdr_dec *d)
 /* Send a READ for [off, off + len) into s.  Caller holds cp->mu. */
 static int mv_issue(struct mv_copy *cp, struct mv_slot *s, uint64_t off, uint32_t len)
 {
-	s->off = off;
-	s->len = len;
-	s->sink =
-	    (struct nfsd_sink){.buf = s->buf, .len = len, .locate = locate_read3, .got = &s->sunk};
-	READ3args ra = {
-	    .file = {.data = xdr_opaque_of(cp->fh, DS_FH_SIZE)}, .offset = off, .count = len};
-	struct nfsd_call_opts o = {
-	    .prog = NFS_PROGRAM,
-	    .vers = NFS_V3,
-	    .proc = NFSPROC3_READ,
-	    .enc_args = xdr_desc_NFS_PROGRAM_NFS_V3.procs[NFSPROC3_READ].enc_arg,
-	    .args = &ra,
-	    .timeout_ms = MV_SOURCE_TIMEOUT_MS,
-	    .flavor = NFSD_AUTH_SYS,
-	    .uid = cp->uid,
-	    .gid = cp->gid,
-	    .sink = &s->sink,
-	};
+	s->rd.done = mv_read_done;
 	s->out = true;
 	s->ready = false;
 	cp->out++;
-	/* posted to the engine's loop: its callback runs there, later */
-	int rc = nfsd_clnt_call_async(cp->c, &o, mv_read_done, s);
+	int rc = ds_peer_read(cp->c, cp->fh, cp->uid, cp->gid, MV_SOURCE_TIMEOUT_MS, &s->rd, off,
+			      len);
 	if (rc) {
 		s->out = false;
 		cp->out--;
@@ -267,63 +162,18 @@ static int mv_issue(struct mv_copy *cp, struct mv_slot *s, uint64_t off, uint32_
 
 static braid_ctl_stat store_stat(int e)
 {
-	switch (e) {
-	case 0:
-		return BRAID_CTL_OK;
-	case -ENOENT:
-		return BRAID_CTL_NOENT;
-	case -ESTALE:
-	case -EEXIST: /* another generation made meanwhile */
-		return BRAID_CTL_STALE;
-	case -EINVAL:
-	case -EFBIG:
-		return BRAID_CTL_INVAL;
-	case -ENOSPC:
-	case -EDQUOT:
-		return BRAID_CTL_NOSPC;
-	case -EACCES:
-		return BRAID_CTL_ACCESS;
-	case -EIO:
-		return BRAID_CTL_IO;
-	case -EAGAIN:
-	case -EBUSY:
-		return BRAID_CTL_DELAY;
-	default:
-		return BRAID_CTL_SERVERFAULT;
-	}
+	return (braid_ctl_stat)ds_ctl_store_stat(e);
 }
 
 /* A source call's outcome as (side, status); OK for a good reply. */
 static braid_ctl_stat source_stat(int rc, uint32_t nfs_status, braid_ctl_copy_side *side)
 {
-	*side = BRAID_CTL_COPY_SOURCE;
-	if (rc < 0 && rc != -EBADMSG && rc != -ENOMEM) {
-		*side = BRAID_CTL_COPY_SOURCE_DOWN; /* reset, refused, timed out */
-		return BRAID_CTL_IO;
-	}
-	if (rc == -ENOMEM) {
-		*side = BRAID_CTL_COPY_DEST;
-		return BRAID_CTL_SERVERFAULT;
-	}
-	if (rc) /* a reply we cannot read, or an RPC-level refusal */
-		return (rc & NFSD_CALL_ERR_DENIED) ? BRAID_CTL_ACCESS : BRAID_CTL_SERVERFAULT;
-	switch (nfs_status) {
-	case NFS3_OK:
-		return BRAID_CTL_OK;
-	case NFS3ERR_STALE:
-	case NFS3ERR_NOENT:
-		return BRAID_CTL_NOENT;
-	case NFS3ERR_ACCES:
-	case NFS3ERR_PERM:
-	case NFS3ERR_BADHANDLE: /* another cluster key */
-		return BRAID_CTL_ACCESS;
-	case NFS3ERR_IO:
-		return BRAID_CTL_IO;
-	case NFS3ERR_JUKEBOX:
-		return BRAID_CTL_DELAY;
-	default:
-		return BRAID_CTL_SERVERFAULT;
-	}
+	enum ds_peer_whose w;
+	braid_ctl_stat st = (braid_ctl_stat)ds_peer_stat(rc, nfs_status, &w);
+	*side = w == DS_PEER_DOWN ? BRAID_CTL_COPY_SOURCE_DOWN
+		: w == DS_PEER_HERE ? BRAID_CTL_COPY_DEST
+				    : BRAID_CTL_COPY_SOURCE;
+	return st;
 }
 
 static void fail(braid_ctl_copy_res *r, braid_ctl_stat st, braid_ctl_copy_side side, uint64_t off)
@@ -335,79 +185,6 @@ static void fail(braid_ctl_copy_res *r, braid_ctl_stat st, braid_ctl_copy_side s
 
 /* --------------------------------------------------------- the source */
 
-/* Whether ss is one of the addresses this data server listens on. */
-static bool addr_is_self(const struct braid_ds *ds, const struct sockaddr_storage *ss)
-{
-	for (unsigned i = 0; i < ds->set.listen.n; i++) {
-		const struct sockaddr_storage *l = &ds->set.listen.addr[i];
-		if (l->ss_family != ss->ss_family)
-			continue;
-		if (l->ss_family == AF_INET) {
-			const struct sockaddr_in *a = (const void *)l, *b = (const void *)ss;
-			if (a->sin_port == b->sin_port &&
-			    (a->sin_addr.s_addr == b->sin_addr.s_addr ||
-			     (a->sin_addr.s_addr == htonl(INADDR_ANY) &&
-			      (ntohl(b->sin_addr.s_addr) >> 24) == 127)))
-				return true;
-		} else {
-			const struct sockaddr_in6 *a = (const void *)l, *b = (const void *)ss;
-			if (a->sin6_port == b->sin6_port &&
-			    (!memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(b->sin6_addr)) ||
-			     (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr) &&
-			      IN6_IS_ADDR_LOOPBACK(&b->sin6_addr))))
-				return true;
-		}
-	}
-	return false;
-}
-
-/*
- * Whether a connection to ss completes within ms: nfsd_clnt_new connects
- * blocking, which to a host that does not answer takes minutes.
- */
-static int connect_probe(const struct sockaddr_storage *ss, socklen_t len, unsigned ms)
-{
-	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	int rc = 0;
-	if (connect(fd, (const struct sockaddr *)ss, len) < 0) {
-		if (errno != EINPROGRESS) {
-			rc = -errno;
-		} else {
-			struct pollfd p = {.fd = fd, .events = POLLOUT};
-			int n;
-			do
-				n = poll(&p, 1, (int)ms);
-			while (n < 0 && errno == EINTR);
-			if (n == 0) {
-				rc = -ETIMEDOUT;
-			} else if (n < 0) {
-				rc = -errno;
-			} else {
-				int e = 0;
-				socklen_t el = sizeof(e);
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
-				rc = -e;
-			}
-		}
-	}
-	close(fd);
-	return rc;
-}
-
-static struct nfsd_server *mover_engine(struct ds_mover *m)
-{
-	pthread_mutex_lock(&m->mu);
-	if (!m->eng) {
-		int err = 0;
-		m->eng = nfsd_client_engine_new(1, 0, &err);
-	}
-	struct nfsd_server *e = m->eng;
-	pthread_mutex_unlock(&m->mu);
-	return e;
-}
-
 /*
  * Connect to the first source address that answers GETATTR, into cp->c,
  * and return the object's attributes there.  OK, or a status and side.
@@ -416,19 +193,13 @@ static braid_ctl_stat source_open(struct mv_copy *cp, const struct sockaddr_stor
 				  const socklen_t *sl, unsigned n, fattr3 *attr,
 				  braid_ctl_copy_side *side)
 {
-	struct nfsd_server *eng = mover_engine(cp->ds->mover);
 	*side = BRAID_CTL_COPY_DEST;
-	if (!eng)
+	if (!ds_peer_engine(cp->ds))
 		return BRAID_CTL_SERVERFAULT;
 	braid_ctl_stat st = BRAID_CTL_IO;
 	*side = BRAID_CTL_COPY_SOURCE_DOWN;
 	for (unsigned i = 0; i < n; i++) {
-		if (connect_probe(&ss[i], sl[i], MV_SOURCE_TIMEOUT_MS))
-			continue;
-		struct nfsd_clnt_opts co = {.timeout_ms = MV_SOURCE_TIMEOUT_MS, .reconnect = false};
-		int err = 0;
-		struct nfsd_clnt *c =
-		    nfsd_clnt_new(eng, (const struct sockaddr *)&ss[i], sl[i], &co, &err);
+		struct nfsd_clnt *c = ds_peer_connect(cp->ds, &ss[i], sl[i], MV_SOURCE_TIMEOUT_MS);
 		if (!c)
 			continue;
 		GETATTR3args ga = {.object = {.data = xdr_opaque_of(cp->fh, DS_FH_SIZE)}};
@@ -468,51 +239,6 @@ static braid_ctl_stat source_open(struct mv_copy *cp, const struct sockaddr_stor
 }
 
 /* ---------------------------------------------------- the destination */
-
-static bool zeros(const uint8_t *p, size_t n)
-{
-	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
-}
-
-/*
- * Write buf (n bytes, object offset off) as the owner, skipping blocks of
- * zeros: past the call's offset the object reads as zeros already.  Adds
- * what it wrote to *written.
- */
-static int dest_write(struct mv_copy *cp, uint64_t off, const uint8_t *buf, size_t n,
-		      uint64_t *written)
-{
-	struct ds_store *st = cp->ds->store;
-	unsigned bs = ds_store_block_size(st);
-	size_t i = 0;
-	while (i < n) {
-		size_t p = bs - (size_t)((off + i) % bs);
-		if (p > n - i)
-			p = n - i;
-		if (zeros(buf + i, p)) {
-			i += p;
-			continue;
-		}
-		size_t j = i + p;
-		while (j < n) {
-			size_t q = bs - (size_t)((off + j) % bs);
-			if (q > n - j)
-				q = n - j;
-			if (zeros(buf + j, q))
-				break;
-			j += q;
-		}
-		struct iovec v = {.iov_base = (void *)(buf + i), .iov_len = j - i};
-		ssize_t w =
-		    ds_store_write(st, &cp->id, cp->uid, cp->gid, off + i, &v, 1, DS_UNSTABLE);
-		if (w < 0)
-			return (int)w;
-		*written += j - i;
-		ds_store_writeback(st, &cp->id, off + i, j - i); /* a hint: errors come at commit */
-		i = j;
-	}
-	return 0;
-}
 
 /* Make the object exist, owned by uid/gid, and cut to size. */
 static int dest_prepare(struct mv_copy *cp, bool exists, uint32_t mode, uint64_t size)
@@ -629,37 +355,40 @@ static void run_reply(struct mv_copy *cp, struct mv_slot *s)
 {
 	struct mv_run *u = &cp->u;
 	braid_ctl_copy_side side;
-	braid_ctl_stat st = source_stat(s->rc, s->status, &side);
-	uint64_t n = s->count;
+	braid_ctl_stat st = source_stat(s->rd.rc, s->rd.status, &side);
+	uint64_t n = s->rd.count;
 	if (st) {
-		run_fail(u, st, side, s->off);
+		run_fail(u, st, side, s->rd.off);
 		return;
 	}
-	if (!n && !s->eof && s->off < u->end) {
+	if (!n && !s->rd.eof && s->rd.off < u->end) {
 		/* nothing and not the end: a source that would keep us here */
-		run_fail(u, BRAID_CTL_SERVERFAULT, BRAID_CTL_COPY_SOURCE, s->off);
+		run_fail(u, BRAID_CTL_SERVERFAULT, BRAID_CTL_COPY_SOURCE, s->rd.off);
 		return;
 	}
 	u->read += n;
-	if (n < s->len && s->eof && s->off + n < u->end) {
+	if (n < s->rd.len && s->rd.eof && s->rd.off + n < u->end) {
 		/* the source shrank since GETATTR: it ends here */
-		u->end = s->off + n;
+		u->end = s->rd.off + n;
 		u->src_size = u->end;
 	}
-	if (s->off >= u->end)
+	if (s->rd.off >= u->end)
 		return;
-	if (n > u->end - s->off)
-		n = u->end - s->off;
+	if (n > u->end - s->rd.off)
+		n = u->end - s->rd.off;
 	uint64_t written = 0;
 	pthread_mutex_unlock(&cp->mu);
-	int rc = n ? dest_write(cp, s->off, s->buf, (size_t)n, &written) : 0;
+	/* past the call's offset the object reads as zeros: holes stay */
+	int rc = n ? ds_write_sparse(cp->ds->store, &cp->id, cp->uid, cp->gid, s->rd.off,
+				     s->rd.buf, (size_t)n, NULL, &written)
+		   : 0;
 	pthread_mutex_lock(&cp->mu);
 	u->written += written;
 	if (rc) {
-		run_fail(u, store_stat(rc), BRAID_CTL_COPY_DEST, s->off);
+		run_fail(u, store_stat(rc), BRAID_CTL_COPY_DEST, s->rd.off);
 		return;
 	}
-	uint64_t rest = s->off + n, rend = s->off + s->len < u->end ? s->off + s->len : u->end;
+	uint64_t rest = s->rd.off + n, rend = s->rd.off + s->rd.len < u->end ? s->rd.off + s->rd.len : u->end;
 	if (rest < rend) {
 		/* a short READ (the source's rsize is smaller): READ the rest,
 		 * past the time budget too (it was issued before) */
@@ -741,7 +470,7 @@ static void copy_call(struct braid_ds *ds, const braid_ctl_copy_args *a, braid_c
 		if (ds_netaddr_parse((const char *)na->na_r_netid.val, na->na_r_netid.len,
 				     (const char *)na->na_r_addr.val, na->na_r_addr.len, &ss[i],
 				     &sl[i]) ||
-		    addr_is_self(ds, &ss[i]))
+		    ds_addr_is_self(ds, &ss[i]))
 			return;
 	}
 	struct mv_copy *cp = calloc(1, sizeof(*cp));
@@ -807,7 +536,7 @@ static void copy_call(struct braid_ds *ds, const braid_ctl_copy_args *a, braid_c
 	if (u->start < u->end) {
 		for (unsigned i = 0; i < MV_WINDOW; i++) {
 			cp->slot[i].cp = cp;
-			if (!(cp->slot[i].buf = aligned_alloc(DS_STORE_ALIGN, MV_READ))) {
+			if (!(cp->slot[i].rd.buf = aligned_alloc(DS_STORE_ALIGN, MV_READ))) {
 				fail(r, BRAID_CTL_SERVERFAULT, BRAID_CTL_COPY_DEST, off);
 				goto out;
 			}
@@ -843,7 +572,7 @@ out:
 	if (cp->c)
 		nfsd_clnt_free(cp->c); /* no READ is out: run_transfer waited for all */
 	for (unsigned i = 0; i < MV_WINDOW; i++)
-		free(cp->slot[i].buf);
+		free(cp->slot[i].rd.buf);
 	if (busy)
 		busy_drop(ds->mover, cp->id.key);
 	pthread_cond_destroy(&cp->cv);

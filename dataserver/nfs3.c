@@ -14,6 +14,12 @@
  * against the object's owner as the store does it; a fenced caller gets
  * NFS3ERR_ACCES.  Only the MDS changes owner or mode (SETATTR of them is
  * NFS3ERR_PERM).
+ *
+ * Reconstructing handles (ctl/fh.h DS_FH_EC, dataserver/ec.c): READ
+ * returns the file's bytes rebuilt from the other chunks of its stripe;
+ * every other procedure on one is NFS3ERR_ACCES, GETATTR included (no
+ * object here has attributes that would mean anything for it: the client
+ * has the file's from the MDS).
  */
 #include "config.h"
 
@@ -29,9 +35,15 @@ static nfsstat3 errno_to_nfs3(int e)
 	return (nfsstat3)ds_nfs_status(e);
 }
 
+/* An object handle's id; a reconstructing handle serves READ alone (the
+ * top comment), anything else on one is NFS3ERR_ACCES. */
 static nfsstat3 fh_obj(struct braid_ds *ds, const nfs_fh3 *fh, struct ds_objid *id)
 {
-	return ds_fh_parse(&ds->key, fh->data.val, fh->data.len, id) ? NFS3ERR_BADHANDLE : NFS3_OK;
+	int type;
+	uint64_t ino;
+	if (ds_fh_parse_type(&ds->key, fh->data.val, fh->data.len, id, &type, &ino))
+		return NFS3ERR_BADHANDLE;
+	return type == DS_FH_OBJECT ? NFS3_OK : NFS3ERR_ACCES;
 }
 
 static void fill_fattr(struct braid_ds *ds, const struct ds_obj_stat *os, fattr3 *a)
@@ -156,14 +168,22 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 	READ3args *a = argp;
 	READ3res *r = resp;
 	struct ds_objid id;
-	if ((r->status = fh_obj(ds, &a->file, &id)))
+	int type;
+	uint64_t ino;
+	if (ds_fh_parse_type(&ds->key, a->file.data.val, a->file.data.len, &id, &type, &ino)) {
+		r->status = NFS3ERR_BADHANDLE;
 		return NFSD_SUCCESS;
+	}
 	/* RFC 1813 §3.3.6: the server may return fewer bytes than asked */
 	bool eof;
 	uint32_t uid, gid;
 	ds_req_ids(req, &uid, &gid);
-	r->status = errno_to_nfs3(ds_io_read(ds, req, &id, uid, gid, a->offset, a->count,
-					     &r->u.resok.data, &eof));
+	if (type == DS_FH_EC)
+		r->status = errno_to_nfs3(
+		    ds_ec_read(ds, req, &id, ino, a->offset, a->count, &r->u.resok.data, &eof));
+	else
+		r->status = errno_to_nfs3(ds_io_read(ds, req, &id, uid, gid, a->offset, a->count,
+						     &r->u.resok.data, &eof));
 	r->u.resok.count = r->u.resok.data.len;
 	r->u.resok.eof = eof;
 	if (r->status == NFS3_OK) /* RFC 8267: over RDMA, into the write chunk */

@@ -80,16 +80,7 @@ static void node_connect(struct node *n)
 
 static void node_start(struct node *n)
 {
-	struct conf_error cerr;
-	if (ds_settings_load(n->conf, &n->set, &cerr)) {
-		conf_error_print(&cerr, stderr);
-		CHECK(0);
-	}
-	char msg[512];
-	int rc = braid_ds_start(&n->set, &n->ds, msg, sizeof(msg));
-	if (rc)
-		fprintf(stderr, "braid_ds_start: %s\n", msg);
-	CHECK(rc == 0);
+	n->ds = dt_ds_start(n->conf, &n->set);
 	n->port = braid_ds_port(n->ds, 0);
 	node_connect(n);
 }
@@ -680,10 +671,7 @@ int main(void)
 		SKIP("%s not built", bin);
 	signal(SIGPIPE, SIG_IGN);
 	tmp = st_tmp_make();
-	snprintf(key_path, sizeof(key_path), "%s/cluster.key", tmp);
-	CHECK(braid_key_create(key_path) == 0);
-	char msg[256];
-	CHECK(braid_key_load(key_path, &key, msg, sizeof(msg)) == 0);
+	dt_key_make(tmp, key_path, sizeof(key_path), &key);
 	int err = 0;
 	eng = nfsd_client_engine_new(1, 0, &err);
 	CHECK(eng);

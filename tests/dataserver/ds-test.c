@@ -13,14 +13,19 @@ void dt_write_file(const char *path, const char *text, mode_t mode)
 	CHECK(chmod(path, mode) == 0);
 }
 
+void dt_key_make(const char *dir, char *path, size_t len, struct braid_key *key)
+{
+	snprintf(path, len, "%s/cluster.key", dir);
+	CHECK(braid_key_create(path) == 0);
+	char msg[256];
+	CHECK(braid_key_load(path, key, msg, sizeof(msg)) == 0);
+}
+
 void dt_prepare(struct dt *t, const char *extra_conf)
 {
 	memset(t, 0, sizeof(*t));
 	t->dir = st_tmp_make();
-	snprintf(t->key_path, sizeof(t->key_path), "%s/cluster.key", t->dir);
-	CHECK(braid_key_create(t->key_path) == 0);
-	char msg[256];
-	CHECK(braid_key_load(t->key_path, &t->key, msg, sizeof(msg)) == 0);
+	dt_key_make(t->dir, t->key_path, sizeof(t->key_path), &t->key);
 	snprintf(t->conf_path, sizeof(t->conf_path), "%s/ds.conf", t->dir);
 	char conf[8192];
 	snprintf(conf, sizeof(conf),
@@ -42,23 +47,30 @@ struct nfsd_clnt *dt_connect(struct dt *t, int port)
 	return c;
 }
 
-void dt_start(struct dt *t)
+struct braid_ds *dt_ds_start(const char *conf, struct ds_settings *set)
 {
 	struct conf_error cerr;
 	/* the store test hook is not in the file: keep what the test set */
-	void (*hook)(int, void *) = t->set.store_test_mapped_hook;
-	void *hook_arg = t->set.store_test_arg;
-	if (ds_settings_load(t->conf_path, &t->set, &cerr)) {
+	void (*hook)(int, void *) = set->store_test_mapped_hook;
+	void *hook_arg = set->store_test_arg;
+	if (ds_settings_load(conf, set, &cerr)) {
 		conf_error_print(&cerr, stderr);
 		CHECK(0);
 	}
-	t->set.store_test_mapped_hook = hook;
-	t->set.store_test_arg = hook_arg;
+	set->store_test_mapped_hook = hook;
+	set->store_test_arg = hook_arg;
 	char msg[512];
-	int rc = braid_ds_start(&t->set, &t->ds, msg, sizeof(msg));
+	struct braid_ds *ds = NULL;
+	int rc = braid_ds_start(set, &ds, msg, sizeof(msg));
 	if (rc)
 		fprintf(stderr, "braid_ds_start: %s\n", msg);
 	CHECK(rc == 0);
+	return ds;
+}
+
+void dt_start(struct dt *t)
+{
+	t->ds = dt_ds_start(t->conf_path, &t->set);
 	t->port = braid_ds_port(t->ds, 0);
 	CHECK(t->port > 0);
 	int err = 0;

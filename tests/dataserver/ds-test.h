@@ -37,11 +37,18 @@ struct dt {
 /* path (created or truncated) holding text, with mode. */
 void dt_write_file(const char *path, const char *text, mode_t mode);
 
+/* A new cluster key in dir/cluster.key: its path (len bytes) and the key. */
+void dt_key_make(const char *dir, char *path, size_t len, struct braid_key *key);
+
 /* A scratch dir with a key file and a config naming store_dir inside it. */
 void dt_prepare(struct dt *t, const char *extra_conf);
 
 /* Another connection of the client engine, to port on loopback. */
 struct nfsd_clnt *dt_connect(struct dt *t, int port);
+
+/* Load conf into *set and start a data server in this process with it
+ * (set's store test hook, set beforehand, is kept); fails the test else. */
+struct braid_ds *dt_ds_start(const char *conf, struct ds_settings *set);
 
 /* Start the data server in this process and connect a client. */
 void dt_start(struct dt *t);
