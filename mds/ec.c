@@ -36,11 +36,13 @@
 #define EC_SCAN_MAX   4096 /* files looked at per scan */
 #define EC_CHUNKS     (LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX)
 #define EC_SAID	      64 /* unreadable files logged (once each) */
+#define EC_RETRY_NS   (5ull * 1000 * 1000 * 1000) /* after a failed seal */
 
 /* Writes to inodes hashing here: how many began, and when the last did. */
 struct ec_slot {
 	uint64_t writes;
 	uint64_t last_ns;
+	uint64_t retry_ns; /* a seal failed: not tried again before (the sealer's only) */
 };
 
 struct mds_ec {
@@ -469,6 +471,8 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 {
 	struct braid_mds *mds = ec->mds;
 	uint64_t w0 = slot_writes(ec, ino); /* before anything is looked at */
+	if (slot_of(ec, ino)->retry_ns > nfsd_now_ns())
+		return;
 	struct mds_attr a;
 	int rc = mds_inode_getattr(mds->store, ino, &a);
 	if (rc == -ESTALE || rc == -ENOENT) {
@@ -494,6 +498,7 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 		if (rc != -EAGAIN && rc != -EINTR) {
 			atomic_fetch_add(&ec->failures, 1);
 			nfsd_metric_add(ec->m_fail, 1);
+			slot_of(ec, ino)->retry_ns = nfsd_now_ns() + EC_RETRY_NS;
 		}
 		return; /* still in the set: tried again at a later scan */
 	}
