@@ -77,6 +77,12 @@ int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
 	return ctl_call(c, key, proc, args, res, arena, 0);
 }
 
+int ds_ctl_call_timeout(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
+			const void *args, void *res, struct xdr_arena *arena, unsigned timeout_ms)
+{
+	return ctl_call(c, key, proc, args, res, arena, timeout_ms);
+}
+
 static void objid_to(const struct ds_objid *id, braid_ctl_objid *o)
 {
 	memcpy(o->oi_key, id->key, DS_KEY_SIZE);

@@ -122,6 +122,10 @@ int ds_ctl_copy_pass(struct nfsd_clnt *c, const struct braid_key *key,
  */
 int ds_ctl_call(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc, const void *args,
 		void *res, struct xdr_arena *arena);
+/* The same, waiting up to timeout_ms for the reply whatever c's own
+ * timeout (EC_COMPUTE works for seconds). */
+int ds_ctl_call_timeout(struct nfsd_clnt *c, const struct braid_key *key, uint32_t proc,
+			const void *args, void *res, struct xdr_arena *arena, unsigned timeout_ms);
 
 /* A braid_ctl_stat as -errno (above). */
 int ds_ctl_errno(int32_t stat);

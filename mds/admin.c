@@ -465,7 +465,7 @@ struct ds_uses {
 static int uses_count(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct ds_uses *u = arg;
-	if (seg >= MDS_LAYOUT_REC || (u->files && u->last == ino))
+	if (seg >= MDS_LAYOUT_SEG_END || (u->files && u->last == ino))
 		return 0; /* records hold policies and sets, not data */
 	for (uint32_t k = 0; k < l->nds; k++)
 		if (l->ds[k] == u->id) {
@@ -854,7 +854,7 @@ struct seg_take {
 static int seg_take(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct seg_take *t = arg;
-	if (seg >= MDS_LAYOUT_REC || seg < t->from)
+	if (seg >= MDS_LAYOUT_SEG_END || seg < t->from)
 		return 0;
 	if (t->n == t->max) {
 		t->more = true;

@@ -30,6 +30,7 @@
 #include "layout/policy.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/space.h"
@@ -418,7 +419,7 @@ struct ds_set {
 static int ds_set_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct ds_set *s = arg;
-	if (seg >= MDS_LAYOUT_REC)
+	if (seg >= MDS_LAYOUT_SEG_END)
 		return 0; /* the file's record names no segment */
 	for (uint32_t k = 0; k < l->nds && k < MDS_LAYOUT_MAX_DS; k++) {
 		unsigned j = 0;
@@ -478,7 +479,7 @@ struct stale_check {
 static int stale_check_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct stale_check *c = arg;
-	if (seg >= MDS_LAYOUT_REC)
+	if (seg >= MDS_LAYOUT_SEG_END)
 		return 0;
 	unsigned S = c->m->pol.stripes ? c->m->pol.stripes : 1;
 	unsigned M = l->nds / S;
@@ -579,7 +580,7 @@ struct seg_naming {
 static int seg_naming_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct seg_naming *c = arg;
-	if (seg >= MDS_LAYOUT_REC || !id_in(l->ds, l->nds, c->id))
+	if (seg >= MDS_LAYOUT_SEG_END || !id_in(l->ds, l->nds, c->id))
 		return 0;
 	if (c->n == c->cap) {
 		unsigned cap = c->cap ? 2 * c->cap : 16;
@@ -852,6 +853,9 @@ void mds_data_release(struct braid_mds *mds, uint64_t ino)
 			left = true;
 		}
 	}
+	/* an erasure-coded file's parity objects (mds/ec.h) go with it */
+	if (!left && !rc && mds_ec_objects_remove(mds, &a))
+		left = true;
 	if (!left && (rc = mds_inode_reap(mds->store, ino)) && rc != -ESTALE && rc != -EBUSY)
 		mds_log("inode %llu: reap: %s", (unsigned long long)ino, strerror(-rc));
 	pthread_mutex_unlock(mu);

@@ -27,6 +27,9 @@
  *     is whole-file on segment 0's data servers, fence epoch 0.
  *   On a directory, MDS_LAYOUT_REC holds the policy new files below it
  *     take (ds[0] = 0, nds = 1): see mds_layout_policy_set().
+ *   Keys from MDS_LAYOUT_SEG_END up are records, never segments (a byte
+ *   offset below 2^64 in segments of 2^20 or more is below 2^44): the
+ *   erasure-coding state and parity holders (mds/ec.h) live there too.
  *
  * Errors: 0 or -errno.
  */
@@ -42,6 +45,7 @@
 struct braid_mds;
 struct ds_objid;
 
+#define MDS_LAYOUT_SEG_END (1ull << 62) /* keys below: segments */
 #define MDS_LAYOUT_REC	   (UINT64_MAX - 1)
 #define MDS_LAYOUT_CREATED 0x80000000u
 #define MDS_LAYOUT_STALE   0x40000000u /* its object missed writes (below) */

@@ -54,6 +54,7 @@
 #include "layout/policy.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/io_gss.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
@@ -600,15 +601,18 @@ static int c_heartbeat(struct nfsd_req *req, void *argp, void *resp)
 	return NFSD_SUCCESS;
 }
 
-/* The MDS's side of the program: NULL, REGISTER, HEARTBEAT; the data
- * servers' procedures answer PROC_UNAVAIL here. */
-static struct nfsd_proc dsreg_procs[BRAID_CTLPROC_LIST + 1] = {
+/* The MDS's side of the program: NULL, REGISTER, HEARTBEAT, EC_LOCATE
+ * (mds/ec.c: store reads, on a worker); the data servers' procedures
+ * answer PROC_UNAVAIL here. */
+#define DSREG_NPROCS (BRAID_CTLPROC_EC_LOCATE + 1)
+static struct nfsd_proc dsreg_procs[DSREG_NPROCS] = {
     [BRAID_CTLPROC_NULL] = {.name = "NULL", .fn = c_null, .flags = NFSD_PROC_INLINE},
     [BRAID_CTLPROC_REGISTER] = {.name = "REGISTER", .fn = c_register},
     [BRAID_CTLPROC_HEARTBEAT] = {.name = "HEARTBEAT", .fn = c_heartbeat, .flags = NFSD_PROC_INLINE},
+    [BRAID_CTLPROC_EC_LOCATE] = {.name = "EC_LOCATE", .fn = mds_ec_locate},
 };
 static const struct nfsd_version dsreg_versions[] = {
-    {.vers = BRAID_CTL_V1, .procs = dsreg_procs, .nprocs = BRAID_CTLPROC_LIST + 1},
+    {.vers = BRAID_CTL_V1, .procs = dsreg_procs, .nprocs = DSREG_NPROCS},
 };
 
 const struct nfsd_program *mds_dsreg_program(struct braid_mds *mds)
@@ -1108,7 +1112,7 @@ int mds_dsreg_init(struct braid_mds *mds, char *msg, size_t msglen)
 		snprintf(msg, msglen, "data server client: %s", strerror(-rc));
 		return rc;
 	}
-	nfsd_procs_bind(dsreg_procs, BRAID_CTLPROC_LIST + 1,
+	nfsd_procs_bind(dsreg_procs, DSREG_NPROCS,
 			&xdr_desc_BRAID_CTL_PROGRAM_BRAID_CTL_V1);
 	r->prog = (struct nfsd_program){
 	    .prog = BRAID_CTL_PROGRAM,

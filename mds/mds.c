@@ -21,6 +21,7 @@
 #include "mds/callback.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
@@ -97,6 +98,11 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "ds_lost_after", CONF_DURATION, .def = "0", S(ds_lost_after_ms),
 	  .desc = "A data server down this long is declared lost: its copies are rebuilt on "
 		  "the others (braidctl ds lost does it at once); 0: never by itself." },
+	{ "mds", NULL, "ec_seal_after", CONF_DURATION, .min = 0, .max = 86400000, .def = "60s",
+	  S(ec_seal_after_ms),
+	  .desc = "An erasure-coded file unchanged this long, and open for writing by nobody, "
+		  "is sealed: its parity is computed, and its bytes survive the loss of m data "
+		  "servers." },
 	{ "mds", NULL, "resilver_rate", CONF_SIZE, .def = "0", S(resilver_rate),
 	  .desc = "Bytes per second each resilver copy reads from its source (a stale mirror "
 		  "brought up to date); 0: no bound." },
@@ -894,7 +900,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	}
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
 	    (rc = mds_space_init(mds, msg, msglen)) || (rc = mds_layout_init(mds, msg, msglen)) ||
-	    (rc = mds_resilver_init(mds, msg, msglen)) ||
+	    (rc = mds_resilver_init(mds, msg, msglen)) || (rc = mds_ec_init(mds, msg, msglen)) ||
 	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_nlm_init(mds, msg, msglen)) ||
 	    (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
@@ -983,6 +989,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	if (mds->srv && mds->nports)
 		mds_mount_rpcbind_unset(mds);
 	mds_resilver_stop(mds); /* its thread calls data servers and the layout layer */
+	mds_ec_stop(mds);	/* so does the sealer */
 	mds_layout_stop(mds); /* its thread calls clients back and data servers */
 	mds_state_stop(mds);  /* the delegation thread calls clients back */
 	mds_nlm_stop(mds);    /* its thread calls NFSv3 clients back */
@@ -997,6 +1004,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_nlm_release(mds); /* its locks are in the state's table */
 	mds_mount_release(mds);
 	mds_resilver_release(mds);
+	mds_ec_release(mds);
 	mds_dsreg_release(mds);
 	mds_layout_release(mds); /* after dsreg's thread, which asks it */
 	mds_space_release(mds);	 /* after everything that notes */

@@ -21,6 +21,7 @@
 #include "mds/attr.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
@@ -746,6 +747,12 @@ nfsstat4 mds_setattr_run(struct braid_mds *mds, const struct mds_cred *cr, const
 	if (at->type == MDS_REG &&
 	    (dst = mds_deleg_break_op(mds, fh->ino, cr->clientid, MDS_DELEG_SETATTR)))
 		return dst;
+	/* a size change changes bytes: an erasure-coded file is unsealed
+	 * first (mds/ec.h) */
+	int erc;
+	if (at->type == MDS_REG && (a->mask & MDS_SET_SIZE) &&
+	    (erc = mds_ec_write_begin_ino(mds, fh->ino)))
+		return mds_nfs4_status(erc);
 	/* The checks read 'at'; the guard makes the change apply to that
 	 * version of the inode or not at all, and a race is retried. */
 	for (int tries = 0; tries < 16; tries++) {

@@ -63,6 +63,7 @@
 #include "ctl/fh.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/io.h"
 #include "mds/io_gss.h"
 #include "mds/layout.h"
@@ -80,7 +81,8 @@ struct obj {
 	const struct mds_attr *a;
 	struct mds_file_map map;
 	struct ds_objid id;
-	uint8_t fh[DS_FH_SIZE];
+	uint8_t fh[DS_FH_EC_SIZE];
+	uint32_t fhlen;	   /* DS_FH_SIZE, or DS_FH_EC_SIZE: reconstructing (ec_read) */
 	uint32_t uid, gid; /* the fence: AUTH_SYS of our NFSv3 calls, and capabilities' */
 	enum mds_hop hop;  /* the request's (mds_io_hop) */
 };
@@ -92,6 +94,7 @@ static int obj_init(struct obj *o, struct braid_mds *mds, const struct mds_attr 
 	o->hop = MDS_HOP_SYS;
 	mds_data_objid(a, &o->id);
 	ds_fh_make(&mds->key, &o->id, o->fh);
+	o->fhlen = DS_FH_SIZE;
 	int rc = mds_data_map(mds, a->ino, &o->map);
 	mds_data_fence_epoch(mds, a, o->map.epoch, &o->uid, &o->gid);
 	return rc;
@@ -273,7 +276,7 @@ static int gss_call(const struct obj *o, struct mds_ds_conn *dc, enum mds_hop h,
 		    const nfs_argop4 *op, struct xdr_arena *ar, nfs_resop4 **r)
 {
 	nfs_argop4 ops[2] = {{.argop = OP_PUTFH}, *op};
-	ops[0].u.opputfh.object = xdr_opaque_of(o->fh, DS_FH_SIZE);
+	ops[0].u.opputfh.object = xdr_opaque_of(o->fh, o->fhlen);
 	COMPOUND4res res;
 	int rc = mds_io_gss_compound(o->mds, dc, h, ops, 2, &res, ar);
 	if (rc || (rc = nfs4_errno(res.status)))
@@ -341,7 +344,7 @@ static int nfs3_call(const struct obj *o, struct mds_ds_conn *dc, uint32_t proc,
 
 static nfs_fh3 obj_fh3(const struct obj *o)
 {
-	nfs_fh3 h = {.data = xdr_opaque_of(o->fh, DS_FH_SIZE)};
+	nfs_fh3 h = {.data = xdr_opaque_of(o->fh, o->fhlen)};
 	return h;
 }
 
@@ -556,6 +559,42 @@ static int read_from(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, 
 	return 0;
 }
 
+static bool unreachable(int rc);
+
+static bool ec_holder_up(void *arg, uint32_t id)
+{
+	struct mds_ds_info info;
+	return !mds_dsreg_get(arg, id, &info) && info.up && !info.lost;
+}
+
+/*
+ * A sealed erasure-coded file's piece whose data server cannot serve it:
+ * read through a surviving holder of its stripe with a reconstructing
+ * handle (mds/ec.h), over NFSv3 as the READ ids, as a degraded READ
+ * layout would have the client do.  -ENOENT: not sealed (nothing to
+ * rebuild from).
+ */
+static int ec_read(const struct obj *o, uint64_t off, uint32_t want, struct xdr_arena *ar,
+		   uint8_t *dst, xdr_opaque *out, uint32_t *ndata)
+{
+	uint32_t id;
+	int rc = mds_ec_substitute(o->mds, o->a, &o->map, layout_seg_index(&o->map.pol, off),
+				   ec_holder_up, o->mds, &id);
+	if (rc)
+		return rc;
+	struct obj e = *o;
+	e.hop = MDS_HOP_SYS;
+	e.fhlen = DS_FH_EC_SIZE;
+	ds_fh_make_ec(&o->mds->key, &o->id, o->a->ino, e.fh);
+	mds_data_fence_read(o->mds, o->a, o->map.epoch, &e.uid, &e.gid);
+	struct mds_ds_conn *dc = mds_ds_conn_get(o->mds, id, &rc);
+	if (!dc)
+		return rc;
+	rc = read_from(&e, dc, off, want, ar, dst, out, ndata);
+	mds_ds_conn_put(dc);
+	return rc;
+}
+
 /* One piece (one data server per mirror) from the first mirror that answers. */
 static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t off, uint32_t want,
 		      struct xdr_arena *ar, uint8_t *dst, xdr_opaque *out, uint32_t *ndata)
@@ -594,6 +633,11 @@ static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t 
 		}
 		if (gone)
 			rc = -EIO;
+	}
+	if ((rc == -EAGAIN || rc == -EIO || unreachable(rc)) && layout_is_ec(&o->map.pol)) {
+		int erc = ec_read(o, off, want, ar, dst, out, ndata);
+		if (erc != -ENOENT)
+			rc = erc;
 	}
 	return rc;
 }
@@ -730,6 +774,10 @@ static int data_write(struct braid_mds *mds, const struct mds_attr *a, enum mds_
 {
 	struct obj o;
 	int rc = obj_init(&o, mds, a);
+	/* within the write gate (mds_io_write): an erasure-coded file is
+	 * unsealed before its bytes change (mds/ec.h) */
+	if (!rc)
+		rc = mds_ec_write_begin(mds, a->ino, &o.map.pol);
 	if (rc)
 		return rc;
 	o.hop = hop;
@@ -1093,6 +1141,7 @@ static nfsstat4 op_allocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop
 		return io_status(rc);
 	unsigned nm = seg_mirrors(&o, &seg);
 	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
+	rc = mds_ec_write_begin(mds, at.ino, &o.map.pol);
 	for (unsigned m = 0; !rc && m < nm; m++) {
 		uint32_t id = seg.ds[layout_ds_slot(&o.map.pol, m, end - 1)];
 		struct mds_ds_conn *dc;
@@ -1182,6 +1231,7 @@ static nfsstat4 op_deallocate(struct nfs41_compound *c, nfs_argop4 *arg, nfs_res
 		return NFS4_OK; /* no object: all zeros already */
 	uint64_t cur = UINT64_MAX;
 	mds_data_write_gate(mds, at.ino, MDS_GATE_WRITE);
+	rc = mds_ec_write_begin(mds, at.ino, &o.map.pol);
 	for (uint64_t q = a->da_offset; !rc && q < end;) {
 		uint64_t qe = layout_piece_end(&o.map.pol, q);
 		qe = qe < end ? qe : end;

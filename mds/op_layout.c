@@ -87,6 +87,7 @@
 #include "layout/type.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/layout_impl.h"
@@ -423,6 +424,9 @@ struct seg_ds {
 	bool nogss;	/* a tightly coupled layout cannot name it: no keytab */
 	bool stale;	/* its copy misses writes: neither read nor written */
 	bool lost;	/* on a data server declared lost */
+	bool ec;	/* named by a reconstructing handle (mds/ec.h: degraded READ) */
+	bool others;	/* unusable for everybody (down, avoided, no version) */
+	nfsstat4 space; /* NOSPC/DQUOT this client was told there, else 0 */
 };
 
 /*
@@ -439,11 +443,13 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 	struct layout_mirror *mir = xdr_arena_alloc(c->arena, nm * sizeof(*mir));
 	struct layout_dserver *dsv = xdr_arena_alloc(c->arena, nm * S * sizeof(*dsv));
 	uint8_t *fh = xdr_arena_alloc(c->arena, DS_FH_SIZE);
-	if (!mir || !dsv || !fh)
+	uint8_t *ecfh = xdr_arena_alloc(c->arena, DS_FH_EC_SIZE);
+	if (!mir || !dsv || !fh || !ecfh)
 		return NFS4ERR_SERVERFAULT;
 	struct ds_objid oid;
 	mds_data_objid(a, &oid);
 	ds_fh_make(&mds->key, &oid, fh);
+	ds_fh_make_ec(&mds->key, &oid, a->ino, ecfh);
 	/* §2.2: READ layouts get ids the data servers let read, never write.
 	 * Tightly coupled (an RPCSEC_GSS client): a capability for the
 	 * iomode, made over the RW ids the objects are owned by, in the
@@ -473,8 +479,8 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 			x->efficiency = nm - p;
 			/* §5.1: loosely coupled, the anonymous stateid */
 			x->stateid = sid;
-			x->fh = fh;
-			x->fhlen = DS_FH_SIZE;
+			x->fh = d->ec ? ecfh : fh;
+			x->fhlen = d->ec ? DS_FH_EC_SIZE : DS_FH_SIZE;
 			x->nversions = d->nvers;
 			x->uid = uid;
 			x->gid = gid;
@@ -487,6 +493,99 @@ static nfsstat4 segment_encode(struct nfs41_compound *c, const struct layout_typ
 	    .flags = mds->set.data_io == MDS_DATA_REFUSE ? LAYOUT_FLAG_NO_IO_THRU_MDS : 0,
 	};
 	return ops->encode_layout(&seg, c->arena, out) ? NFS4ERR_SERVERFAULT : NFS4_OK;
+}
+
+/*
+ * Data server id as this client's layout would name it, into *d: its
+ * device and versions, and whether it can serve (info: a description of
+ * it already in the arena, or NULL).
+ */
+static nfsstat4 seg_ds_fill(struct nfs41_compound *c, const struct layout_type_ops *ops,
+			    bool tight, const struct mds_file_map *map, uint64_t now, uint32_t id,
+			    struct mds_ds_info *info, struct seg_ds *d)
+{
+	struct braid_mds *mds = mds_of(c);
+	struct mds_layout *lo = mds->layout;
+	struct layout_device ld;
+	memset(d, 0, sizeof(*d));
+	d->id = id;
+	d->info = info;
+	if (!d->info && !(d->info = xdr_arena_alloc(c->arena, sizeof(*d->info))))
+		return NFS4ERR_SERVERFAULT;
+	if (mds_dsreg_get(mds, id, d->info))
+		return NFS4ERR_LAYOUTUNAVAILABLE; /* a map naming no data server */
+	mds_dsreg_device(d->info, &ld);
+	if (tight) { /* usable but for Kerberos: this client's problem only */
+		d->nogss = ops->device_versions(&ld) > 0;
+		ld.tight = true;
+	}
+	layout_devid_make(&ld, d->dev);
+	d->nvers = ops->device_versions(&ld);
+	d->nogss = d->nogss && !d->nvers;
+	pthread_mutex_lock(&lo->mu);
+	bool avoided = lo_ds_avoided(lo, id, now);
+	const struct lo_clmark *cm = lo_clmark_find(lo, lo_client_find(lo, c->clientid), id, now);
+	bool space = cm && (cm->status == NFS4ERR_NOSPC || cm->status == NFS4ERR_DQUOT);
+	if (space)
+		d->space = (nfsstat4)cm->status;
+	pthread_mutex_unlock(&lo->mu);
+	d->others = !d->info->up || avoided || (!d->nvers && !d->nogss);
+	d->healthy = !d->others && !d->nogss && (!cm || space);
+	d->stale = mds_data_map_stale(map, id);
+	d->lost = d->info->lost;
+	return NFS4_OK;
+}
+
+/* A degraded READ (mds/ec.h): the chunk holders of the stripe, described
+ * as they are asked about. */
+struct ec_look {
+	struct nfs41_compound *c;
+	const struct layout_type_ops *ops;
+	bool tight;
+	const struct mds_file_map *map;
+	uint64_t now;
+	struct seg_ds d[LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX];
+	unsigned n;
+};
+
+static bool ec_look_ok(void *arg, uint32_t id)
+{
+	struct ec_look *l = arg;
+	if (l->n == LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX)
+		return false;
+	struct seg_ds *d = &l->d[l->n];
+	if (seg_ds_fill(l->c, l->ops, l->tight, l->map, l->now, id, NULL, d))
+		return false;
+	l->n++;
+	return d->healthy && !d->stale;
+}
+
+/*
+ * Segment n of a sealed erasure-coded file whose own data server cannot
+ * serve it: *sd becomes one surviving holder of its stripe, named with a
+ * reconstructing handle.  NFS4ERR_IO when too few chunks survive; nonzero
+ * *none when the file has no parity to rebuild from (not sealed).
+ */
+static nfsstat4 ec_degraded(struct nfs41_compound *c, const struct layout_type_ops *ops,
+			    bool tight, const struct mds_attr *a, const struct mds_file_map *map,
+			    uint64_t n, uint64_t now, struct seg_ds *sd, bool *none)
+{
+	struct ec_look *l = xdr_arena_alloc(c->arena, sizeof(*l));
+	if (!l)
+		return NFS4ERR_SERVERFAULT;
+	*l = (struct ec_look){.c = c, .ops = ops, .tight = tight, .map = map, .now = now};
+	uint32_t id;
+	int rc = mds_ec_substitute(mds_of(c), a, map, n, ec_look_ok, l, &id);
+	*none = rc == -ENOENT;
+	if (rc)
+		return rc == -EIO ? NFS4ERR_IO : rc == -ENOENT ? NFS4_OK : NFS4ERR_LAYOUTTRYLATER;
+	for (unsigned i = 0; i < l->n; i++)
+		if (l->d[i].id == id) {
+			*sd = l->d[i];
+			sd->ec = true;
+			return NFS4_OK;
+		}
+	return NFS4ERR_SERVERFAULT;
 }
 
 /* The data servers clientid's new segments avoid: those marked failing
@@ -648,6 +747,11 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	uint32_t avoid[64];
 	unsigned navoid = avoided_list(lo, c->clientid, avoid, 64);
 	rc = mds_data_map(mds, at.ino, &map);
+	/* an erasure-coded file is unsealed before an RW layout of it leaves
+	 * (mds/ec.h): its parity is stale from the first byte the client
+	 * writes to the data servers, which the MDS never sees */
+	if (!rc && rw)
+		rc = mds_ec_write_begin(mds, at.ino, &map.pol);
 	if (rc) {
 		unpin(lo, f);
 		return layout_errno(rc);
@@ -671,45 +775,20 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		return M ? NFS4ERR_SERVERFAULT : NFS4ERR_LAYOUTUNAVAILABLE;
 	}
 	uint64_t now = nfsd_now_ns();
-	struct layout_device ld;
 	nfsstat4 space_st = NFS4_OK; /* this client was told NOSPC/DQUOT there */
 	bool own_only = true;	     /* what keeps mirrors out is this client's marks */
 	for (unsigned j = 0; j < M * S; j++) {
-		sd[j].id = seg.ds[j];
-		sd[j].info = NULL;
-		for (unsigned k = 0; k < j && !sd[j].info; k++)
-			if (sd[k].id == sd[j].id)
-				sd[j].info = sd[k].info;
-		if (!sd[j].info && !(sd[j].info = xdr_arena_alloc(c->arena, sizeof(*sd[j].info)))) {
+		struct mds_ds_info *known = NULL;
+		for (unsigned k = 0; k < j && !known; k++)
+			if (sd[k].id == seg.ds[j])
+				known = sd[k].info;
+		if ((st = seg_ds_fill(c, ops, tight, &map, now, seg.ds[j], known, &sd[j]))) {
 			unpin(lo, f);
-			return NFS4ERR_SERVERFAULT;
+			return st;
 		}
-		if (mds_dsreg_get(mds, sd[j].id, sd[j].info)) {
-			unpin(lo, f);
-			return NFS4ERR_LAYOUTUNAVAILABLE; /* a map naming no data server */
-		}
-		mds_dsreg_device(sd[j].info, &ld);
-		sd[j].nogss = false;
-		if (tight) { /* usable but for Kerberos: this client's problem only */
-			sd[j].nogss = ops->device_versions(&ld) > 0;
-			ld.tight = true;
-		}
-		layout_devid_make(&ld, sd[j].dev);
-		sd[j].nvers = ops->device_versions(&ld);
-		sd[j].nogss = sd[j].nogss && !sd[j].nvers;
-		pthread_mutex_lock(&lo->mu);
-		bool avoided = lo_ds_avoided(lo, sd[j].id, now);
-		const struct lo_clmark *cm =
-		    lo_clmark_find(lo, lo_client_find(lo, c->clientid), sd[j].id, now);
-		bool space = cm && (cm->status == NFS4ERR_NOSPC || cm->status == NFS4ERR_DQUOT);
-		if (space && !space_st)
-			space_st = (nfsstat4)cm->status;
-		pthread_mutex_unlock(&lo->mu);
-		bool others = !sd[j].info->up || avoided || (!sd[j].nvers && !sd[j].nogss);
-		sd[j].healthy = !others && !sd[j].nogss && (!cm || space);
-		sd[j].stale = mds_data_map_stale(&map, sd[j].id);
-		sd[j].lost = sd[j].info->lost;
-		own_only = own_only && (!others || sd[j].stale);
+		if (sd[j].space && !space_st)
+			space_st = sd[j].space;
+		own_only = own_only && (!sd[j].others || sd[j].stale);
 	}
 	/* a write that needs a server this client was just told is out of
 	 * space fails at once, as a local filesystem's would, instead of
@@ -776,6 +855,20 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 				    : ", and with data_io = refuse cannot read or write such files");
 		unpin(lo, f);
 		return NFS4ERR_LAYOUTUNAVAILABLE;
+	}
+	/* a sealed erasure-coded file's chunk on a server that cannot serve
+	 * it: read through a surviving holder of its stripe, which rebuilds
+	 * the bytes (mds/ec.h) */
+	bool ec_none = true;
+	if (!rw && !nm && layout_is_ec(&map.pol)) {
+		if ((st = ec_degraded(c, ops, tight, &at, &map, n, now, &sd[0], &ec_none))) {
+			unpin(lo, f);
+			return st;
+		}
+		if (!ec_none) {
+			order[0] = 0;
+			nm = 1;
+		}
 	}
 	if (!nm && gone) {
 		/* no copy of this segment survives (mds/resilver.h: unrecoverable):
@@ -868,6 +961,8 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	}
 	lo_sid_out(mine, &ok->logr_stateid);
 	pthread_mutex_unlock(&lo->mu);
+	if (rw) /* the race rule (mds/ec.h): a grant during a seal counts */
+		mds_ec_write_note(mds, at.ino, &map.pol);
 
 	layout4 *l = xdr_arena_alloc(c->arena, sizeof(*l));
 	if (!l)

@@ -38,6 +38,7 @@
 #include "mds/attr.h"
 #include "mds/callback.h"
 #include "mds/data.h"
+#include "mds/ec.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/ns.h"
@@ -653,6 +654,18 @@ bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino)
 	return open;
 }
 
+bool mds_state_ino_open_write(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_state *st = mds->state;
+	pthread_mutex_lock(&st->mu);
+	struct st_file *f = st_file_get(st, ino, false);
+	bool w = false;
+	for (const struct st_sid *o = f ? f->opens : NULL; o && !w; o = o->fnext)
+		w = o->access & OPEN4_SHARE_ACCESS_WRITE;
+	pthread_mutex_unlock(&st->mu);
+	return w;
+}
+
 /* Whether c's client has sent a global RECLAIM_COMPLETE. */
 static bool reclaim_done(struct mds_state *st, struct nfs41_compound *c)
 {
@@ -1177,7 +1190,9 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	if (t.truncate && t.attr.size) {
 		struct mds_setattr_args ta = {.ino = t.attr.ino, .mask = MDS_SET_SIZE, .size = 0};
 		struct mds_setattr_res tr;
-		int rc = mds_inode_setattr(mds->store, &ta, &tr);
+		int rc = mds_ec_write_begin_ino(mds, t.attr.ino); /* mds/ec.h */
+		if (!rc)
+			rc = mds_inode_setattr(mds->store, &ta, &tr);
 		if (!rc)
 			rc = mds_data_truncate(mds, &tr.attr, tr.old_size);
 		if (rc) {

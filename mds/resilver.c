@@ -180,7 +180,7 @@ struct seg_vec {
 static int segs_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct seg_vec *sv = arg;
-	if (seg >= MDS_LAYOUT_REC)
+	if (seg >= MDS_LAYOUT_SEG_END)
 		return 0;
 	if (sv->n == sv->cap) {
 		size_t cap = sv->cap ? 2 * sv->cap : 16;
@@ -616,7 +616,7 @@ struct naming {
 static int naming_add(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct naming *c = arg;
-	if (seg >= MDS_LAYOUT_REC)
+	if (seg >= MDS_LAYOUT_SEG_END)
 		return 0;
 	for (uint32_t k = 0; k < l->nds; k++)
 		for (unsigned j = 0; j < c->nlost; j++) {
@@ -885,7 +885,7 @@ static int bal_slot(struct balance *b, uint32_t id)
 static int bal_seg(void *arg, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct balance *b = arg;
-	if (seg >= MDS_LAYOUT_REC)
+	if (seg >= MDS_LAYOUT_SEG_END)
 		return 0;
 	uint64_t s0, len;
 	layout_seg_bounds(&b->m->pol, seg, &s0, &len);

@@ -37,6 +37,9 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 			    bool write);
 /* Does any client hold an open of ino?  (REMOVE keeps an open file's data.) */
 bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
+/* Does any client hold an open of ino with write access?  (mds/ec.c seals
+ * only files nobody may write.) */
+bool mds_state_ino_open_write(struct braid_mds *mds, uint64_t ino);
 /* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
 bool mds_state_in_grace(struct braid_mds *mds);
 /* NLM hosts recorded before the restart may reclaim (mds/nlm.c): begin the

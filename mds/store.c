@@ -418,6 +418,7 @@ static int store_open_env(struct mds_store *s, const struct mds_store_opts *o)
 	    {"orphans", offsetof(struct mds_store, db_orphans)},
 	    {"wlayouts", offsetof(struct mds_store, db_wlayouts)},
 	    {"stale", offsetof(struct mds_store, db_stale)},
+	    {"ecseal", offsetof(struct mds_store, db_ecseal)},
 	};
 	char lock[4096];
 	MDB_txn *txn;
@@ -936,6 +937,18 @@ int mds_stale_clear(struct mds_store *s, uint64_t ino)
 	return mds_store_run(s, &op);
 }
 
+int mds_ecseal_mark(struct mds_store *s, uint64_t ino)
+{
+	struct mds_op op = {.type = MDS_OP_ECSEAL_MARK, .args.ino = ino};
+	return mds_store_run(s, &op);
+}
+
+int mds_ecseal_clear(struct mds_store *s, uint64_t ino)
+{
+	struct mds_op op = {.type = MDS_OP_ECSEAL_CLEAR, .args.ino = ino};
+	return mds_store_run(s, &op);
+}
+
 int mds_client_put(struct mds_store *s, const struct mds_client_args *a)
 {
 	struct mds_op op = {.type = MDS_OP_CLIENT_PUT, .args.client = *a};
@@ -1401,6 +1414,12 @@ int mds_stale_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void
 {
 	struct ino_cb cb = {.ino = fn, .arg = arg};
 	return ino_set_walk(s, s->db_stale, wlayout_one, &cb);
+}
+
+int mds_ecseal_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg)
+{
+	struct ino_cb cb = {.ino = fn, .arg = arg};
+	return ino_set_walk(s, s->db_ecseal, wlayout_one, &cb);
 }
 
 static int orphan_one(struct mds_store *s, MDB_txn *txn, uint64_t ino, void *arg)

@@ -255,6 +255,8 @@ enum mds_op_type {
 	MDS_OP_WLAYOUT_CLEAR,
 	MDS_OP_STALE_MARK,
 	MDS_OP_STALE_CLEAR,
+	MDS_OP_ECSEAL_MARK,
+	MDS_OP_ECSEAL_CLEAR,
 };
 
 /* RFC 8881 §18.16.3 createmode4. */
@@ -484,6 +486,14 @@ int mds_wlayout_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), vo
 int mds_stale_mark(struct mds_store *s, uint64_t ino);
 int mds_stale_clear(struct mds_store *s, uint64_t ino);
 int mds_stale_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg);
+/*
+ * Erasure-coded files to seal (mds/ec.h): written, or unsealed by a
+ * write, and not yet encoded.  MARK is durable before it returns; reaping
+ * a file drops its mark.
+ */
+int mds_ecseal_mark(struct mds_store *s, uint64_t ino);
+int mds_ecseal_clear(struct mds_store *s, uint64_t ino);
+int mds_ecseal_list(struct mds_store *s, int (*fn)(void *arg, uint64_t ino), void *arg);
 int mds_client_put(struct mds_store *s, const struct mds_client_args *a);
 int mds_client_remove(struct mds_store *s, const struct mds_client_args *a);
 

@@ -51,7 +51,7 @@ struct mds_store {
 	MDB_env *env;
 	int lock_fd; /* flock()ed: one process per store */
 	MDB_dbi db_meta, db_inodes, db_dirents, db_layouts, db_xattrs, db_clients, db_orphans,
-	    db_wlayouts, db_stale;
+	    db_wlayouts, db_stale, db_ecseal;
 	uint64_t hash_key[2]; /* names -> buckets; never changes */
 	uint64_t obj_key[2];  /* ino -> objkey */
 	unsigned hash_bits;

@@ -101,6 +101,9 @@ static int inode_purge(struct mds_wtx *w, uint64_t ino)
 	if (rc && rc != -ENOENT)
 		return rc;
 	rc = wtx_del(w, s->db_stale, kb, sizeof(kb));
+	if (rc && rc != -ENOENT)
+		return rc;
+	rc = wtx_del(w, s->db_ecseal, kb, sizeof(kb));
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -635,14 +638,16 @@ static int op_client(struct mds_wtx *w, struct mds_op *op)
 		       CLIENT_VAL_HDR + a->owner_len + r->data_len);
 }
 
-/* The inode sets: wlayouts and stale. */
+/* The inode sets: wlayouts, stale and ecseal. */
 static int op_ino_set(struct mds_wtx *w, struct mds_op *op)
 {
 	uint8_t kb[8];
 	put_be64(kb, op->args.ino);
 	bool stale = op->type == MDS_OP_STALE_MARK || op->type == MDS_OP_STALE_CLEAR;
-	MDB_dbi db = stale ? w->s->db_stale : w->s->db_wlayouts;
-	if (op->type == MDS_OP_WLAYOUT_CLEAR || op->type == MDS_OP_STALE_CLEAR) {
+	bool ec = op->type == MDS_OP_ECSEAL_MARK || op->type == MDS_OP_ECSEAL_CLEAR;
+	MDB_dbi db = ec ? w->s->db_ecseal : stale ? w->s->db_stale : w->s->db_wlayouts;
+	if (op->type == MDS_OP_WLAYOUT_CLEAR || op->type == MDS_OP_STALE_CLEAR ||
+	    op->type == MDS_OP_ECSEAL_CLEAR) {
 		int rc = wtx_del(w, db, kb, sizeof(kb));
 		return rc == -ENOENT ? 0 : rc;
 	}
@@ -681,6 +686,8 @@ int mds_op_apply(struct mds_wtx *w, struct mds_op *op)
 	case MDS_OP_WLAYOUT_CLEAR:
 	case MDS_OP_STALE_MARK:
 	case MDS_OP_STALE_CLEAR:
+	case MDS_OP_ECSEAL_MARK:
+	case MDS_OP_ECSEAL_CLEAR:
 		return op_ino_set(w, op);
 	}
 	return -EINVAL;
