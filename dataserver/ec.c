@@ -403,7 +403,7 @@ struct ec_cached {
  */
 struct ds_ec {
 	struct nfsd_metric *calls, *read_bytes, *written_bytes, *mismatch_bytes, *errors;
-	struct nfsd_metric *reads, *read_errors, *locates;
+	struct nfsd_metric *reads, *read_bytes_rec, *read_errors, *locates;
 	pthread_mutex_t mu;
 	struct ec_code *code[LAYOUT_EC_K_MAX + 1][LAYOUT_EC_M_MAX + 1];
 	unsigned ncompute, nread;
@@ -434,6 +434,11 @@ int ds_ec_new(struct braid_ds *ds)
 					 "EC_COMPUTE calls that failed.", NULL);
 	e->reads = nfsd_metrics_counter(m, "braid_ds_ec_reads_total",
 					"READs through reconstructing handles.", NULL);
+	e->read_bytes_rec = nfsd_metrics_counter(
+	    m, "braid_ds_ec_read_bytes_total",
+	    "Bytes READs through reconstructing handles returned (rebuilt here, or read "
+	    "straight from a chunk's own server when it answers).",
+	    NULL);
 	e->read_errors = nfsd_metrics_counter(
 	    m, "braid_ds_ec_read_errors_total",
 	    "READs through reconstructing handles that failed (access refusals included).", NULL);
@@ -880,6 +885,7 @@ int ds_ec_read(struct braid_ds *ds, struct nfsd_req *req, const struct ds_objid 
 		if (!rc) {
 			*data = xdr_opaque_of(buf, (size_t)len);
 			*eof = off + len >= s->size;
+			nfsd_metric_add(e->read_bytes_rec, len);
 		}
 	}
 	free(s);

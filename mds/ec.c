@@ -37,12 +37,14 @@
 #define EC_CHUNKS     (LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX)
 #define EC_SAID	      64 /* unreadable files logged (once each) */
 #define EC_RETRY_NS   (5ull * 1000 * 1000 * 1000) /* after a failed seal */
+#define EC_RECALL_NS  (10ull * 1000 * 1000 * 1000) /* idle RW layouts recalled at most this often */
 
 /* Writes to inodes hashing here: how many began, and when the last did. */
 struct ec_slot {
 	uint64_t writes;
 	uint64_t last_ns;
 	uint64_t retry_ns; /* a seal failed: not tried again before (the sealer's only) */
+	uint64_t recall_ns; /* its idle RW layouts were last recalled (the sealer's only) */
 };
 
 struct mds_ec {
@@ -448,7 +450,14 @@ static void set_clear_if(struct mds_ec *ec, uint64_t ino, uint64_t w0)
 	pthread_mutex_unlock(&ec->mu);
 }
 
-/* Quiet long enough to seal: unchanged for ec_seal_after, no writer. */
+/*
+ * Quiet long enough to seal: unchanged for ec_seal_after, no writer.  A
+ * client keeps its RW layouts after the last CLOSE (they outlive it, and
+ * the Linux client returns them only when asked or when it drops the
+ * inode), so a quiet file whose only writer left is an RW layout has its
+ * layouts recalled (at most once per EC_RECALL_NS): a later write asks for
+ * a new RW layout, which unseals the file first.
+ */
 static bool file_quiet(struct mds_ec *ec, const struct mds_attr *a)
 {
 	struct braid_mds *mds = ec->mds;
@@ -464,7 +473,17 @@ static bool file_quiet(struct mds_ec *ec, const struct mds_attr *a)
 	pthread_mutex_unlock(&ec->mu);
 	if (last && nfsd_now_ns() - last < after * 1000000)
 		return false;
-	return !mds_state_ino_open_write(mds, a->ino) && !mds_layout_rw_held(mds, a->ino, 0);
+	if (mds_state_ino_open_write(mds, a->ino))
+		return false;
+	if (!mds_layout_rw_held(mds, a->ino, 0))
+		return true;
+	struct ec_slot *sl = slot_of(ec, a->ino);
+	uint64_t now_ns = nfsd_now_ns();
+	if (!sl->recall_ns || now_ns - sl->recall_ns >= EC_RECALL_NS) {
+		sl->recall_ns = now_ns;
+		mds_layout_recall_file(mds, a->ino);
+	}
+	return false;
 }
 
 static void seal_one(struct mds_ec *ec, uint64_t ino)

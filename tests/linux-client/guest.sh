@@ -85,7 +85,7 @@
 # only if every check passed.
 #
 # Variables from clientvm: SERVER PORT MNT MOUNT_OPTS; from run.sh:
-# GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB
+# GUEST_CHECKS PNFS_SIZES PNFS_SPREAD PNFS_DIRTY_KIB PNFS_MIRROR_MIB EC_MIB
 # PNFS_TRUNK_MIB ENOSPC_MIB ENOSPC_BOUND LOST_FILES LOST_BOUND UNREACH_FILES
 # UNREACH_BOUND PNFS_METRICS (DAEMON=host:port as the guest sees them)
 # EXPECT_VERS KRB5_USER KRB5_UID KRB5_GID KRB5_NOTICKET_UID KRB5_MIB
@@ -263,7 +263,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|mds_delegations_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|mds_ec_[a-z_]*|ds_ec_[a-z_]*|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|mds_delegations_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -524,6 +524,75 @@ check_mirror() {
 	done
 	dropcaches
 	verify "$f2" 8 "$m2"
+}
+
+# ds_down N: until exactly N of the data servers' metrics stop answering
+# (the host kills them on its own schedule: see ec_control in run.sh); 1
+# after 60 s
+ds_down() {
+	dw=0
+	while :; do
+		dn=0
+		for dm in $PNFS_METRICS; do
+			case $dm in ds*) ;; *) continue;; esac
+			wget -q -O /dev/null "http://${dm#*=}/metrics" 2>/dev/null || dn=$((dn + 1))
+		done
+		[ $dn -eq "$1" ] && return 0
+		dw=$((dw + 1))
+		[ $dw -lt 120 ] || return 1
+		usleep 500000
+	done
+}
+
+# ec_sealed: until braid-mds has sealed a file (its parity made)
+ec_sealed() {
+	dw=0
+	for dm in $PNFS_METRICS; do
+		case $dm in mds=*) ;; *) continue;; esac
+		while :; do
+			wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null &&
+				[ "$(sed -n 's/^braid_mds_ec_sealed_total \([0-9]*\).*/\1/p' /tmp/metrics)" -gt 0 ] 2>/dev/null &&
+				return 0
+			dw=$((dw + 1))
+			[ $dw -lt 120 ] || return 1
+			usleep 500000
+		done
+	done
+	return 1
+}
+
+# check_ec: an erasure-coded file (/ec: k=2, m=2, 1 MiB segments, on the
+# 4 data servers) read back byte-exact with one, then two, of its data
+# servers killed: the client's READ layouts then name servers that
+# rebuild the missing chunks (reconstructing handles), since the stock
+# client cannot decode.
+check_ec() {
+	mkdir -p "$MNT/ec/$W" || die "mkdir $MNT/ec/$W"
+	step write-ec "write $EC_MIB MiB under /ec (k=2, m=2: it ends mid-stripe)"
+	f=$MNT/ec/$W/coded
+	m=$(put "$f" "$EC_MIB") || fail "write $f"
+	sync
+	written "$f" "$EC_MIB" "$m"
+	step ec-seal "wait until braid-mds has sealed it (parity made)"
+	ec_sealed || { fail "no file sealed after 60 s (braid_mds_ec_sealed_total)"; return; }
+	echo "@@PNFS ec-sealed"
+	for n in 1 2; do
+		step ec-kill$n "the host kills data server $n of the file's"
+		ds_down $n || { fail "$n data server(s) not down after 60 s"; break; }
+		dropcaches
+		step ec-read$n "read it back with $n of its data servers down"
+		got=$(echo $(sums "$f" "$EC_MIB"))
+		if [ "$got" = "$m" ]; then
+			ok "$f: the $EC_MIB MiB read back with $n data server(s) down are the bytes written"
+		else
+			fail "$f: read back with $n data server(s) down differs: $got, written $m"
+		fi
+		echo "@@PNFS ec-read$n-done"
+	done
+	step ec-restart "the host starts the killed data servers again"
+	ds_down 0 || fail "the data servers are not back after 60 s"
+	dropcaches
+	verify "$f" "$EC_MIB" "$m"
 }
 
 # now: seconds since boot, to the hundredth
@@ -1036,8 +1105,8 @@ for c in $GUEST_CHECKS; do
 	nfs40) check_nfs40;;
 	deleg) check_deleg;;
 	krb5) check_krb5;;
-	data|mirror|lost|trunk|enospc|unreach) pnfs_mount; "check_$c"; pnfs_umount;;
-	*) die "check $c: want posix, nfs3, nfs40, deleg, data, mirror, lost, trunk, enospc, unreach or krb5";;
+	data|mirror|ec|lost|trunk|enospc|unreach) pnfs_mount; "check_$c"; pnfs_umount;;
+	*) die "check $c: want posix, nfs3, nfs40, deleg, data, mirror, ec, lost, trunk, enospc, unreach or krb5";;
 	esac
 	T "$c-done"
 	snapshot "$c"

@@ -89,6 +89,18 @@
 #                 MDS steers new files off it), and read back once the host
 #                 has started the killed server again (see mirror_control
 #                 for why).
+# ec              exports /ec with layout=ec:k=2:m=2:segment_size=1M
+#                 (issue 19), [mds] ec_seal_after = 1.  The guest writes a
+#                 9 MiB file (4.5 stripes), waits until braid-mds has
+#                 sealed it (braid_mds_ec_sealed_total); the host SIGKILLs
+#                 the data server of its first segment, the guest reads it
+#                 back, the host kills the one of its second segment (so
+#                 stripe 0 has lost 2 chunks of 4), the guest reads it
+#                 again: both reads byte-exact, through layouts naming
+#                 reconstructing servers (braid_mds_ec_degraded_layouts_total)
+#                 that rebuilt bytes (braid_ds_ec_read_bytes_total); no
+#                 byte through the MDS.  Then both servers start again and
+#                 the file reads back once more.
 # trunk           2 data servers, each advertised on both guest NICs
 #                 (10.0.2.2:P and 10.0.3.2:P, clientvm --nics 2); mount
 #                 with nconnect=2,max_connect=4; a 64 MiB file under
@@ -253,7 +265,8 @@ declare -A HAS=()
 IFS=, read -ra CHECK_LIST <<< "$CHECKS"
 ((${#CHECK_LIST[@]} > 0)) || usage
 for c in "${CHECK_LIST[@]}"; do
-	[[ $c = posix || $c = nfs3 || $c = nfs40 || $c = deleg || $c = data || $c = mirror || $c = lost ||
+	[[ $c = posix || $c = nfs3 || $c = nfs40 || $c = deleg || $c = data || $c = mirror || $c = ec ||
+		$c = lost ||
 		$c = trunk || $c = enospc ||
 		$c = unreach || $c = krb5 ]] || usage
 	[[ -z ${HAS[$c]:-} ]] || usage # each once
@@ -354,6 +367,13 @@ fi
 if [[ ${HAS[mirror]:-}${HAS[lost]:-} ]]; then
 	BRAID_EXPORTS+=$'\n'"/mirrored *(rw,$EXP,layout=whole:mirrors=2)"
 	GUEST_ENV+=(--env PNFS_MIRROR_MIB=128 --env LOST_FILES=20 --env LOST_BOUND=60)
+fi
+if [[ ${HAS[ec]:-} ]]; then
+	# every stripe's 4 chunks on the 4 data servers; sealed 1 s after
+	# its last change
+	BRAID_EXPORTS+=$'\n'"/ec *(rw,$EXP,layout=ec:k=2:m=2:segment_size=1M)"
+	BRAID_MDS_CONF+=$'\n'"ec_seal_after = 1"
+	GUEST_ENV+=(--env EC_MIB=9)
 fi
 if [[ ${HAS[enospc]:-} ]]; then
 	BRAID_NDS=2
@@ -541,6 +561,35 @@ print(" ".join(str(m[0]) for m in d["segments"][0]["mirrors"]))' "$T/mirror-layo
 	restart_ds "$k" restart
 }
 
+# ec_control (the ec check): once braid-mds has sealed the guest's file,
+# SIGKILL the data server of its first segment; once the guest has read
+# it back, the one of its second (the same stripe: with k=2, m=2 every
+# stripe has lost two chunks then); once it has read it again, start both
+# again on their stores.  Sets EC_KILLED (the MDS's ids of the two).
+EC_KILLED=
+ec_control() {
+	local path id k n ks=()
+	console_wait '^@@PNFS ec-sealed' || { bad "the guest never saw its file sealed"; return; }
+	path=$(sed -n 's/^@@PNFS FILE \(ec\/[^ ]*\/coded\) .*/\1/p' "$T/vm.log" | head -1)
+	[[ -n $path ]] || { bad "no erasure-coded file named on the console"; return; }
+	ctl --json layout "/$path" > "$T/ec-layout.json" 2>&1 ||
+		{ bad "braidctl layout /$path: $(cat "$T/ec-layout.json")"; return; }
+	for n in 1 2; do
+		id=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print(d["segments"][int(sys.argv[2])]["mirrors"][0][0])' "$T/ec-layout.json" $((n - 1))) ||
+			{ bad "cannot read the layout of /$path"; return; }
+		k=${IDX_OF[$id]}
+		kill -9 "${DS_PID[$k]}"
+		forget_pid "${DS_PID[$k]}"
+		ks+=("$k")
+		EC_KILLED+=" $id"
+		echo "$PROG: SIGKILLed braid-ds $k (id $id), the server of segment $((n - 1)) of /$path" >&2
+		console_wait "^@@PNFS ec-read$n-done" || return
+	done
+	for k in "${ks[@]}"; do restart_ds "$k" ec; done
+}
+
 # lost_control (the lost check): when the guest has written its files,
 # SIGKILL the data server holding the first one's first mirror; once the
 # guest is done with it gone, start it again on its store.  Sets LOST_ID
@@ -653,6 +702,7 @@ CPID=$!
 tail -n +1 -f --pid="$CPID" "$T/vm.log" 7>&- &
 TPID=$!
 [[ ${HAS[mirror]:-} ]] && mirror_control
+[[ ${HAS[ec]:-} ]] && ec_control
 [[ ${HAS[lost]:-} ]] && lost_control
 wait "$CPID"
 rc=$?
@@ -1245,6 +1295,24 @@ for check in checks:
         if not nerr:
             ok("braid-mds and the data servers answered every NULL call (RPCSEC_GSS control)"
                " SUCCESS")
+        continue
+    if check == "ec":
+        # the guest judged the bytes; here: braid-mds sealed the file and
+        # handed out layouts naming reconstructing servers, and data
+        # servers rebuilt bytes for the client
+        sealed = int(mdsm.get("braid_mds_ec_sealed_total", 0))
+        (ok if sealed > 0 else bad)("braid-mds sealed %d file(s) (braid_mds_ec_sealed_total)" % sealed)
+        deg = int(mdsm.get("braid_mds_ec_degraded_layouts_total", 0))
+        (ok if deg > 0 else bad)("braid-mds handed out %d layout(s) naming a reconstructing"
+                                 " server (braid_mds_ec_degraded_layouts_total)" % deg)
+        rec = sum(int(dsm[i].get("braid_ds_ec_read_bytes_total", 0)) for i in range(1, nds + 1))
+        (ok if rec > 0 else bad)("the data servers rebuilt %d bytes for READs"
+                                 " (braid_ds_ec_read_bytes_total)" % rec)
+        for op in ("READ", "WRITE", "COMMIT"):
+            n = sum(v for k, v in mdsm.items()
+                    if k.startswith("braid_nfs4_ops_total{") and 'op="%s"' % op in k)
+            if n:
+                bad("braid-mds ran %d %s operations (data_io = refuse)" % (n, op))
         continue
     if check == "deleg":
         ev = {e: int(mdsm.get('braid_mds_delegations_total{event="%s"}' % e, 0))
