@@ -152,6 +152,29 @@ static int stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_p
 
 /* ------------------------------------------------------------- writes */
 
+static bool holder_ok(struct braid_mds *mds, uint32_t id);
+
+struct chunks_up {
+	struct braid_mds *mds;
+	uint32_t down; /* a data chunk's server that is down or lost (0: none) */
+};
+
+static int chunk_up(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct chunks_up *u = arg;
+	if (seg >= MDS_LAYOUT_SEG_END || !l->nds || holder_ok(u->mds, l->ds[0]))
+		return 0;
+	u->down = l->ds[0];
+	return 1;
+}
+
+/*
+ * A sealed file is unsealed only while every data chunk's server is up:
+ * unsealed, its parity no longer counts, and a chunk on a server that is
+ * down could no longer be rebuilt for readers.  Until the server is back
+ * (or the chunk rebuilt elsewhere: braidctl ds lost) the write waits
+ * (-EAGAIN: DELAY, JUKEBOX, LAYOUTTRYLATER) and the file stays readable.
+ */
 int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_policy *pol)
 {
 	struct mds_ec *ec = mds->ec;
@@ -165,6 +188,13 @@ int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_
 	if (rc && rc != -ENOENT)
 		return rc;
 	bool was_sealed = !rc;
+	if (was_sealed) {
+		struct chunks_up u = {.mds = mds};
+		if ((rc = mds_layout_list(mds->store, ino, chunk_up, &u)) < 0)
+			return rc;
+		if (u.down)
+			return -EAGAIN;
+	}
 	/* the set first: a crash between the two leaves a sealed file in the
 	 * set, which the sealer encodes again */
 	if ((rc = mds_ecseal_mark(mds->store, ino)) || (rc = rec_put(mds, ino, false, 0, 0)))

@@ -8,9 +8,10 @@
  *     chunk is on its recorded holder, apart from the stripe's data, and
  *     holds what the codec computes from the data (zero-padded past the
  *     end); EC_LOCATE answers hostile callers with errors.
- *  2. One data chunk's server is stopped (SIGKILL-like): the whole file
- *     reads back byte-exact through degraded layouts (reconstructing
- *     handles); then a second: still exact; a third of the same stripe:
+ *  2. One data chunk's server is stopped (SIGKILL-like): a write would
+ *     have to wait (unsealing would leave its chunk unrebuildable); the
+ *     whole file reads back byte-exact through degraded layouts
+ *     (reconstructing handles); then a second: still exact; a third of the same stripe:
  *     EIO, never zeros, within a bound.
  *  3. The servers come back; a write to the sealed file unseals it before
  *     it lands; it is sealed again with parity matching the new bytes.
@@ -216,6 +217,12 @@ int main(void)
 		cds_stop(gone[g]);
 		cl_wait_down(&M, gone[g]->id);
 		double t0 = cl_now();
+		if (g == 0) {
+			/* a write would unseal it, and the down chunk could no
+			 * longer be rebuilt: it waits, the file stays sealed */
+			CHECK_EQ(mds_ec_write_begin_ino(M.mds, f), -EAGAIN);
+			CHECK(sealed(f));
+		}
 		if (g < PM) {
 			ffct_read_check(c, "/e/f", size, 1);
 			mds_ec_stats(M.mds, &es);
