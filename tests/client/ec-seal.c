@@ -94,18 +94,9 @@ static void locate_checks(uint64_t ino, uint64_t size)
 
 int main(void)
 {
-	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n", CONF);
-	cl_pin_port(&M, CONF);
-	for (unsigned i = 0; i < NDS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "ds-%u", i);
-		cds_prepare(&M, &D[i], name, NULL);
-		cds_start(&M, &D[i]);
-	}
-	struct ffc_opts o = {.ds_timeout_ms = 2000};
+	struct ffc *c = ect_start(&E, CONF);
+	struct ffc_opts o = {.ds_timeout_ms = 2000}; /* for the mount after the restart */
 	int err = 0;
-	struct ffc *c = ffc_mount("127.0.0.1", M.port, &o, &err);
-	CHECK(c);
 	const uint64_t size = 10 * MiB + MiB / 2;
 	uint8_t *buf = malloc(48 * MiB);
 	CHECK(buf);
@@ -113,9 +104,7 @@ int main(void)
 	double secs;
 
 	/* ---- 1. sealed: parity where recorded, right bytes */
-	dt_fill(buf, 0, size, 1);
-	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, true, &secs), 0);
-	uint64_t f = ffct_ino_of(&M, "f", dir);
+	uint64_t f = ect_write(&E, c, "/e", dir, "f", buf, size, 1);
 	CHECK(!sealed(f));
 	ect_wait_sealed(&E, f, "the 10.5 MiB file");
 	ect_stripes_check(&E, f, size, 1, false);
@@ -167,9 +156,7 @@ int main(void)
 
 	/* ---- 4. the MDS stops mid-encoding; the file is sealed after */
 	const uint64_t big = 48 * MiB;
-	dt_fill(buf, 0, big, 3);
-	CHECK_EQ(ffct_write_sync(c, "/e/g", buf, 0, big, true, &secs), 0);
-	uint64_t g = ffct_ino_of(&M, "g", dir);
+	uint64_t g = ect_write(&E, c, "/e", dir, "g", buf, big, 3);
 	mds_ec_stats(M.mds, &es);
 	uint64_t b0 = es.encode_bytes;
 	double t0 = cl_now();

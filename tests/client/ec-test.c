@@ -11,6 +11,34 @@
 
 #define MiB (1u << 20)
 
+struct ffc *ect_start(const struct ect *e, const char *conf)
+{
+	mt_start(e->m, "/ *(rw,no_root_squash,insecure)\n", conf);
+	cl_pin_port(e->m, conf);
+	for (unsigned i = 0; i < e->nds; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "ds-%u", i);
+		cds_prepare(e->m, &e->d[i], name, NULL);
+		cds_start(e->m, &e->d[i]);
+	}
+	struct ffc_opts o = {.ds_timeout_ms = 2000};
+	int err = 0;
+	struct ffc *c = ffc_mount("127.0.0.1", e->m->port, &o, &err);
+	CHECK(c);
+	return c;
+}
+
+uint64_t ect_write(const struct ect *e, struct ffc *c, const char *dir_path, uint64_t dir,
+		   const char *name, uint8_t *buf, uint64_t size, unsigned seed)
+{
+	char path[256];
+	double secs;
+	snprintf(path, sizeof(path), "%s/%s", dir_path, name);
+	dt_fill(buf, 0, size, seed);
+	CHECK_EQ(ffct_write_sync(c, path, buf, 0, size, true, &secs), 0);
+	return ffct_ino_of(e->m, name, dir);
+}
+
 struct cds *ect_cds(const struct ect *e, uint32_t id)
 {
 	for (unsigned i = 0; i < e->nds; i++)

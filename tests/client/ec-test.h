@@ -17,6 +17,13 @@ struct ect {
 	unsigned nds, k, pm;
 };
 
+/* The MDS (exports "/" to everyone, conf its [mds] lines, its port kept
+ * across restarts) and e's data servers started; our client mounted. */
+struct ffc *ect_start(const struct ect *e, const char *conf);
+/* A new file dir_path/name (dir the directory's inode) of size bytes of
+ * dt_fill's pattern seed (made in buf), written and synced: its inode. */
+uint64_t ect_write(const struct ect *e, struct ffc *c, const char *dir_path, uint64_t dir,
+		   const char *name, uint8_t *buf, uint64_t size, unsigned seed);
 /* The data server with id (one of e's). */
 struct cds *ect_cds(const struct ect *e, uint32_t id);
 bool ect_sealed(const struct ect *e, uint64_t ino);
