@@ -266,6 +266,26 @@ static uint64_t rng_cb(void *arg)
  * objects are made, so a crash between the two leaves a map whose object
  * is missing (repaired on use), never an object no map names.
  */
+/* usable[0..nu) but the data servers holding the other data chunks of
+ * segment n's erasure-coded stripe, into out: how many. */
+static unsigned stripe_apart(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
+			     uint64_t n, const struct layout_cand *usable, unsigned nu,
+			     struct layout_cand *out)
+{
+	uint32_t taken[LAYOUT_EC_K_MAX];
+	unsigned nt = 0, no = 0;
+	uint64_t first = n / p->ec_k * p->ec_k;
+	for (uint64_t j = first; j < first + p->ec_k; j++) {
+		struct mds_layout_seg l;
+		if (j != n && !mds_layout_get(mds->store, ino, j, &l) && l.nds)
+			taken[nt++] = l.ds[0];
+	}
+	for (unsigned i = 0; i < nu; i++)
+		if (!id_in(taken, nt, usable[i].id))
+			out[no++] = usable[i];
+	return no;
+}
+
 static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, uint64_t n,
 			       const uint32_t *avoid, unsigned navoid, struct mds_file_map *m,
 			       struct mds_layout_seg *seg)
@@ -312,7 +332,16 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 	}
 	unsigned w = layout_seg_width(&m->pol);
 	memset(seg, 0, sizeof(*seg));
-	if ((rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
+	rc = -EAGAIN;
+	if (layout_is_ec(&m->pol)) {
+		/* an erasure-coded stripe's data chunks on distinct servers, so
+		 * that losing one server loses one chunk of it; the set's round
+		 * robin already does so unless a server was replaced */
+		struct layout_cand apart[256];
+		unsigned na = stripe_apart(mds, a->ino, &m->pol, n, usable, nu, apart);
+		rc = layout_seg_place(&m->pol, place, np, n, apart, na, seg->ds);
+	}
+	if (rc && (rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
 		return rc == -EAGAIN && space_short ? -ENOSPC : rc;
 	seg->nds = w;
 	/* a substitute from outside the set joins it while there is room */

@@ -16,6 +16,10 @@
  *     it lands; it is sealed again with parity matching the new bytes.
  *  4. The MDS stops in the middle of encoding a larger file: it starts
  *     again, finds the file still to seal, seals it, and it reads back.
+ *  5. A member of a new file's set is down when its stripe is written:
+ *     the segment it would take goes elsewhere, and still to a server
+ *     holding no other data chunk of the stripe (the set's next member
+ *     holds the next segment).
  */
 #include "config.h"
 
@@ -182,6 +186,31 @@ int main(void)
 	CHECK(c);
 	ffct_read_check(c, "/e/g", big, 3);
 	ffct_read_check(c, "/e/f", size, 2);
+
+	/* ---- 5. a set member down: the stripe's data chunks still apart
+	 * (the file stays open for writing meanwhile, so it is not sealed,
+	 * which would lay its whole stripe out) */
+	dt_fill(buf, 0, K * MiB, 4);
+	struct ffc_file *hf = ffc_open(c, "/e/h", FFC_WRONLY | FFC_CREAT, 0644, &err);
+	CHECK(hf);
+	CHECK_EQ(ffc_pwrite(hf, buf, 1, 0), 1); /* segment 0: the set is chosen */
+	uint64_t h = ffct_ino_of(&M, "h", dir);
+	struct mds_file_map hm;
+	CHECK_EQ(mds_data_map(M.mds, h, &hm), 0);
+	CHECK_EQ(hm.nset, NDS);
+	struct cds *down = ect_cds(&E, hm.set[2] & MDS_LAYOUT_ID); /* segment 2's turn */
+	cds_stop(down);
+	cl_wait_down(&M, down->id);
+	CHECK_EQ(ffc_pwrite(hf, buf, K * MiB, 0), (ssize_t)(K * MiB));
+	CHECK_EQ(ffc_close(hf), 0);
+	for (unsigned i = 0; i < K; i++) {
+		CHECK(ect_seg_ds(&E, h, i) != down->id);
+		for (unsigned j = 0; j < i; j++)
+			CHECK(ect_seg_ds(&E, h, i) != ect_seg_ds(&E, h, j));
+	}
+	cds_start(&M, down);
+	cds_wait_up(&M, down);
+	ffct_read_check(c, "/e/h", K * MiB, 4);
 
 	free(buf);
 	ffc_unmount(c);
