@@ -24,7 +24,7 @@
  */
 #include "config.h"
 
-#include "tests/client/ffc-test.h"
+#include "tests/client/ec-test.h"
 #include "ctl/client.h"
 #include "ctl/objid.h"
 #include "dataserver/ds.h"
@@ -44,92 +44,11 @@
 static struct mt M;
 static struct cds D[NDS];
 
-static struct cds *cds_by_id(uint32_t id)
-{
-	for (unsigned i = 0; i < NDS; i++)
-		if (D[i].id == id)
-			return &D[i];
-	CHECK(0);
-	return NULL;
-}
+static struct ect E = {.m = &M, .d = D, .nds = NDS, .k = K, .pm = PM};
 
 static bool sealed(uint64_t ino)
 {
-	struct mds_ec_file f;
-	return !mds_ec_file_get(M.mds, ino, &f) && f.sealed;
-}
-
-static void wait_sealed(uint64_t ino, const char *what)
-{
-	double t0 = cl_now();
-	while (!sealed(ino)) {
-		CHECK(cl_now() - t0 < 30);
-		usleep(50 * 1000);
-	}
-	printf("%s sealed after %.2f s\n", what, cl_now() - t0);
-}
-
-/* Segment n's data server. */
-static uint32_t seg_ds(uint64_t ino, uint64_t n)
-{
-	struct mds_layout_seg seg;
-	CHECK_EQ(mds_layout_get(braid_mds_store(M.mds), ino, n, &seg), 0);
-	return seg.ds[0];
-}
-
-/*
- * Every parity chunk of ino's file (size bytes of pattern seed) on its
- * holder, read straight from its store, equals the codec's parity of the
- * stripe's data.
- */
-static void parity_check(uint64_t ino, uint64_t size, unsigned seed)
-{
-	struct ec_code *code;
-	CHECK_EQ(ec_code_new(K, PM, &code), 0);
-	struct mds_attr a = cl_attr(&M, ino);
-	struct mds_file_map fm;
-	CHECK_EQ(mds_data_map(M.mds, ino, &fm), 0);
-	uint32_t uid, gid;
-	mds_data_fence_epoch(M.mds, &a, fm.epoch, &uid, &gid);
-	struct ds_objid id, pid;
-	mds_data_objid(&a, &id);
-	ds_objid_parity(&id, &pid);
-	uint8_t *data = malloc(K * MiB), *par = malloc(PM * MiB), *got = malloc(MiB);
-	CHECK(data && par && got);
-	uint64_t nstripes = (size + K * MiB - 1) / (K * MiB);
-	for (uint64_t s = 0; s < nstripes; s++) {
-		const uint8_t *dv[K];
-		uint8_t *pv[PM];
-		uint32_t ids[K + PM];
-		for (unsigned j = 0; j < K; j++) {
-			uint64_t off = (s * K + j) * MiB;
-			memset(data + j * MiB, 0, MiB);
-			if (off < size)
-				dt_fill(data + j * MiB, off, size - off < MiB ? size - off : MiB, seed);
-			dv[j] = data + j * MiB;
-			ids[j] = seg_ds(ino, s * K + j);
-		}
-		for (unsigned r = 0; r < PM; r++)
-			pv[r] = par + r * MiB;
-		ec_encode(code, MiB, dv, pv);
-		CHECK_EQ(mds_ec_parity_get(M.mds, ino, s, ids + K, PM), 0);
-		for (unsigned i = 0; i < K + PM; i++)
-			for (unsigned j = 0; j < i; j++)
-				CHECK(ids[i] != ids[j]); /* a stripe's chunks on distinct servers */
-		for (unsigned r = 0; r < PM; r++) {
-			struct cds *d = cds_by_id(ids[K + r]);
-			bool eof;
-			memset(got, 0, MiB);
-			ssize_t n = ds_store_read(braid_ds_store(d->ds), &pid, uid, gid, s * MiB,
-						  MiB, got, &eof);
-			CHECK(n >= 0);
-			CHECK(!memcmp(got, pv[r], MiB));
-		}
-	}
-	free(data);
-	free(par);
-	free(got);
-	ec_code_free(code);
+	return ect_sealed(&E, ino);
 }
 
 /* EC_LOCATE as a data server would call it, and as nobody should. */
@@ -180,18 +99,9 @@ static void locate_checks(uint64_t ino, uint64_t size)
 
 int main(void)
 {
-	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n", CONF);
-	cl_pin_port(&M, CONF);
-	for (unsigned i = 0; i < NDS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "ds-%u", i);
-		cds_prepare(&M, &D[i], name, NULL);
-		cds_start(&M, &D[i]);
-	}
-	struct ffc_opts o = {.ds_timeout_ms = 2000};
+	struct ffc *c = ect_start(&E, CONF);
+	struct ffc_opts o = {.ds_timeout_ms = 2000}; /* for the mount after the restart */
 	int err = 0;
-	struct ffc *c = ffc_mount("127.0.0.1", M.port, &o, &err);
-	CHECK(c);
 	const uint64_t size = 10 * MiB + MiB / 2;
 	uint8_t *buf = malloc(48 * MiB);
 	CHECK(buf);
@@ -199,12 +109,10 @@ int main(void)
 	double secs;
 
 	/* ---- 1. sealed: parity where recorded, right bytes */
-	dt_fill(buf, 0, size, 1);
-	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, true, &secs), 0);
-	uint64_t f = ffct_ino_of(&M, "f", dir);
+	uint64_t f = ect_write(&E, c, "/e", dir, "f", buf, size, 1);
 	CHECK(!sealed(f));
-	wait_sealed(f, "the 10.5 MiB file");
-	parity_check(f, size, 1);
+	ect_wait_sealed(&E, f, "the 10.5 MiB file");
+	ect_stripes_check(&E, f, size, 1, false);
 	locate_checks(f, size);
 	struct mds_ec_stats es;
 	mds_ec_stats(M.mds, &es);
@@ -213,7 +121,7 @@ int main(void)
 	/* ---- 2. data servers of stripe 0 stop, one after another */
 	struct cds *gone[3];
 	for (unsigned g = 0; g < 3; g++) {
-		gone[g] = cds_by_id(seg_ds(f, g));
+		gone[g] = ect_cds(&E, ect_seg_ds(&E, f, g));
 		cds_stop(gone[g]);
 		cl_wait_down(&M, gone[g]->id);
 		double t0 = cl_now();
@@ -248,20 +156,18 @@ int main(void)
 	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, false, &secs), 0);
 	mds_ec_stats(M.mds, &es);
 	CHECK_EQ(es.unsealed, unsealed0 + 1);
-	wait_sealed(f, "the rewritten file");
+	ect_wait_sealed(&E, f, "the rewritten file");
 	double ts = cl_now(); /* the count follows the durable record */
 	for (mds_ec_stats(M.mds, &es); es.sealed == sealed0; mds_ec_stats(M.mds, &es)) {
 		CHECK(cl_now() - ts < 5);
 		usleep(10 * 1000);
 	}
-	parity_check(f, size, 2);
+	ect_stripes_check(&E, f, size, 2, false);
 	ffct_read_check(c, "/e/f", size, 2);
 
 	/* ---- 4. the MDS stops mid-encoding; the file is sealed after */
 	const uint64_t big = 48 * MiB;
-	dt_fill(buf, 0, big, 3);
-	CHECK_EQ(ffct_write_sync(c, "/e/g", buf, 0, big, true, &secs), 0);
-	uint64_t g = ffct_ino_of(&M, "g", dir);
+	uint64_t g = ect_write(&E, c, "/e", dir, "g", buf, big, 3);
 	mds_ec_stats(M.mds, &es);
 	uint64_t b0 = es.encode_bytes;
 	double t0 = cl_now();
@@ -281,8 +187,8 @@ int main(void)
 		cds_wait_up(&M, &D[i]);
 	if (mid)
 		CHECK(!sealed(g));
-	wait_sealed(g, "the 48 MiB file after the restart");
-	parity_check(g, big, 3);
+	ect_wait_sealed(&E, g, "the 48 MiB file after the restart");
+	ect_stripes_check(&E, g, big, 3, false);
 	c = ffc_mount("127.0.0.1", M.port, &o, &err);
 	CHECK(c);
 	ffct_read_check(c, "/e/g", big, 3);
@@ -299,15 +205,15 @@ int main(void)
 	struct mds_file_map hm;
 	CHECK_EQ(mds_data_map(M.mds, h, &hm), 0);
 	CHECK_EQ(hm.nset, NDS);
-	struct cds *down = cds_by_id(hm.set[2] & MDS_LAYOUT_ID); /* segment 2's turn */
+	struct cds *down = ect_cds(&E, hm.set[2] & MDS_LAYOUT_ID); /* segment 2's turn */
 	cds_stop(down);
 	cl_wait_down(&M, down->id);
 	CHECK_EQ(ffc_pwrite(hf, buf, K * MiB, 0), (ssize_t)(K * MiB));
 	CHECK_EQ(ffc_close(hf), 0);
 	for (unsigned i = 0; i < K; i++) {
-		CHECK(seg_ds(h, i) != down->id);
+		CHECK(ect_seg_ds(&E, h, i) != down->id);
 		for (unsigned j = 0; j < i; j++)
-			CHECK(seg_ds(h, i) != seg_ds(h, j));
+			CHECK(ect_seg_ds(&E, h, i) != ect_seg_ds(&E, h, j));
 	}
 	cds_start(&M, down);
 	cds_wait_up(&M, down);
