@@ -23,6 +23,7 @@
 #include "mds/ec.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 #include "nfsd/clock.h"
 #include "nfsd/metrics.h"
@@ -45,6 +46,7 @@ struct ec_slot {
 	uint64_t last_ns;
 	uint64_t retry_ns; /* a seal failed: not tried again before (the sealer's only) */
 	uint64_t recall_ns; /* its idle RW layouts were last recalled (the sealer's only) */
+	unsigned begins;    /* mds_ec_write_begin calls under way */
 };
 
 struct mds_ec {
@@ -54,6 +56,11 @@ struct mds_ec {
 	pthread_mutex_t mu;
 	pthread_cond_t cond; /* the sealer's wait: the stop */
 	bool stop, running;
+	/* mds_ec_hold: the inode whose chunks are rewritten in place (0:
+	 * none); write_begin waits on held_cond while it is its own, and
+	 * hold waits there for the begins under way in its slot */
+	uint64_t held;
+	pthread_cond_t held_cond;
 	pthread_t thread;
 	struct ec_slot slot[EC_SLOTS];
 	uint64_t said[EC_SAID];
@@ -82,6 +89,27 @@ static void slot_bump(struct mds_ec *ec, uint64_t ino)
 	struct ec_slot *s = slot_of(ec, ino);
 	s->writes++;
 	s->last_ns = nfsd_now_ns();
+	pthread_mutex_unlock(&ec->mu);
+}
+
+/* A write_begin starts (after any hold of ino ends) and counts. */
+static void slot_begin(struct mds_ec *ec, uint64_t ino)
+{
+	pthread_mutex_lock(&ec->mu);
+	while (ec->held == ino)
+		pthread_cond_wait(&ec->held_cond, &ec->mu);
+	struct ec_slot *s = slot_of(ec, ino);
+	s->writes++;
+	s->begins++;
+	s->last_ns = nfsd_now_ns();
+	pthread_mutex_unlock(&ec->mu);
+}
+
+static void slot_end(struct mds_ec *ec, uint64_t ino)
+{
+	pthread_mutex_lock(&ec->mu);
+	slot_of(ec, ino)->begins--;
+	pthread_cond_broadcast(&ec->held_cond);
 	pthread_mutex_unlock(&ec->mu);
 }
 
@@ -152,12 +180,9 @@ static int stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_p
 
 /* ------------------------------------------------------------- writes */
 
-int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_policy *pol)
+static int write_begin(struct braid_mds *mds, uint64_t ino)
 {
 	struct mds_ec *ec = mds->ec;
-	if (!ec || !layout_is_ec(pol))
-		return 0;
-	slot_bump(ec, ino);
 	struct mds_ec_file f;
 	int rc = rec_get(mds, ino, &f);
 	if (!rc && !f.sealed)
@@ -172,6 +197,17 @@ int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_
 	if (was_sealed)
 		nfsd_metric_add(ec->m_unsealed, 1);
 	return 0;
+}
+
+int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_policy *pol)
+{
+	struct mds_ec *ec = mds->ec;
+	if (!ec || !layout_is_ec(pol))
+		return 0;
+	slot_begin(ec, ino);
+	int rc = write_begin(mds, ino);
+	slot_end(ec, ino);
+	return rc;
 }
 
 int mds_ec_write_begin_ino(struct braid_mds *mds, uint64_t ino)
@@ -256,22 +292,25 @@ struct ec_batch {
 	int err;
 };
 
-/* EC_COMPUTE of one parity chunk, from its start to its end. */
-static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *written)
+int mds_ec_chunk_compute(struct braid_mds *mds, const struct mds_attr *a,
+			 const struct mds_file_map *map, uint64_t s, uint64_t size,
+			 const uint32_t *ids, unsigned target, bool verify,
+			 struct mds_ec_compute_out *out)
 {
-	struct braid_mds *mds = b->ec->mds;
-	const struct layout_policy *p = &b->map->pol;
+	const struct layout_policy *p = &map->pol;
+	memset(out, 0, sizeof(*out));
+	out->chunk = target;
 	struct ec_desc *d = malloc(sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	braid_ctl_ec_compute_args args = {
-	    .ecc_target = p->ec_k + j->r,
+	    .ecc_target = target,
 	    .ecc_mode = LAYOUT_FENCE_MODE,
+	    .ecc_verify = verify,
 	};
-	stripe_describe(mds, b->a, p, b->map->epoch, j->s, b->a->size, j->ids, d,
-			&args.ecc_stripe);
+	stripe_describe(mds, a, p, map->epoch, s, size, ids, d, &args.ecc_stripe);
 	int rc;
-	struct mds_ds_conn *dc = mds_ds_conn_get(mds, j->ids[args.ecc_target], &rc);
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ids[target], &rc);
 	uint64_t chunk = 1ull << p->seg_shift;
 	while (dc) {
 		args.ecc_count = chunk - args.ecc_offset;
@@ -279,12 +318,15 @@ static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *wri
 		memset(&res, 0, sizeof(res));
 		rc = ds_ctl_call_timeout(dc->clnt, &mds->key, BRAID_CTLPROC_EC_COMPUTE, &args, &res,
 					 NULL, EC_TIMEOUT_MS);
-		if (!rc)
+		if (!rc && res.ecc_status) {
 			rc = ds_ctl_errno(res.ecc_status);
+			out->chunk = res.u.ecf_chunk;
+		}
 		if (rc)
 			break;
 		const braid_ctl_ec_compute_resok *ok = &res.u.ecc_resok;
-		*written += ok->ecc_written;
+		out->written += ok->ecc_written;
+		out->mismatch += ok->ecc_mismatch;
 		if (ok->ecc_done)
 			break;
 		if (ok->ecc_next <= args.ecc_offset || ok->ecc_next >= chunk) {
@@ -296,6 +338,22 @@ static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *wri
 	if (dc)
 		mds_ds_conn_put(dc);
 	free(d);
+	return rc;
+}
+
+int mds_ec_stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
+		      uint64_t s, uint32_t *ids)
+{
+	return stripe_ids(mds, ino, p, s, ids);
+}
+
+/* EC_COMPUTE of one parity chunk, from its start to its end. */
+static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *written)
+{
+	struct mds_ec_compute_out o;
+	int rc = mds_ec_chunk_compute(b->ec->mds, b->a, b->map, j->s, b->a->size, j->ids,
+				      b->map->pol.ec_k + j->r, false, &o);
+	*written += o.written;
 	return rc;
 }
 
@@ -529,8 +587,10 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 	if (clean && !(rc = rec_put(mds, ino, true, a.change, a.size)))
 		rc = mds_ecseal_clear(mds->store, ino);
 	pthread_mutex_unlock(&ec->mu);
-	if (clean && !rc)
+	if (clean && !rc) {
 		nfsd_metric_add(ec->m_sealed, 1);
+		mds_space_note(mds, ino); /* its parity objects count */
+	}
 	else if (rc)
 		mds_log("inode %llu: recording it sealed: %s", (unsigned long long)ino,
 			strerror(-rc));
@@ -668,6 +728,62 @@ int mds_ec_objects_remove(struct braid_mds *mds, const struct mds_attr *a)
 	return left;
 }
 
+int mds_ec_parity_holders(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max)
+{
+	struct par_set ps = {.n = 0};
+	int rc = mds_layout_list(mds->store, ino, par_add, &ps);
+	if (rc < 0)
+		return rc;
+	unsigned n = ps.n < max ? ps.n : max;
+	memcpy(ids, ps.id, n * sizeof(ids[0]));
+	return (int)n;
+}
+
+/* ------------------------------------------------------------- holds */
+
+int mds_ec_hold(struct braid_mds *mds, uint64_t ino, uint64_t w0)
+{
+	struct mds_ec *ec = mds->ec;
+	if (!ec)
+		return -EAGAIN;
+	pthread_mutex_lock(&ec->mu);
+	while (ec->held && !ec->stop)
+		pthread_cond_wait(&ec->held_cond, &ec->mu);
+	struct ec_slot *sl = slot_of(ec, ino);
+	int rc = ec->stop ? -EINTR : sl->writes != w0 ? -EAGAIN : 0;
+	if (!rc) {
+		ec->held = ino;
+		/* a begin that counted before w0 was read may not have
+		 * unsealed yet: it finishes first, and the record says */
+		while (sl->begins && !ec->stop)
+			pthread_cond_wait(&ec->held_cond, &ec->mu);
+	}
+	pthread_mutex_unlock(&ec->mu);
+	if (rc)
+		return rc;
+	struct mds_ec_file f;
+	if (rec_get(mds, ino, &f) || !f.sealed || mds_layout_rw_held(mds, ino, 0)) {
+		mds_ec_unhold(mds, ino);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void mds_ec_unhold(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_ec *ec = mds->ec;
+	pthread_mutex_lock(&ec->mu);
+	if (ec->held == ino)
+		ec->held = 0;
+	pthread_cond_broadcast(&ec->held_cond);
+	pthread_mutex_unlock(&ec->mu);
+}
+
+uint64_t mds_ec_write_count(struct braid_mds *mds, uint64_t ino)
+{
+	return mds->ec ? slot_writes(mds->ec, ino) : 0;
+}
+
 /* ------------------------------------------------------------- EC_LOCATE */
 
 static braid_ctl_stat locate(struct braid_mds *mds, struct nfsd_req *req,
@@ -743,6 +859,7 @@ int mds_ec_init(struct braid_mds *mds, char *msg, size_t msglen)
 	ec->mds = mds;
 	pthread_mutex_init(&ec->mu, NULL);
 	pthread_cond_init(&ec->cond, NULL);
+	pthread_cond_init(&ec->held_cond, NULL);
 	struct nfsd_metrics *mt = mds->metrics;
 	ec->m_sealed = nfsd_metrics_counter(mt, "braid_mds_ec_sealed_total",
 					    "Erasure-coded files sealed (parity made current).", NULL);
@@ -780,6 +897,7 @@ void mds_ec_stop(struct braid_mds *mds)
 	pthread_mutex_lock(&ec->mu);
 	ec->stop = true;
 	pthread_cond_broadcast(&ec->cond);
+	pthread_cond_broadcast(&ec->held_cond);
 	pthread_mutex_unlock(&ec->mu);
 	pthread_join(ec->thread, NULL);
 	ec->running = false;
@@ -792,6 +910,7 @@ void mds_ec_release(struct braid_mds *mds)
 		return;
 	mds_ec_stop(mds);
 	pthread_cond_destroy(&ec->cond);
+	pthread_cond_destroy(&ec->held_cond);
 	pthread_mutex_destroy(&ec->mu);
 	free(ec);
 	mds->ec = NULL;
