@@ -281,6 +281,21 @@ static int path_walk(struct braid_mds *mds, xdr_string path, struct walk *w, str
 	return 0;
 }
 
+/* path_walk to the last component only: its inode and attributes. */
+static int path_ino(struct braid_mds *mds, xdr_string path, struct mds_attr *a, uint64_t *ino,
+		    char *why, size_t whylen)
+{
+	struct walk *w = malloc(sizeof(*w));
+	if (!w) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	int rc = path_walk(mds, path, w, a, why, whylen);
+	*ino = rc ? 0 : w->ino[w->n - 1];
+	free(w);
+	return rc;
+}
+
 /* ------------------------------------------------------------- STATUS */
 
 static int a_null(struct nfsd_req *req, void *args, void *res)
@@ -909,14 +924,10 @@ static int a_layout(struct nfsd_req *req, void *argp, void *resp)
 		FAIL(res, BRAID_ADMIN_INVAL, "lg_max must be 1 or more");
 	if (a->lg_max > BRAID_ADMIN_LIST_MAX)
 		a->lg_max = BRAID_ADMIN_LIST_MAX;
-	struct walk *w = malloc(sizeof(*w));
-	if (!w)
-		FAIL(res, BRAID_ADMIN_SERVERFAULT, "out of memory");
 	struct mds_attr at;
 	char why[512];
-	int rc = path_walk(mds, a->lg_path, w, &at, why, sizeof(why));
-	uint64_t ino = rc ? 0 : w->ino[w->n - 1];
-	free(w);
+	uint64_t ino;
+	int rc = path_ino(mds, a->lg_path, &at, &ino, why, sizeof(why));
 	if (rc)
 		FAIL(res, stat_of(rc), "%s", why);
 	if (at.type == MDS_DIR)
@@ -1251,14 +1262,10 @@ static int a_ec_scrub(struct nfsd_req *req, void *argp, void *resp)
 	braid_admin_ec_scrub_res *res = resp;
 	if (!authorized(req))
 		FAIL(res, BRAID_ADMIN_ACCESS, NOAUTH);
-	struct walk *w = malloc(sizeof(*w));
-	if (!w)
-		FAIL(res, BRAID_ADMIN_SERVERFAULT, "out of memory");
 	struct mds_attr at;
 	char why[512];
-	int rc = path_walk(mds, a->pa_path, w, &at, why, sizeof(why));
-	uint64_t ino = rc ? 0 : w->ino[w->n - 1];
-	free(w);
+	uint64_t ino;
+	int rc = path_ino(mds, a->pa_path, &at, &ino, why, sizeof(why));
 	if (rc)
 		FAIL(res, stat_of(rc), "%s", why);
 	if (at.type == MDS_DIR)

@@ -24,7 +24,7 @@
 
 struct mds_ec_scrub {
 	struct braid_mds *mds;
-	pthread_mutex_t mu; /* guards stop, last; the metrics are lock-free */
+	pthread_mutex_t mu;  /* guards stop, last; the metrics are lock-free */
 	pthread_cond_t cond; /* CLOCK_MONOTONIC: the stop */
 	bool stop, running;
 	pthread_t thread;
@@ -70,7 +70,8 @@ static int stripe_verify(struct sc_file *f, uint64_t s, const uint32_t *ids, uin
 	*fix = *mism = 0;
 	for (unsigned t = k; t < n; t++) {
 		struct mds_ec_compute_out o;
-		int rc = mds_ec_chunk_compute(f->mds, &f->a, &f->map, s, f->a.size, ids, t, true, &o);
+		int rc =
+		    mds_ec_chunk_compute(f->mds, &f->a, &f->map, s, f->a.size, ids, t, true, &o);
 		if (!rc && o.mismatch) {
 			*fix |= 1u << t;
 			*mism |= 1u << t;
@@ -118,13 +119,13 @@ static int stripe_scrub(struct sc_file *f, uint64_t s)
 			if (!(fix >> t & 1))
 				continue;
 			struct mds_ec_compute_out o;
-			rc = mds_ec_chunk_compute(f->mds, &f->a, &f->map, s, f->a.size, ids, t, false,
-						  &o);
+			rc = mds_ec_chunk_compute(f->mds, &f->a, &f->map, s, f->a.size, ids, t,
+						  false, &o);
 			if (rc)
 				mds_log("inode %llu: scrub repairing stripe %llu chunk %u on data "
 					"server %u: %s (chunk %u)",
-					(unsigned long long)f->a.ino, (unsigned long long)s, t, ids[t],
-					strerror(-rc), o.chunk);
+					(unsigned long long)f->a.ino, (unsigned long long)s, t,
+					ids[t], strerror(-rc), o.chunk);
 			else
 				f->res->repairs++;
 		}
@@ -138,8 +139,8 @@ static int stripe_scrub(struct sc_file *f, uint64_t s)
 }
 
 /* rate: stripe data bytes a second (0: no bound); sc: the stop, or NULL. */
-static int scrub_file(struct braid_mds *mds, struct mds_ec_scrub *sc, uint64_t ino,
-		      uint64_t rate, struct mds_ec_scrub_res *out)
+static int scrub_file(struct braid_mds *mds, struct mds_ec_scrub *sc, uint64_t ino, uint64_t rate,
+		      struct mds_ec_scrub_res *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct sc_file f = {.mds = mds, .res = out};
@@ -169,7 +170,8 @@ static int scrub_file(struct braid_mds *mds, struct mds_ec_scrub *sc, uint64_t i
 			out->errors++;
 		else
 			out->stripes++;
-		if (rate && sc && !sc_sleep_until(sc, t0 + (s + 1) * stripe_bytes * 1000000000ull / rate))
+		if (rate && sc &&
+		    !sc_sleep_until(sc, t0 + (s + 1) * stripe_bytes * 1000000000ull / rate))
 			break;
 	}
 	nfsd_metric_add(mds->ec_scrub->m_stripes, (int64_t)out->stripes);
@@ -364,9 +366,9 @@ int mds_ec_scrub_init(struct braid_mds *mds, char *msg, size_t msglen)
 	pthread_cond_init(&sc->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	struct nfsd_metrics *m = mds->metrics;
-	sc->m_stripes = nfsd_metrics_counter(m, "braid_mds_ec_scrub_stripes_total",
-					     "Erasure-coded stripes whose parity a scrub verified.",
-					     NULL);
+	sc->m_stripes =
+	    nfsd_metrics_counter(m, "braid_mds_ec_scrub_stripes_total",
+				 "Erasure-coded stripes whose parity a scrub verified.", NULL);
 	sc->m_mismatches = nfsd_metrics_counter(
 	    m, "braid_mds_ec_scrub_mismatches_total",
 	    "Parity chunks a scrub found differing from their data (then recomputed).", NULL);

@@ -79,18 +79,7 @@ static void poke(uint64_t ino, uint64_t s, unsigned i, uint64_t off)
 
 int main(void)
 {
-	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n", CONF);
-	cl_pin_port(&M, CONF);
-	for (unsigned i = 0; i < NDS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "ds-%u", i);
-		cds_prepare(&M, &D[i], name, NULL);
-		cds_start(&M, &D[i]);
-	}
-	struct ffc_opts o = {.ds_timeout_ms = 2000};
-	int err = 0;
-	struct ffc *c = ffc_mount("127.0.0.1", M.port, &o, &err);
-	CHECK(c);
+	struct ffc *c = ect_start(&E, CONF);
 	const uint64_t size = 10 * MiB + MiB / 2, nstripes = 3;
 	uint8_t *buf = malloc(size);
 	CHECK(buf);
@@ -140,8 +129,8 @@ int main(void)
 	ds_objid_parity(&id, &pid);
 	uint8_t junk[8192];
 	memset(junk, 0xa5, sizeof(junk));
-	CHECK(st_write(braid_ds_store(ect_cds(&E, ids[K])->ds), &pid, uid, gid, 1 * MiB + 65536, junk,
-		       sizeof(junk), DS_FILE_SYNC) == (ssize_t)sizeof(junk));
+	CHECK(st_write(braid_ds_store(ect_cds(&E, ids[K])->ds), &pid, uid, gid, 1 * MiB + 65536,
+		       junk, sizeof(junk), DS_FILE_SYNC) == (ssize_t)sizeof(junk));
 	struct mds_ec_scrub_res r = scrub(f, "a parity chunk rewritten");
 	CHECK_EQ(r.mismatches, 1);
 	CHECK_EQ(r.repairs, 1);
@@ -174,8 +163,9 @@ int main(void)
 		ect_stripe_ids(&E, f, s, ids);
 		for (unsigned r2 = 0; r2 < PM; r2++) {
 			struct ds_obj_stat os;
-			CHECK_EQ(ds_store_stat(braid_ds_store(ect_cds(&E, ids[K + r2])->ds), &pid, &os),
-				 0);
+			CHECK_EQ(
+			    ds_store_stat(braid_ds_store(ect_cds(&E, ids[K + r2])->ds), &pid, &os),
+			    0);
 			CHECK_EQ(os.uid, uid);
 			CHECK_EQ(os.gid, gid);
 		}

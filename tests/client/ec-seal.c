@@ -89,18 +89,9 @@ static void locate_checks(uint64_t ino, uint64_t size)
 
 int main(void)
 {
-	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n", CONF);
-	cl_pin_port(&M, CONF);
-	for (unsigned i = 0; i < NDS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "ds-%u", i);
-		cds_prepare(&M, &D[i], name, NULL);
-		cds_start(&M, &D[i]);
-	}
+	struct ffc *c = ect_start(&E, CONF);
 	struct ffc_opts o = {.ds_timeout_ms = 2000};
 	int err = 0;
-	struct ffc *c = ffc_mount("127.0.0.1", M.port, &o, &err);
-	CHECK(c);
 	const uint64_t size = 10 * MiB + MiB / 2;
 	uint8_t *buf = malloc(48 * MiB);
 	CHECK(buf);

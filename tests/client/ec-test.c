@@ -12,6 +12,23 @@
 
 #define MiB (1u << 20)
 
+struct ffc *ect_start(const struct ect *e, const char *conf)
+{
+	mt_start(e->m, "/ *(rw,no_root_squash,insecure)\n", conf);
+	cl_pin_port(e->m, conf);
+	for (unsigned i = 0; i < e->nds; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "ds-%u", i);
+		cds_prepare(e->m, &e->d[i], name, NULL);
+		cds_start(e->m, &e->d[i]);
+	}
+	struct ffc_opts o = {.ds_timeout_ms = 2000};
+	int err = 0;
+	struct ffc *c = ffc_mount("127.0.0.1", e->m->port, &o, &err);
+	CHECK(c);
+	return c;
+}
+
 struct cds *ect_cds(const struct ect *e, uint32_t id)
 {
 	for (unsigned i = 0; i < e->nds; i++)

@@ -17,6 +17,10 @@ struct ect {
 	unsigned nds, k, pm;
 };
 
+/* braid-mds with conf's [mds] lines, its nds data servers "ds-I", and
+ * our client mounted. */
+struct ffc *ect_start(const struct ect *e, const char *conf);
+
 /* The data server with id (the test fails if none). */
 struct cds *ect_cds(const struct ect *e, uint32_t id);
 bool ect_sealed(const struct ect *e, uint64_t ino);

@@ -80,11 +80,12 @@ void pc_start_mds(struct pc *p)
 {
 	char conf[4096], path[300];
 	snprintf(path, sizeof(path), "%s/mds.conf", p->dir);
-	snprintf(conf, sizeof(conf),
-		 "[mds]\nstore_dir = %s/mds\nlisten = 127.0.0.1:%d\nexports = %s/exports\n"
-		 "key_file = %s\ngrace_time = 0\nrpcbind = no\nmount = no\nheartbeat_interval = 1s\n"
-		 "ds_timeout = 3s\n%s",
-		 p->dir, p->mds_port, p->dir, p->key, p->mds_extra ? p->mds_extra : "");
+	snprintf(
+	    conf, sizeof(conf),
+	    "[mds]\nstore_dir = %s/mds\nlisten = 127.0.0.1:%d\nexports = %s/exports\n"
+	    "key_file = %s\ngrace_time = 0\nrpcbind = no\nmount = no\nheartbeat_interval = 1s\n"
+	    "ds_timeout = 3s\n%s",
+	    p->dir, p->mds_port, p->dir, p->key, p->mds_extra ? p->mds_extra : "");
 	write_text(path, conf);
 	int port;
 	/* its port may take a moment to be free again after a SIGKILL */
