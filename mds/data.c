@@ -267,6 +267,26 @@ static uint64_t rng_cb(void *arg)
  * objects are made, so a crash between the two leaves a map whose object
  * is missing (repaired on use), never an object no map names.
  */
+/* usable[0..nu) but the data servers holding the other data chunks of
+ * segment n's erasure-coded stripe, into out: how many. */
+static unsigned stripe_apart(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
+			     uint64_t n, const struct layout_cand *usable, unsigned nu,
+			     struct layout_cand *out)
+{
+	uint32_t taken[LAYOUT_EC_K_MAX];
+	unsigned nt = 0, no = 0;
+	uint64_t first = n / p->ec_k * p->ec_k;
+	for (uint64_t j = first; j < first + p->ec_k; j++) {
+		struct mds_layout_seg l;
+		if (j != n && !mds_layout_get(mds->store, ino, j, &l) && l.nds)
+			taken[nt++] = l.ds[0];
+	}
+	for (unsigned i = 0; i < nu; i++)
+		if (!id_in(taken, nt, usable[i].id))
+			out[no++] = usable[i];
+	return no;
+}
+
 static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, uint64_t n,
 			       const uint32_t *avoid, unsigned navoid, struct mds_file_map *m,
 			       struct mds_layout_seg *seg)
@@ -313,7 +333,16 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 	}
 	unsigned w = layout_seg_width(&m->pol);
 	memset(seg, 0, sizeof(*seg));
-	if ((rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
+	rc = -EAGAIN;
+	if (layout_is_ec(&m->pol)) {
+		/* an erasure-coded stripe's data chunks on distinct servers, so
+		 * that losing one server loses one chunk of it; the set's round
+		 * robin already does so unless a server was replaced */
+		struct layout_cand apart[256];
+		unsigned na = stripe_apart(mds, a->ino, &m->pol, n, usable, nu, apart);
+		rc = layout_seg_place(&m->pol, place, np, n, apart, na, seg->ds);
+	}
+	if (rc && (rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
 		return rc == -EAGAIN && space_short ? -ENOSPC : rc;
 	seg->nds = w;
 	/* a substitute from outside the set joins it while there is room */
@@ -672,6 +701,70 @@ out:
 	pthread_mutex_unlock(mu);
 	if (!rc && ifrom >= 0)
 		mds_layout_recall_file(mds, ino);
+	return rc;
+}
+
+int mds_data_segment_move(struct braid_mds *mds, uint64_t ino, uint64_t n, uint32_t from,
+			  uint32_t to)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct mds_layout_args la = {.ino = ino, .seg = n};
+	int rc = mds_data_map(mds, ino, &m);
+	if (!rc)
+		rc = mds_layout_get(mds->store, ino, n, &la.l);
+	if (!rc && !id_in(la.l.ds, la.l.nds, from))
+		rc = id_in(la.l.ds, la.l.nds, to) ? 0 : -ENOENT; /* done before, or moved on */
+	else if (!rc && id_in(la.l.ds, la.l.nds, to))
+		rc = -EEXIST;
+	else if (!rc) {
+		/* 1: to joins the set, its object made (by the caller) */
+		int ito = -1;
+		for (unsigned i = 0; i < m.nset; i++)
+			if ((m.set[i] & MDS_LAYOUT_ID) == to)
+				ito = (int)i;
+		if (ito < 0 && m.nset == LAYOUT_SET_MAX)
+			rc = -E2BIG;
+		else if (ito < 0)
+			m.set[m.nset++] = to | MDS_LAYOUT_CREATED;
+		else
+			m.set[ito] |= MDS_LAYOUT_CREATED;
+		if (!rc)
+			rc = map_record(mds, ino, &m);
+		/* 2: the segment names it */
+		for (uint32_t j = 0; !rc && j < la.l.nds; j++)
+			if (la.l.ds[j] == from)
+				la.l.ds[j] = to;
+		if (!rc)
+			rc = mds_layout_set(mds->store, &la);
+	}
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_member_drop(struct braid_mds *mds, uint64_t ino, uint32_t id)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct seg_naming segs = {.id = id};
+	int rc = mds_data_map(mds, ino, &m);
+	if (!rc) {
+		rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs);
+		rc = rc < 0 ? rc : segs.err;
+	}
+	if (!rc && segs.n)
+		rc = -EBUSY;
+	for (unsigned i = 0; !rc && i < m.nset; i++)
+		if ((m.set[i] & MDS_LAYOUT_ID) == id) {
+			memmove(&m.set[i], &m.set[i + 1], (m.nset - i - 1) * sizeof(m.set[0]));
+			m.nset--;
+			rc = map_record(mds, ino, &m);
+			break;
+		}
+	free(segs.v);
+	pthread_mutex_unlock(mu);
 	return rc;
 }
 

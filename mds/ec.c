@@ -36,15 +36,16 @@
 #define EC_SCAN_MS    500
 #define EC_SCAN_MAX   4096 /* files looked at per scan */
 #define EC_CHUNKS     (LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX)
-#define EC_SAID	      64 /* unreadable files logged (once each) */
-#define EC_RETRY_NS   (5ull * 1000 * 1000 * 1000) /* after a failed seal */
-#define EC_RECALL_NS  (10ull * 1000 * 1000 * 1000) /* idle RW layouts recalled at most this often */
+#define EC_SAID	      64			   /* unreadable files logged (once each) */
+#define EC_RETRY_NS   (5ull * 1000 * 1000 * 1000)  /* after a failed seal */
+#define EC_RECALL_NS  (10ull * 1000 * 1000 * 1000) /* idle RW layouts recalled at most this often  \
+						    */
 
 /* Writes to inodes hashing here: how many began, and when the last did. */
 struct ec_slot {
 	uint64_t writes;
 	uint64_t last_ns;
-	uint64_t retry_ns; /* a seal failed: not tried again before (the sealer's only) */
+	uint64_t retry_ns;  /* a seal failed: not tried again before (the sealer's only) */
 	uint64_t recall_ns; /* its idle RW layouts were last recalled (the sealer's only) */
 	unsigned begins;    /* mds_ec_write_begin calls under way */
 };
@@ -130,8 +131,7 @@ static int rec_get(struct braid_mds *mds, uint64_t ino, struct mds_ec_file *f)
 	return 0;
 }
 
-static int rec_put(struct braid_mds *mds, uint64_t ino, bool sealed, uint64_t change,
-		   uint64_t size)
+static int rec_put(struct braid_mds *mds, uint64_t ino, bool sealed, uint64_t change, uint64_t size)
 {
 	struct mds_layout_args la = {.ino = ino, .seg = MDS_EC_REC};
 	la.l.flags = sealed ? MDS_EC_SEALED : 0;
@@ -178,7 +178,53 @@ static int stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_p
 	return mds_ec_parity_get(mds, ino, s, ids + p->ec_k, p->ec_m);
 }
 
+int mds_ec_stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
+		      uint64_t s, uint32_t *ids)
+{
+	return stripe_ids(mds, ino, p, s, ids);
+}
+
 /* ------------------------------------------------------------- writes */
+
+static bool holder_ok(struct braid_mds *mds, uint32_t id);
+
+struct chunks_up {
+	struct braid_mds *mds;
+	uint32_t down; /* a data chunk's server that is down or lost (0: none) */
+};
+
+static int chunk_up(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct chunks_up *u = arg;
+	if (seg >= MDS_LAYOUT_SEG_END || !l->nds || holder_ok(u->mds, l->ds[0]))
+		return 0;
+	u->down = l->ds[0];
+	return 1;
+}
+
+/*
+ * A sealed file is unsealed only while every data chunk's server is up:
+ * unsealed, its parity no longer counts, and a chunk on a server that is
+ * down could no longer be rebuilt for readers.  Until the server is back
+ * (or the chunk rebuilt elsewhere: braidctl ds lost) the write waits
+ * (-EAGAIN: DELAY, JUKEBOX, LAYOUTTRYLATER) and the file stays readable.
+ */
+static int write_begin(struct braid_mds *mds, uint64_t ino);
+
+int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_policy *pol)
+{
+	struct mds_ec *ec = mds->ec;
+	if (!ec || !layout_is_ec(pol))
+		return 0;
+	/* a sealed file whose lost chunks are being rebuilt waits (an unseal
+	 * now would leave them with no parity to be made from) */
+	if (mds_ec_rebuild_held(mds, ino))
+		return -EAGAIN;
+	slot_begin(ec, ino);
+	int rc = write_begin(mds, ino);
+	slot_end(ec, ino);
+	return rc;
+}
 
 static int write_begin(struct braid_mds *mds, uint64_t ino)
 {
@@ -190,6 +236,13 @@ static int write_begin(struct braid_mds *mds, uint64_t ino)
 	if (rc && rc != -ENOENT)
 		return rc;
 	bool was_sealed = !rc;
+	if (was_sealed) {
+		struct chunks_up u = {.mds = mds};
+		if ((rc = mds_layout_list(mds->store, ino, chunk_up, &u)) < 0)
+			return rc;
+		if (u.down)
+			return -EAGAIN;
+	}
 	/* the set first: a crash between the two leaves a sealed file in the
 	 * set, which the sealer encodes again */
 	if ((rc = mds_ecseal_mark(mds->store, ino)) || (rc = rec_put(mds, ino, false, 0, 0)))
@@ -197,17 +250,6 @@ static int write_begin(struct braid_mds *mds, uint64_t ino)
 	if (was_sealed)
 		nfsd_metric_add(ec->m_unsealed, 1);
 	return 0;
-}
-
-int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_policy *pol)
-{
-	struct mds_ec *ec = mds->ec;
-	if (!ec || !layout_is_ec(pol))
-		return 0;
-	slot_begin(ec, ino);
-	int rc = write_begin(mds, ino);
-	slot_end(ec, ino);
-	return rc;
 }
 
 int mds_ec_write_begin_ino(struct braid_mds *mds, uint64_t ino)
@@ -221,6 +263,26 @@ void mds_ec_write_note(struct braid_mds *mds, uint64_t ino, const struct layout_
 {
 	if (mds->ec && layout_is_ec(pol))
 		slot_bump(mds->ec, ino);
+}
+
+uint64_t mds_ec_writes(struct braid_mds *mds, uint64_t ino)
+{
+	return mds->ec ? slot_writes(mds->ec, ino) : 0;
+}
+
+int mds_ec_sealed_do(struct braid_mds *mds, uint64_t ino, uint64_t w0, int (*fn)(void *arg),
+		     void *arg)
+{
+	struct mds_ec *ec = mds->ec;
+	if (!ec)
+		return -ENOENT;
+	pthread_mutex_lock(&ec->mu);
+	struct mds_ec_file f;
+	int rc = slot_of(ec, ino)->writes != w0 ? -EAGAIN : rec_get(mds, ino, &f);
+	if (!rc)
+		rc = f.sealed ? fn(arg) : -EAGAIN;
+	pthread_mutex_unlock(&ec->mu);
+	return rc;
 }
 
 /* ------------------------------------------------------------- stripes */
@@ -293,11 +355,10 @@ struct ec_batch {
 };
 
 int mds_ec_chunk_compute(struct braid_mds *mds, const struct mds_attr *a,
-			 const struct mds_file_map *map, uint64_t s, uint64_t size,
+			 const struct layout_policy *p, uint32_t epoch, uint64_t s, uint64_t size,
 			 const uint32_t *ids, unsigned target, bool verify,
 			 struct mds_ec_compute_out *out)
 {
-	const struct layout_policy *p = &map->pol;
 	memset(out, 0, sizeof(*out));
 	out->chunk = target;
 	struct ec_desc *d = malloc(sizeof(*d));
@@ -308,7 +369,7 @@ int mds_ec_chunk_compute(struct braid_mds *mds, const struct mds_attr *a,
 	    .ecc_mode = LAYOUT_FENCE_MODE,
 	    .ecc_verify = verify,
 	};
-	stripe_describe(mds, a, p, map->epoch, s, size, ids, d, &args.ecc_stripe);
+	stripe_describe(mds, a, p, epoch, s, size, ids, d, &args.ecc_stripe);
 	int rc;
 	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ids[target], &rc);
 	uint64_t chunk = 1ull << p->seg_shift;
@@ -341,20 +402,22 @@ int mds_ec_chunk_compute(struct braid_mds *mds, const struct mds_attr *a,
 	return rc;
 }
 
-int mds_ec_stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
-		      uint64_t s, uint32_t *ids)
+int mds_ec_compute(struct braid_mds *mds, const struct mds_attr *a, const struct layout_policy *p,
+		   uint32_t epoch, uint64_t s, const uint32_t *ids, unsigned target,
+		   uint64_t *written)
 {
-	return stripe_ids(mds, ino, p, s, ids);
+	struct mds_ec_compute_out o;
+	int rc = mds_ec_chunk_compute(mds, a, p, epoch, s, a->size, ids, target, false, &o);
+	*written += o.written;
+	return rc;
 }
 
 /* EC_COMPUTE of one parity chunk, from its start to its end. */
 static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *written)
 {
-	struct mds_ec_compute_out o;
-	int rc = mds_ec_chunk_compute(b->ec->mds, b->a, b->map, j->s, b->a->size, j->ids,
-				      b->map->pol.ec_k + j->r, false, &o);
-	*written += o.written;
-	return rc;
+	const struct layout_policy *p = &b->map->pol;
+	return mds_ec_compute(b->ec->mds, b->a, p, b->map->epoch, j->s, j->ids, p->ec_k + j->r,
+			      written);
 }
 
 static bool ec_stopping(struct mds_ec *ec)
@@ -421,7 +484,7 @@ static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
 static bool holder_ok(struct braid_mds *mds, uint32_t id)
 {
 	struct mds_ds_info in;
-	return !mds_dsreg_get(mds, id, &in) && in.up && !in.lost;
+	return !mds_dsreg_get(mds, id, &in) && in.up && !in.lost && !in.drained;
 }
 
 /*
@@ -590,8 +653,7 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 	if (clean && !rc) {
 		nfsd_metric_add(ec->m_sealed, 1);
 		mds_space_note(mds, ino); /* its parity objects count */
-	}
-	else if (rc)
+	} else if (rc)
 		mds_log("inode %llu: recording it sealed: %s", (unsigned long long)ino,
 			strerror(-rc));
 }
@@ -779,11 +841,6 @@ void mds_ec_unhold(struct braid_mds *mds, uint64_t ino)
 	pthread_mutex_unlock(&ec->mu);
 }
 
-uint64_t mds_ec_write_count(struct braid_mds *mds, uint64_t ino)
-{
-	return mds->ec ? slot_writes(mds->ec, ino) : 0;
-}
-
 /* ------------------------------------------------------------- EC_LOCATE */
 
 static braid_ctl_stat locate(struct braid_mds *mds, struct nfsd_req *req,
@@ -861,14 +918,16 @@ int mds_ec_init(struct braid_mds *mds, char *msg, size_t msglen)
 	pthread_cond_init(&ec->cond, NULL);
 	pthread_cond_init(&ec->held_cond, NULL);
 	struct nfsd_metrics *mt = mds->metrics;
-	ec->m_sealed = nfsd_metrics_counter(mt, "braid_mds_ec_sealed_total",
-					    "Erasure-coded files sealed (parity made current).", NULL);
+	ec->m_sealed =
+	    nfsd_metrics_counter(mt, "braid_mds_ec_sealed_total",
+				 "Erasure-coded files sealed (parity made current).", NULL);
 	ec->m_unsealed = nfsd_metrics_counter(
 	    mt, "braid_mds_ec_unsealed_total",
 	    "Sealed erasure-coded files unsealed by a write (unprotected until sealed again).",
 	    NULL);
-	ec->m_bytes = nfsd_metrics_counter(mt, "braid_mds_ec_encode_bytes_total",
-					   "Parity bytes the data servers wrote when sealing.", NULL);
+	ec->m_bytes =
+	    nfsd_metrics_counter(mt, "braid_mds_ec_encode_bytes_total",
+				 "Parity bytes the data servers wrote when sealing.", NULL);
 	ec->m_degraded = nfsd_metrics_counter(
 	    mt, "braid_mds_ec_degraded_layouts_total",
 	    "READ layouts naming a reconstructing handle in place of a data server that "

@@ -70,8 +70,8 @@ static int stripe_verify(struct sc_file *f, uint64_t s, const uint32_t *ids, uin
 	*fix = *mism = 0;
 	for (unsigned t = k; t < n; t++) {
 		struct mds_ec_compute_out o;
-		int rc =
-		    mds_ec_chunk_compute(f->mds, &f->a, &f->map, s, f->a.size, ids, t, true, &o);
+		int rc = mds_ec_chunk_compute(f->mds, &f->a, &f->map.pol, f->map.epoch, s,
+					      f->a.size, ids, t, true, &o);
 		if (!rc && o.mismatch) {
 			*fix |= 1u << t;
 			*mism |= 1u << t;
@@ -119,8 +119,8 @@ static int stripe_scrub(struct sc_file *f, uint64_t s)
 			if (!(fix >> t & 1))
 				continue;
 			struct mds_ec_compute_out o;
-			rc = mds_ec_chunk_compute(f->mds, &f->a, &f->map, s, f->a.size, ids, t,
-						  false, &o);
+			rc = mds_ec_chunk_compute(f->mds, &f->a, &f->map.pol, f->map.epoch, s,
+						  f->a.size, ids, t, false, &o);
 			if (rc)
 				mds_log("inode %llu: scrub repairing stripe %llu chunk %u on data "
 					"server %u: %s (chunk %u)",
@@ -144,7 +144,7 @@ static int scrub_file(struct braid_mds *mds, struct mds_ec_scrub *sc, uint64_t i
 {
 	memset(out, 0, sizeof(*out));
 	struct sc_file f = {.mds = mds, .res = out};
-	f.w0 = mds_ec_write_count(mds, ino); /* before anything is looked at */
+	f.w0 = mds_ec_writes(mds, ino); /* before anything is looked at */
 	int rc = mds_inode_getattr(mds->store, ino, &f.a);
 	if (rc)
 		return rc;

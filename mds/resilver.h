@@ -49,6 +49,10 @@
  * A file with no surviving copy of some segment is unrecoverable: it stays
  * as it is (its reads fail with EIO, never zeros), is logged with its path
  * once, counted (braid_mds_unrecoverable_files) and listed by braidctl.
+ * Sealed erasure-coded files are not copied: the scan finds them by their
+ * segments and parity records, and the workers have each chunk on a lost
+ * or drained server made again from its stripe (mds/ec.h "Rebuild"); a
+ * stripe beyond repair lists the file the same way.
  */
 #ifndef BRAID_MDS_RESILVER_H
 #define BRAID_MDS_RESILVER_H
@@ -97,6 +101,13 @@ struct mds_resilver_stats {
 	uint64_t inflight_ino;	 /* a file being copied (0: none) */
 	uint32_t inflight_to;	 /* to this data server */
 	uint64_t inflight_bytes; /* of its pass so far */
+	/* erasure-coded files (mds/ec.h): chunks made again from the others */
+	uint64_t ec_files;	/* sealed files with chunks to rebuild, last scan */
+	uint64_t ec_chunks;	/* their chunks to rebuild */
+	uint64_t ec_bytes_todo; /* those chunks' bytes (a segment each) */
+	uint64_t ec_files_done; /* files whose chunks were all rebuilt */
+	uint64_t ec_chunks_done; /* chunks rebuilt and recorded */
+	uint64_t ec_bytes;	 /* bytes the data servers wrote for them */
 };
 void mds_resilver_stats(struct braid_mds *mds, struct mds_resilver_stats *out);
 /* The unrecoverable files (at most max, paths as far as resolved): how many. */

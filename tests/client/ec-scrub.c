@@ -91,7 +91,7 @@ int main(void)
 	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, true, &secs), 0);
 	uint64_t f = ffct_ino_of(&M, "f", dir);
 	ect_wait_sealed(&E, f, "the 10.5 MiB file");
-	ect_parity_check(&E, f, size, 1);
+	ect_stripes_check(&E, f, size, 1, true);
 	/* parity: 3 stripes x 2 chunks of 1 MiB, on top of the data */
 	double t0 = cl_now();
 	while (cl_attr(&M, f).space_used < size + 6 * MiB) {
@@ -135,7 +135,7 @@ int main(void)
 	CHECK_EQ(r.mismatches, 1);
 	CHECK_EQ(r.repairs, 1);
 	CHECK_EQ(r.errors, 0);
-	ect_parity_check(&E, f, size, 1);
+	ect_stripes_check(&E, f, size, 1, true);
 	scrub_clean(f, nstripes, "after the parity repair");
 
 	/* ---- 3. a parity block fails its CRC */
@@ -143,7 +143,7 @@ int main(void)
 	r = scrub(f, "a parity block corrupted on disk");
 	CHECK(r.repairs >= 1);
 	CHECK_EQ(r.errors, 0);
-	ect_parity_check(&E, f, size, 1);
+	ect_stripes_check(&E, f, size, 1, true);
 	scrub_clean(f, nstripes, "after the CRC repair of parity");
 
 	/* ---- 4. a data block fails its CRC */
@@ -152,7 +152,7 @@ int main(void)
 	CHECK(r.repairs >= 1);
 	CHECK_EQ(r.errors, 0);
 	ffct_read_check(c, "/e/f", size, 1);
-	ect_parity_check(&E, f, size, 1);
+	ect_stripes_check(&E, f, size, 1, true);
 	scrub_clean(f, nstripes, "after the data repair");
 
 	/* ---- 5. a fence: parity objects carry the new ids */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers for the erasure-coding cluster tests (tests/client/ec-test.h). */
+/* The erasure-coding cluster tests' fixture (tests/client/ec-test.h). */
 #include "config.h"
 
 #include "tests/client/ec-test.h"
@@ -27,6 +27,17 @@ struct ffc *ect_start(const struct ect *e, const char *conf)
 	struct ffc *c = ffc_mount("127.0.0.1", e->m->port, &o, &err);
 	CHECK(c);
 	return c;
+}
+
+uint64_t ect_write(const struct ect *e, struct ffc *c, const char *dir_path, uint64_t dir,
+		   const char *name, uint8_t *buf, uint64_t size, unsigned seed)
+{
+	char path[256];
+	double secs;
+	snprintf(path, sizeof(path), "%s/%s", dir_path, name);
+	dt_fill(buf, 0, size, seed);
+	CHECK_EQ(ffct_write_sync(c, path, buf, 0, size, true, &secs), 0);
+	return ffct_ino_of(e->m, name, dir);
 }
 
 struct cds *ect_cds(const struct ect *e, uint32_t id)
@@ -66,6 +77,65 @@ void ect_stripe_ids(const struct ect *e, uint64_t ino, uint64_t s, uint32_t *ids
 	for (unsigned j = 0; j < e->k; j++)
 		ids[j] = ect_seg_ds(e, ino, s * e->k + j);
 	CHECK_EQ(mds_ec_parity_get(e->m->mds, ino, s, ids + e->k, e->pm), 0);
+}
+
+void ect_stripes_check(const struct ect *e, uint64_t ino, uint64_t size, unsigned seed, bool data)
+{
+	unsigned k = e->k, pm = e->pm;
+	struct ec_code *code;
+	CHECK_EQ(ec_code_new(k, pm, &code), 0);
+	struct mds_attr a = cl_attr(e->m, ino);
+	struct mds_file_map fm;
+	CHECK_EQ(mds_data_map(e->m->mds, ino, &fm), 0);
+	uint32_t uid, gid;
+	mds_data_fence_epoch(e->m->mds, &a, fm.epoch, &uid, &gid);
+	struct ds_objid id, pid;
+	mds_data_objid(&a, &id);
+	ds_objid_parity(&id, &pid);
+	uint8_t *dbuf = malloc((size_t)k * MiB), *par = malloc((size_t)pm * MiB),
+		*got = malloc(MiB);
+	CHECK(dbuf && par && got);
+	uint64_t nstripes = (size + (uint64_t)k * MiB - 1) / ((uint64_t)k * MiB);
+	for (uint64_t s = 0; s < nstripes; s++) {
+		const uint8_t *dv[LAYOUT_EC_K_MAX];
+		uint8_t *pv[LAYOUT_EC_M_MAX];
+		uint32_t ids[LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX];
+		ect_stripe_ids(e, ino, s, ids);
+		for (unsigned i = 0; i < k + pm; i++)
+			for (unsigned j = 0; j < i; j++)
+				CHECK(ids[i] != ids[j]); /* a stripe's chunks on distinct servers */
+		bool eof;
+		for (unsigned j = 0; j < k; j++) {
+			uint64_t off = (s * k + j) * MiB, len = off < size ? size - off : 0;
+			len = len < MiB ? len : MiB;
+			memset(dbuf + j * MiB, 0, MiB);
+			if (len)
+				dt_fill(dbuf + j * MiB, off, len, seed);
+			dv[j] = dbuf + j * MiB;
+			if (!data || !len)
+				continue;
+			struct cds *d = ect_cds(e, ids[j]);
+			CHECK_EQ(ds_store_read(braid_ds_store(d->ds), &id, uid, gid, off, len, got,
+					       &eof),
+				 (ssize_t)len);
+			CHECK(!memcmp(got, dv[j], len));
+		}
+		for (unsigned r = 0; r < pm; r++)
+			pv[r] = par + r * MiB;
+		ec_encode(code, MiB, dv, pv);
+		for (unsigned r = 0; r < pm; r++) {
+			struct cds *d = ect_cds(e, ids[k + r]);
+			memset(got, 0, MiB);
+			ssize_t n = ds_store_read(braid_ds_store(d->ds), &pid, uid, gid, s * MiB,
+						  MiB, got, &eof);
+			CHECK(n >= 0);
+			CHECK(!memcmp(got, pv[r], MiB));
+		}
+	}
+	free(dbuf);
+	free(par);
+	free(got);
+	ec_code_free(code);
 }
 
 /* Chunk i's object id and its offset there. */
@@ -122,39 +192,6 @@ static void stripe_data(const struct ect *e, uint64_t s, uint64_t size, unsigned
 		if (off < size)
 			dt_fill(data + j * MiB, off, size - off < MiB ? size - off : MiB, seed);
 	}
-}
-
-void ect_parity_check(const struct ect *e, uint64_t ino, uint64_t size, unsigned seed)
-{
-	struct ec_code *code;
-	CHECK_EQ(ec_code_new(e->k, e->pm, &code), 0);
-	uint8_t *data = malloc((size_t)e->k * MiB), *par = malloc((size_t)e->pm * MiB);
-	uint8_t *got = malloc(MiB);
-	CHECK(data && par && got);
-	uint64_t nstripes = (size + (uint64_t)e->k * MiB - 1) / ((uint64_t)e->k * MiB);
-	for (uint64_t s = 0; s < nstripes; s++) {
-		const uint8_t *dv[EC_K_MAX];
-		uint8_t *pv[EC_M_MAX];
-		uint32_t ids[EC_K_MAX + EC_M_MAX];
-		stripe_data(e, s, size, seed, data);
-		for (unsigned j = 0; j < e->k; j++)
-			dv[j] = data + j * MiB;
-		for (unsigned r = 0; r < e->pm; r++)
-			pv[r] = par + r * MiB;
-		ec_encode(code, MiB, dv, pv);
-		ect_stripe_ids(e, ino, s, ids);
-		for (unsigned i = 0; i < e->k + e->pm; i++)
-			for (unsigned j = 0; j < i; j++)
-				CHECK(ids[i] != ids[j]); /* a stripe's chunks on distinct servers */
-		for (unsigned r = 0; r < e->pm; r++) {
-			ect_chunk_read(e, ino, s, e->k + r, got);
-			CHECK(!memcmp(got, pv[r], MiB));
-		}
-	}
-	free(data);
-	free(par);
-	free(got);
-	ec_code_free(code);
 }
 
 void ect_subsets_check(const struct ect *e, uint64_t ino, uint64_t size, unsigned seed)
