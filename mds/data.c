@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ctl/client.h"
+#include "ctl/objid.h"
 #include "layout/fence.h"
 #include "layout/policy.h"
 #include "mds/data.h"
@@ -841,32 +842,51 @@ out:
 	return rc;
 }
 
+/* SETFENCE of uid/gid on object id at data server ds: 0 (also when it has
+ * no such object: it is made with the new pair), -EAGAIN or -EIO. */
+static int fence_one(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds,
+		     const struct ds_objid *id, uint32_t uid, uint32_t gid)
+{
+	int err;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ds, &err);
+	if (dc) {
+		err = ds_ctl_setfence(dc->clnt, &mds->key, id, uid, gid, LAYOUT_FENCE_MODE);
+		mds_ds_conn_put(dc);
+	}
+	if (!err || err == -ENOENT)
+		return 0;
+	if (err != -EAGAIN)
+		mds_log("inode %llu: fencing on data server %u: %s", (unsigned long long)a->ino, ds,
+			strerror(-err));
+	return err == -ESTALE ? -EIO : -EAGAIN;
+}
+
 /* With the object lock held: SETFENCE of the current epoch's pair on every
- * data server of the file; -EAGAIN when one could not be reached. */
+ * data server of the file, its parity objects' holders included (EC_COMPUTE
+ * and reconstructing reads read parity as the fence); -EAGAIN when one
+ * could not be reached. */
 static int fence_apply_locked(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch)
 {
 	struct ds_set s;
 	int rc = ds_set_of(mds, a->ino, &s);
 	if (rc)
 		return rc;
-	struct ds_objid id;
+	uint32_t par[RELEASE_MAX_DS];
+	int np = mds_ec_parity_holders(mds, a->ino, par, RELEASE_MAX_DS);
+	if (np < 0)
+		return np;
+	struct ds_objid id, pid;
 	uint32_t uid, gid;
 	mds_data_objid(a, &id);
+	ds_objid_parity(&id, &pid);
 	mds_data_fence_epoch(mds, a, epoch, &uid, &gid);
 	for (unsigned k = 0; k < s.n; k++) {
-		int err;
-		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
-		if (dc) {
-			err = ds_ctl_setfence(dc->clnt, &mds->key, &id, uid, gid, LAYOUT_FENCE_MODE);
-			mds_ds_conn_put(dc);
-		}
-		/* NOENT: no object there yet; it is made with the new pair */
-		if (err && err != -ENOENT) {
-			if (err != -EAGAIN)
-				mds_log("inode %llu: fencing on data server %u: %s",
-					(unsigned long long)a->ino, s.id[k], strerror(-err));
-			rc = err == -ESTALE ? -EIO : -EAGAIN;
-		}
+		int err = fence_one(mds, a, s.id[k], &id, uid, gid);
+		rc = err ? err : rc;
+	}
+	for (int k = 0; k < np; k++) {
+		int err = fence_one(mds, a, par[k], &pid, uid, gid);
+		rc = err ? err : rc;
 	}
 	return rc;
 }

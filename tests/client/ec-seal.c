@@ -163,6 +163,7 @@ int main(void)
 		usleep(10 * 1000);
 	}
 	ect_stripes_check(&E, f, size, 2, false);
+	ect_subsets_check(&E, f, size, 2);
 	ffct_read_check(c, "/e/f", size, 2);
 
 	/* ---- 4. the MDS stops mid-encoding; the file is sealed after */

@@ -41,5 +41,16 @@ void ect_stripe_ids(const struct ect *e, uint64_t ino, uint64_t s, uint32_t *ids
  * holder's object is the pattern.
  */
 void ect_stripes_check(const struct ect *e, uint64_t ino, uint64_t size, unsigned seed, bool data);
+/* Chunk i of stripe s (1 MiB) read straight from its holder's store as
+ * the file's fence (a data chunk past the end: what the object holds). */
+void ect_chunk_read(const struct ect *e, uint64_t ino, uint64_t s, unsigned i, uint8_t *out);
+/* The path of chunk i of stripe s's object file on its holder's disk. */
+void ect_chunk_file(const struct ect *e, uint64_t ino, uint64_t s, unsigned i, char *out,
+		    size_t outlen);
+/*
+ * Every combination of k of each stripe's k + pm chunks, as the stores
+ * hold them, decodes to the stripe's data: size bytes of pattern seed.
+ */
+void ect_subsets_check(const struct ect *e, uint64_t ino, uint64_t size, unsigned seed);
 
 #endif
