@@ -58,8 +58,8 @@ struct mds_ec {
 	pthread_cond_t cond; /* the sealer's wait: the stop */
 	bool stop, running;
 	/* mds_ec_hold: the inode whose chunks are rewritten in place (0:
-	 * none); write_begin waits on held_cond while it is its own, and
-	 * hold waits there for the begins under way in its slot */
+	 * none); write_begin answers -EAGAIN while it is its own, and hold
+	 * waits on held_cond for the begins under way in its slot */
 	uint64_t held;
 	pthread_cond_t held_cond;
 	pthread_t thread;
@@ -93,17 +93,24 @@ static void slot_bump(struct mds_ec *ec, uint64_t ino)
 	pthread_mutex_unlock(&ec->mu);
 }
 
-/* A write_begin starts (after any hold of ino ends) and counts. */
-static void slot_begin(struct mds_ec *ec, uint64_t ino)
+/*
+ * A write_begin starts and counts: false while a scrub repair holds ino
+ * (mds_ec_hold: a stripe's EC_COMPUTE calls, up to 15 s each), when the
+ * write is answered -EAGAIN (DELAY, JUKEBOX, LAYOUTTRYLATER) rather than
+ * keep an RPC worker waiting.
+ */
+static bool slot_begin(struct mds_ec *ec, uint64_t ino)
 {
 	pthread_mutex_lock(&ec->mu);
-	while (ec->held == ino)
-		pthread_cond_wait(&ec->held_cond, &ec->mu);
-	struct ec_slot *s = slot_of(ec, ino);
-	s->writes++;
-	s->begins++;
-	s->last_ns = nfsd_now_ns();
+	bool held = ec->held == ino;
+	if (!held) {
+		struct ec_slot *s = slot_of(ec, ino);
+		s->writes++;
+		s->begins++;
+		s->last_ns = nfsd_now_ns();
+	}
 	pthread_mutex_unlock(&ec->mu);
+	return !held;
 }
 
 static void slot_end(struct mds_ec *ec, uint64_t ino)
@@ -220,7 +227,8 @@ int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_
 	 * now would leave them with no parity to be made from) */
 	if (mds_ec_rebuild_held(mds, ino))
 		return -EAGAIN;
-	slot_begin(ec, ino);
+	if (!slot_begin(ec, ino))
+		return -EAGAIN;
 	int rc = write_begin(mds, ino);
 	slot_end(ec, ino);
 	return rc;

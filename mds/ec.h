@@ -123,13 +123,14 @@ int mds_ec_parity_holders(struct braid_mds *mds, uint64_t ino, uint32_t *ids, un
 
 /*
  * Chunks of a sealed file rewritten in place (a scrub's repair): while
- * ino is held, mds_ec_write_begin of it waits, so no write can land in a
- * chunk being rebuilt from the others.  mds_ec_writes() is read before
+ * ino is held, mds_ec_write_begin of it answers -EAGAIN (the client is
+ * told DELAY, JUKEBOX or LAYOUTTRYLATER and comes back), so no write can
+ * land in a chunk being rebuilt from the others and no RPC worker waits.  mds_ec_writes() is read before
  * the file is looked at; mds_ec_hold() succeeds (0) only if no write
  * began since (w0), the file is still sealed and no RW layout is out;
  * -EAGAIN otherwise (the file is being written: not held), -EINTR at a
  * stop.  One inode held at a time (a second hold waits).  Keep a hold
- * short: it stalls that file's writers, RPC workers included.
+ * short: that file's writers are turned away meanwhile.
  */
 int mds_ec_hold(struct braid_mds *mds, uint64_t ino, uint64_t w0);
 void mds_ec_unhold(struct braid_mds *mds, uint64_t ino);
