@@ -30,6 +30,7 @@
 #define RB_DELAYS   20	/* a data server's DELAY (busy) waited out this often */
 #define RB_DELAY_MS 250
 #define RB_FAILED   16 /* targets a call failed on, skipped for the file */
+#define RB_SAID	    64 /* files whose "nowhere to rebuild" was logged, kept */
 
 struct mds_ec_rebuild {
 	pthread_mutex_t mu;  /* guards all that follows */
@@ -37,6 +38,8 @@ struct mds_ec_rebuild {
 	uint64_t held[RB_HELD];
 	unsigned nheld;
 	unsigned busy; /* EC_COMPUTE calls running */
+	uint64_t said[RB_SAID]; /* files whose "nowhere to rebuild" was logged */
+	unsigned nsaid;
 };
 
 /* ------------------------------------------------------------- holds */
@@ -256,6 +259,31 @@ static int target_pick(struct rb_file *f, const struct rb_stripe *st, uint32_t *
 			       (unsigned)f->map.pol.ec_k + f->map.pol.ec_m, usable, nu, to);
 }
 
+/*
+ * No usable data server holds no chunk of the stripe (a k + m stripe on
+ * k + m servers, one lost, has nowhere to go): said once per file (a
+ * small ring), since braidctl shows only failed passes.  The file stays
+ * readable through reconstruction, and the rebuild goes on as soon as a
+ * server joins.
+ */
+static void nowhere_once(struct rb_file *f, uint64_t s)
+{
+	struct mds_ec_rebuild *rb = f->mds->ec_rebuild;
+	pthread_mutex_lock(&rb->mu);
+	bool said = false;
+	for (unsigned i = 0; i < rb->nsaid && i < RB_SAID && !said; i++)
+		said = rb->said[i] == f->a.ino;
+	if (!said)
+		rb->said[rb->nsaid++ % RB_SAID] = f->a.ino;
+	pthread_mutex_unlock(&rb->mu);
+	if (!said)
+		mds_log("inode %llu: stripe %llu: no usable data server outside the stripe to "
+			"rebuild its lost chunks on (each of its %u chunks needs its own server; "
+			"add one): it is read through reconstruction meanwhile",
+			(unsigned long long)f->a.ino, (unsigned long long)s,
+			(unsigned)f->map.pol.ec_k + f->map.pol.ec_m);
+}
+
 /* The record naming chunk idx of stripe s moves from 'from' to 'to'. */
 struct rb_rec {
 	struct braid_mds *mds;
@@ -292,6 +320,8 @@ static int stripe_make(struct rb_file *f, struct rb_stripe *st)
 		uint32_t from = st->ids[idx], to;
 		int rc = target_pick(f, st, &to);
 		if (rc) {
+			if (rc == -EAGAIN)
+				nowhere_once(f, st->s);
 			err = err ? err : rc;
 			continue;
 		}
