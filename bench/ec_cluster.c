@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/ec, the cluster half (ec.h): braid-mds and braid-ds as child
+ * processes (bench/cluster.h), files under an erasure-coding policy
+ * written and read through our client, as a user sees them.
+ *
+ * Sealed is what the MDS's metrics say: braid_mds_ec_files{state=
+ * "to_seal"} 0 and braid_mds_ec_sealed_total at least the files (the MDS
+ * is fresh: nothing else was sealed).  Degraded is checked, not assumed:
+ * a degraded read must have moved braid_mds_ec_degraded_layouts_total
+ * (layouts naming reconstructing handles) and the data servers'
+ * braid_ds_ec_read_bytes_total (bytes rebuilt for a READ); else the round
+ * fails.  Every byte read is checked against the pattern it was written
+ * with (bench_cluster_files_read): a wrong byte fails the round.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/cluster.h"
+#include "bench/common.h"
+#include "bench/ec.h"
+#include "client/ffclient.h"
+
+#define MiB	     (1u << 20)
+#define POLL_S	     0.2
+#define SEAL_BOUND_S 300.0
+#define ENT_MAX	     (BENCH_CLUSTER_DS_MAX + 4)
+
+#define M_TO_SEAL  "braid_mds_ec_files{state=\"to_seal\"}"
+#define M_SEALED   "braid_mds_ec_sealed_total"
+#define M_DEGRADED "braid_mds_ec_degraded_layouts_total"
+#define M_EC_READ  "braid_ds_ec_read_bytes_total"
+#define M_COMPUTED "braid_ds_ec_compute_written_bytes_total"
+
+struct ec_cluster {
+	const struct ec_cluster_opts *o;
+	struct bench_cluster *c;
+	unsigned nfiles;
+	char broken[256]; /* why the next rounds cannot run ("" while they can) */
+};
+
+static int mds_metric(struct ec_cluster *k, const char *series, double *v)
+{
+	return bench_cluster_metric(k->c->mds_metrics_port, series, v);
+}
+
+/* Until every file is sealed (the MDS's metrics); the seconds it took. */
+static int seal_wait(struct ec_cluster *k, double *secs, char *why, size_t len)
+{
+	double t0 = bench_now_s(), to_seal = -1, sealed = -1;
+	while (bench_now_s() - t0 < SEAL_BOUND_S) {
+		int rc;
+		if ((rc = mds_metric(k, M_TO_SEAL, &to_seal)) ||
+		    (rc = mds_metric(k, M_SEALED, &sealed))) {
+			bench_strfmt(why, len, "braid-mds metrics (%s, %s): %s", M_TO_SEAL,
+				     M_SEALED, strerror(-rc));
+			return rc;
+		}
+		if (to_seal == 0 && sealed >= k->nfiles) {
+			*secs = bench_now_s() - t0;
+			return 0;
+		}
+		bench_sleep_s(POLL_S);
+	}
+	char last[200];
+	bench_log_tail_errors(k->c->mds_log, NULL, last, sizeof(last));
+	bench_strfmt(why, len,
+		     "%.0f of %u files sealed, %.0f to seal, after %.0f s (braid-mds: %s)", sealed,
+		     k->nfiles, to_seal, SEAL_BOUND_S, last);
+	return -ETIMEDOUT;
+}
+
+int ec_cluster_start(const struct ec_cluster_opts *o, struct ec_cluster **out, char *why,
+		     size_t len)
+{
+	struct ec_cluster *k = calloc(1, sizeof(*k));
+	*out = k;
+	if (!k) {
+		bench_strfmt(why, len, "no memory");
+		return -ENOMEM;
+	}
+	k->o = o;
+	k->nfiles = (unsigned)(o->size / o->file_size);
+	char dir[PATH_MAX];
+	bench_strfmt(dir, sizeof(dir), "%s/cluster", o->dir);
+	struct bench_cluster_opts co = {.mds_path = o->mds_path,
+					.ds_path = o->ds_path,
+					.ctl_path = o->ctl_path,
+					.mds_conf = EC_SEAL_CONF,
+					.metrics = true};
+	int rc = bench_cluster_start(&co, dir, o->nds, &k->c, why, len);
+	if (rc)
+		return rc;
+	int err = 0;
+	struct ffc *c = bench_cluster_mount(k->c, &err);
+	if (!c) {
+		bench_strfmt(why, len, "ffclient mount of braid-mds: %s", strerror(-err));
+		return err;
+	}
+	rc = ffc_mkdir(c, EC_DIR, 0755);
+	ffc_unmount(c);
+	if (rc) {
+		bench_strfmt(why, len, "mkdir %s: %s", EC_DIR, strerror(-rc));
+		return rc;
+	}
+	if (bench_cluster_ctl(k->c, false, "policy set %s %s", EC_DIR, EC_POLICY)) {
+		bench_strfmt(why, len, "braidctl policy set %s %s: %s", EC_DIR, EC_POLICY,
+			     bench_cluster_ctl_said(k->c));
+		return -EIO;
+	}
+	struct bench_cluster_io io;
+	if ((rc = bench_cluster_files_write(k->c, EC_DIR, k->nfiles, o->file_size, &io, why, len)))
+		return rc;
+	double seal_s = 0;
+	if ((rc = seal_wait(k, &seal_s, why, len)))
+		return rc;
+	printf("%s: cluster: braid-mds and %u braid-ds; %u files of %.0f MiB in %s (%s) written "
+	       "through ffclient in %.1f s (%.0f MB/s, %.0f%% to the data servers), all sealed "
+	       "%.1f s later\n",
+	       bench_prog, o->nds, k->nfiles, (double)o->file_size / MiB, EC_DIR, EC_POLICY,
+	       io.secs, (double)io.bytes / io.secs / 1e6,
+	       io.bytes ? 100.0 * (double)io.ds_bytes / (double)io.bytes : 0, seal_s);
+	return 0;
+}
+
+/* Drop the data servers' page cache (unless --warm): reads go to the disk. */
+static void cache_drop(struct ec_cluster *k)
+{
+	if (k->o->warm)
+		return;
+	for (unsigned i = 0; i < k->c->nstarted; i++)
+		bench_cluster_ds_store_bytes(&k->c->ds[i], true);
+}
+
+/* One read of the data set: MB/s of file bytes, every byte checked. */
+static bool read_pass(struct ec_cluster *k, const char *what, double *mbps, char *why, size_t len)
+{
+	cache_drop(k);
+	struct bench_cluster_io io;
+	char msg[200];
+	int rc = bench_cluster_files_read(k->c, EC_DIR, k->nfiles, k->o->file_size, true, &io, msg,
+					  sizeof(msg));
+	if (rc) {
+		bench_strfmt(why, len, "%s read: %s", what, msg);
+		return false;
+	}
+	if (io.mds_bytes) {
+		bench_strfmt(why, len, "%s read: %.0f MiB went through the MDS (no usable layout)",
+			     what, (double)io.mds_bytes / MiB);
+		return false;
+	}
+	*mbps = (double)io.bytes / io.secs / 1e6;
+	return true;
+}
+
+/* Of the running data servers holding objects, the r-th (by id, in turn). */
+static struct bench_cluster_ds *victim(struct ec_cluster *k, unsigned r)
+{
+	struct bench_cluster_ent v[ENT_MAX];
+	unsigned n = bench_cluster_ds_list(k->c, v, ENT_MAX), m = 0;
+	struct bench_cluster_ds *cand[ENT_MAX];
+	for (unsigned i = 0; i < n; i++) {
+		struct bench_cluster_ds *d = bench_cluster_ds_by_id(k->c, v[i].id);
+		if (d && v[i].up && !v[i].lost && v[i].objects)
+			cand[m++] = d;
+	}
+	return m ? cand[r % m] : NULL;
+}
+
+void ec_cluster_round(struct ec_cluster *k, unsigned r, struct ec_round *res)
+{
+	memset(res, 0, sizeof(*res));
+	if (k->broken[0]) {
+		bench_strfmt(res->why, sizeof(res->why), "%s", k->broken);
+		return;
+	}
+	struct bench_loopback_res lb;
+	char msg[200];
+	if (bench_loopback_measure(1, k->o->loop_secs, &lb, msg, sizeof(msg)))
+		printf("  loopback: %s\n", msg);
+	else
+		res->loop_mbps = lb.mbps;
+	if (!read_pass(k, "normal", &res->normal_mbps, res->why, sizeof(res->why)))
+		return;
+
+	struct bench_cluster_ds *d = victim(k, r);
+	if (!d) {
+		bench_strfmt(res->why, sizeof(res->why), "no data server holds objects");
+		return;
+	}
+	res->killed = d->id;
+	double deg0 = 0, deg1 = 0;
+	mds_metric(k, M_DEGRADED, &deg0);
+	double rd0 = bench_cluster_ds_metric_sum(k->c, M_EC_READ);
+	bench_cluster_ds_stop(d, true);
+	bool read =
+	    !bench_cluster_ds_wait_down(k->c, d, &res->down_s, res->why, sizeof(res->why)) &&
+	    read_pass(k, "degraded", &res->degraded_mbps, res->why, sizeof(res->why));
+	if (read) {
+		mds_metric(k, M_DEGRADED, &deg1);
+		res->degraded_layouts = (uint64_t)(deg1 - deg0);
+		res->reconstructed_bytes =
+		    (uint64_t)(bench_cluster_ds_metric_sum(k->c, M_EC_READ) - rd0);
+		if (!res->degraded_layouts || !res->reconstructed_bytes)
+			bench_strfmt(res->why, sizeof(res->why),
+				     "the read with %s down was not degraded: %llu degraded "
+				     "layouts, %llu bytes reconstructed",
+				     d->host, (unsigned long long)res->degraded_layouts,
+				     (unsigned long long)res->reconstructed_bytes);
+		else
+			res->ok = true;
+	}
+	/* back on its store, with its chunks, for the next round */
+	if (bench_cluster_ds_restart(k->c, d, msg, sizeof(msg)))
+		bench_strfmt(k->broken, sizeof(k->broken), "%s did not come back: %s", d->host,
+			     msg);
+}
+
+bool ec_cluster_space(struct ec_cluster *k, uint64_t *raw, uint64_t *logical)
+{
+	*raw = 0;
+	*logical = (uint64_t)k->nfiles * k->o->file_size;
+	sync();
+	for (unsigned i = 0; i < k->c->nstarted; i++)
+		if (k->c->ds[i].ch.pid > 0)
+			*raw += bench_cluster_ds_store_bytes(&k->c->ds[i], false);
+	return *raw > 0;
+}
+
+/* What `braidctl --json rebuild` shows. */
+struct prot {
+	uint64_t rebuild, stale, files, bytes, unrecoverable;
+};
+
+static bool prot_get(struct ec_cluster *k, struct prot *p)
+{
+	const char *out = k->c->out;
+	if (bench_cluster_ctl(k->c, true, "rebuild") ||
+	    !bench_json_find(out, NULL, "rebuild_files"))
+		return false;
+	p->rebuild = bench_json_u64(out, NULL, "rebuild_files");
+	p->stale = bench_json_u64(out, NULL, "stale_files");
+	p->files = bench_json_u64(out, NULL, "resilvered_files");
+	p->bytes = bench_json_u64(out, NULL, "resilvered_bytes");
+	p->unrecoverable = bench_json_u64(out, NULL, "unrecoverable");
+	return true;
+}
+
+void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
+{
+	memset(res, 0, sizeof(*res));
+	if (k->broken[0]) {
+		bench_strfmt(res->why, sizeof(res->why), "%s", k->broken);
+		return;
+	}
+	struct bench_cluster_ent v[ENT_MAX];
+	unsigned n = bench_cluster_ds_list(k->c, v, ENT_MAX);
+	struct bench_cluster_ds *d = bench_cluster_ds_fullest(k->c, v, n);
+	struct prot p0, p;
+	if (!d || !prot_get(k, &p0)) {
+		bench_strfmt(res->why, sizeof(res->why), "%s",
+			     d ? "braidctl rebuild failed" : "no data server holds objects");
+		return;
+	}
+	res->lost = d->id;
+	res->lost_bytes = bench_cluster_ds_store_bytes(d, false);
+	double w0 = bench_cluster_ds_metric_sum(k->c, M_COMPUTED);
+	double tk = bench_now_s(), t0;
+	bench_cluster_ds_stop(d, true);
+	/* refused until the MDS counts it down (ds_timeout): not timed */
+	for (;;) {
+		t0 = bench_now_s();
+		if (!bench_cluster_ctl(k->c, false, "ds lost %u", d->id))
+			break;
+		if (t0 - tk > BENCH_CLUSTER_UP_S) {
+			bench_strfmt(res->why, sizeof(res->why), "braidctl ds lost %u: %s", d->id,
+				     bench_cluster_ctl_said(k->c));
+			return;
+		}
+		bench_sleep_s(0.1);
+	}
+	/* progress: files or bytes resilvered, or parity/data chunks computed */
+	double last_w = w0, t_prog = t0, t = t0;
+	uint64_t last_files = p0.files, last_bytes = p0.bytes;
+	bool moved = false;
+	for (;;) {
+		bench_sleep_s(POLL_S);
+		t = bench_now_s();
+		if (!prot_get(k, &p)) {
+			bench_strfmt(res->why, sizeof(res->why), "braidctl rebuild: %s",
+				     bench_cluster_ctl_said(k->c));
+			return;
+		}
+		double w = bench_cluster_ds_metric_sum(k->c, M_COMPUTED);
+		if (w != last_w || p.files != last_files || p.bytes != last_bytes) {
+			moved = true;
+			t_prog = t;
+			last_w = w;
+			last_files = p.files;
+			last_bytes = p.bytes;
+		}
+		if (p.unrecoverable != p0.unrecoverable) {
+			bench_strfmt(res->why, sizeof(res->why),
+				     "braid-mds counts %llu files unrecoverable after ds lost (it "
+				     "does not rebuild erasure-coded chunks)",
+				     (unsigned long long)(p.unrecoverable - p0.unrecoverable));
+			return;
+		}
+		if (moved && !p.rebuild && !p.stale)
+			break;
+		if (t - t_prog > k->o->rebuild_idle_s) {
+			bench_strfmt(res->why, sizeof(res->why),
+				     "no progress in %.0f s after ds lost (%llu files still name "
+				     "it, no chunk computed): braid-mds does not rebuild "
+				     "erasure-coded chunks",
+				     k->o->rebuild_idle_s, (unsigned long long)p.rebuild);
+			return;
+		}
+	}
+	res->secs = t_prog - t0;
+	res->written_bytes = (uint64_t)(last_w - w0);
+	res->ok = res->secs > 0;
+	if (!res->ok)
+		bench_strfmt(res->why, sizeof(res->why), "done in no time: nothing to measure");
+}
+
+void ec_cluster_stop(struct ec_cluster *k)
+{
+	if (!k)
+		return;
+	bench_cluster_stop(k->c);
+	free(k);
+}
