@@ -189,6 +189,39 @@ struct bench_cluster_ds *bench_cluster_ds_fullest(struct bench_cluster *k,
 	return best;
 }
 
+/* ------------------------------------------------------------- options */
+
+void bench_cluster_opts_init(struct bench_cluster_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	bench_exe_sibling("braid-ds", o->ds_path, sizeof(o->ds_path));
+	bench_exe_sibling("braid-mds", o->mds_path, sizeof(o->mds_path));
+	bench_exe_sibling("braidctl", o->ctl_path, sizeof(o->ctl_path));
+}
+
+bool bench_cluster_opts_arg(struct bench_cluster_opts *o, const char *a, const char *v)
+{
+	char *to = !strcmp(a, "--braid-ds")    ? o->ds_path
+		   : !strcmp(a, "--braid-mds") ? o->mds_path
+		   : !strcmp(a, "--braidctl")  ? o->ctl_path
+					       : NULL;
+	if (!to)
+		return false;
+	bench_strfmt(to, PATH_MAX, "%s", v);
+	return true;
+}
+
+bool bench_cluster_opts_check(const struct bench_cluster_opts *o, char *why, size_t len)
+{
+	const char *need[3] = {o->ds_path, o->mds_path, o->ctl_path};
+	for (int i = 0; i < 3; i++)
+		if (access(need[i], X_OK)) {
+			bench_strfmt(why, len, "%s not built", need[i]);
+			return false;
+		}
+	return true;
+}
+
 /* ------------------------------------------------------------- daemons */
 
 static int file_write(const char *path, const char *text, char *why, size_t len)
@@ -351,6 +384,42 @@ int bench_cluster_ds_wait_down(struct bench_cluster *k, const struct bench_clust
 	bench_strfmt(why, len, "the MDS still counts %s (data server %u) up after %.0f s", d->host,
 		     d->id, BENCH_CLUSTER_UP_S);
 	return -ETIMEDOUT;
+}
+
+int bench_cluster_ds_lose(struct bench_cluster *k, struct bench_cluster_ds *d, double *t_lost,
+			  double *wait_s, char *why, size_t len)
+{
+	double tk = bench_now_s(), t0;
+	bench_cluster_ds_stop(d, true);
+	for (;;) {
+		t0 = bench_now_s();
+		if (!bench_cluster_ctl(k, false, "ds lost %u", d->id))
+			break;
+		if (t0 - tk > BENCH_CLUSTER_UP_S) {
+			bench_strfmt(why, len, "braidctl ds lost %u: %s", d->id,
+				     bench_cluster_ctl_said(k));
+			return -ETIMEDOUT;
+		}
+		bench_sleep_s(0.1);
+	}
+	*t_lost = t0;
+	*wait_s = t0 - tk;
+	return 0;
+}
+
+bool bench_cluster_prot_get(struct bench_cluster *k, struct bench_cluster_prot *p)
+{
+	const char *out = k->out;
+	if (bench_cluster_ctl(k, true, "rebuild") || !bench_json_find(out, NULL, "moved_files"))
+		return false;
+	p->moved = bench_json_u64(out, NULL, "moved_files");
+	p->rebuild = bench_json_u64(out, NULL, "rebuild_files");
+	p->stale = bench_json_u64(out, NULL, "stale_files");
+	p->files = bench_json_u64(out, NULL, "resilvered_files");
+	p->bytes = bench_json_u64(out, NULL, "resilvered_bytes");
+	p->failures = bench_json_u64(out, NULL, "failures");
+	p->unrecoverable = bench_json_u64(out, NULL, "unrecoverable");
+	return true;
 }
 
 /* nftw has no argument: the one walk at a time (one thread per cluster). */
@@ -522,6 +591,29 @@ struct ffc *bench_cluster_mount(struct bench_cluster *k, int *err)
 	return ffc_mount("127.0.0.1", k->mds_port, &fo, err);
 }
 
+int bench_cluster_dir_make(struct bench_cluster *k, const char *dir, const char *policy, char *why,
+			   size_t len)
+{
+	int err = 0;
+	struct ffc *c = bench_cluster_mount(k, &err);
+	if (!c) {
+		bench_strfmt(why, len, "ffclient mount of braid-mds: %s", strerror(-err));
+		return err;
+	}
+	int rc = ffc_mkdir(c, dir, 0755);
+	ffc_unmount(c);
+	if (rc) {
+		bench_strfmt(why, len, "mkdir %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (bench_cluster_ctl(k, false, "policy set %s %s", dir, policy)) {
+		bench_strfmt(why, len, "braidctl policy set %s %s: %s", dir, policy,
+			     bench_cluster_ctl_said(k));
+		return -EIO;
+	}
+	return 0;
+}
+
 void bench_cluster_file_path(char *p, size_t len, const char *dir, unsigned i)
 {
 	bench_strfmt(p, len, "%s/f%04u", dir, i);
@@ -559,8 +651,48 @@ static void io_account(struct ffc *c, struct bench_cluster_io *io, double t0)
 	io->layoutgets = st.layoutget;
 }
 
-int bench_cluster_files_write(struct bench_cluster *k, const char *dir, unsigned nfiles,
-			      uint64_t size, struct bench_cluster_io *io, char *why, size_t len)
+enum pass { PASS_WRITE, PASS_READ_WHOLE, PASS_READ_SAMPLE };
+
+/* File i's bytes, size in all, written or read (and checked) through f. */
+static int file_pass(struct ffc_file *f, const char *path, unsigned i, uint64_t size, enum pass how,
+		     uint8_t *buf, struct bench_cluster_io *io, char *why, size_t len)
+{
+	/* every chunk in turn, or the first, middle and last MiB */
+	uint64_t at[3] = {0, size / 2 / MiB * MiB, size - MiB};
+	unsigned nat = how == PASS_READ_SAMPLE ? 3 : (unsigned)((size + IO_CHUNK - 1) / IO_CHUNK);
+	for (unsigned j = 0; j < nat; j++) {
+		uint64_t off = how == PASS_READ_SAMPLE ? at[j] : (uint64_t)j * IO_CHUNK;
+		size_t n = how == PASS_READ_SAMPLE ? MiB
+			   : size - off < IO_CHUNK ? (size_t)(size - off)
+						   : IO_CHUNK;
+		if (how == PASS_WRITE) {
+			bench_cluster_pattern(buf, i, off, n);
+			ssize_t w = ffc_pwrite(f, buf, n, off);
+			if (w != (ssize_t)n) {
+				int rc = w < 0 ? (int)w : -EIO;
+				bench_strfmt(why, len, "write %s: %s", path, strerror(-rc));
+				return rc;
+			}
+		} else {
+			ssize_t r = ffc_pread(f, buf, n, off);
+			int64_t bad = r == (ssize_t)n ? pattern_diff(buf, i, off, n) : (int64_t)off;
+			if (bad >= 0) {
+				bench_strfmt(why, len, "%s reads back wrong at %lld (%s)", path,
+					     (long long)bad,
+					     r < 0	       ? strerror((int)-r)
+					     : r != (ssize_t)n ? "short read"
+							       : "other bytes");
+				return -EIO;
+			}
+		}
+		io->bytes += n;
+	}
+	return 0;
+}
+
+/* Every file of the data set through one fresh mount. */
+static int files_pass(struct bench_cluster *k, const char *dir, unsigned nfiles, uint64_t size,
+		      enum pass how, struct bench_cluster_io *io, char *why, size_t len)
 {
 	int err = 0, rc = 0;
 	memset(io, 0, sizeof(*io));
@@ -579,25 +711,18 @@ int bench_cluster_files_write(struct bench_cluster *k, const char *dir, unsigned
 		char path[PATH_MAX];
 		bench_cluster_file_path(path, sizeof(path), dir, i);
 		struct ffc_file *f =
-		    ffc_open(c, path, FFC_WRONLY | FFC_CREAT | FFC_EXCL, 0644, &err);
+		    how == PASS_WRITE
+			? ffc_open(c, path, FFC_WRONLY | FFC_CREAT | FFC_EXCL, 0644, &err)
+			: ffc_open(c, path, FFC_RDONLY, 0, &err);
 		if (!f) {
-			bench_strfmt(why, len, "create %s: %s", path, strerror(-err));
+			bench_strfmt(why, len, "%s %s: %s", how == PASS_WRITE ? "create" : "open",
+				     path, strerror(-err));
 			rc = err;
 			break;
 		}
-		for (uint64_t off = 0; off < size && !rc; off += IO_CHUNK) {
-			size_t n = size - off < IO_CHUNK ? (size_t)(size - off) : IO_CHUNK;
-			bench_cluster_pattern(buf, i, off, n);
-			ssize_t w = ffc_pwrite(f, buf, n, off);
-			if (w != (ssize_t)n) {
-				rc = w < 0 ? (int)w : -EIO;
-				bench_strfmt(why, len, "write %s: %s", path, strerror(-rc));
-			} else {
-				io->bytes += n;
-			}
-		}
+		rc = file_pass(f, path, i, size, how, buf, io, why, len);
 		int rcl = ffc_close(f);
-		if (rcl && !rc) {
+		if (rcl && !rc && how == PASS_WRITE) {
 			rc = rcl;
 			bench_strfmt(why, len, "close %s: %s", path, strerror(-rc));
 		}
@@ -608,57 +733,16 @@ int bench_cluster_files_write(struct bench_cluster *k, const char *dir, unsigned
 	return rc;
 }
 
+int bench_cluster_files_write(struct bench_cluster *k, const char *dir, unsigned nfiles,
+			      uint64_t size, struct bench_cluster_io *io, char *why, size_t len)
+{
+	return files_pass(k, dir, nfiles, size, PASS_WRITE, io, why, len);
+}
+
 int bench_cluster_files_read(struct bench_cluster *k, const char *dir, unsigned nfiles,
 			     uint64_t size, bool whole, struct bench_cluster_io *io, char *why,
 			     size_t len)
 {
-	int err = 0, rc = 0;
-	memset(io, 0, sizeof(*io));
-	struct ffc *c = bench_cluster_mount(k, &err);
-	if (!c) {
-		bench_strfmt(why, len, "ffclient mount of braid-mds: %s", strerror(-err));
-		return err;
-	}
-	uint8_t *buf = NULL;
-	if (posix_memalign((void **)&buf, 4096, IO_CHUNK)) {
-		bench_strfmt(why, len, "no memory");
-		rc = -ENOMEM;
-	}
-	double t0 = bench_now_s();
-	for (unsigned i = 0; i < nfiles && !rc; i++) {
-		char path[PATH_MAX];
-		bench_cluster_file_path(path, sizeof(path), dir, i);
-		struct ffc_file *f = ffc_open(c, path, FFC_RDONLY, 0, &err);
-		if (!f) {
-			bench_strfmt(why, len, "open %s: %s", path, strerror(-err));
-			rc = err;
-			break;
-		}
-		/* whole: every chunk in turn; else the first, middle and last MiB */
-		uint64_t at[3] = {0, size / 2 / MiB * MiB, size - MiB};
-		unsigned nat = whole ? (unsigned)((size + IO_CHUNK - 1) / IO_CHUNK) : 3;
-		for (unsigned j = 0; j < nat && !rc; j++) {
-			uint64_t off = whole ? (uint64_t)j * IO_CHUNK : at[j];
-			size_t n = !whole		   ? MiB
-				   : size - off < IO_CHUNK ? (size_t)(size - off)
-							   : IO_CHUNK;
-			ssize_t r = ffc_pread(f, buf, n, off);
-			int64_t bad = r == (ssize_t)n ? pattern_diff(buf, i, off, n) : (int64_t)off;
-			if (bad >= 0) {
-				bench_strfmt(why, len, "%s reads back wrong at %lld (%s)", path,
-					     (long long)bad,
-					     r < 0	       ? strerror((int)-r)
-					     : r != (ssize_t)n ? "short read"
-							       : "other bytes");
-				rc = -EIO;
-			} else {
-				io->bytes += n;
-			}
-		}
-		ffc_close(f);
-	}
-	io_account(c, io, t0);
-	free(buf);
-	ffc_unmount(c);
-	return rc;
+	return files_pass(k, dir, nfiles, size, whole ? PASS_READ_WHOLE : PASS_READ_SAMPLE, io, why,
+			  len);
 }

@@ -29,12 +29,21 @@
 #define BENCH_CLUSTER_UP_S    30.0	  /* a data server up (or down) at the MDS */
 
 struct bench_cluster_opts {
-	const char *mds_path, *ds_path, *ctl_path;
+	/* braid-mds, braid-ds, braidctl: beside this program unless told */
+	char mds_path[PATH_MAX], ds_path[PATH_MAX], ctl_path[PATH_MAX];
 	/* More [mds] lines ("ec_seal_after = 1\n"), or NULL. */
 	const char *mds_conf;
 	/* metrics_listen on 127.0.0.1 for every daemon (bench_cluster_metric). */
 	bool metrics;
 };
+
+/* The paths beside this program ($(builddir)); the rest zero. */
+void bench_cluster_opts_init(struct bench_cluster_opts *o);
+/* Option a (value v) when it is --braid-mds, --braid-ds or --braidctl:
+ * taken (true) or not ours (false). */
+bool bench_cluster_opts_arg(struct bench_cluster_opts *o, const char *a, const char *v);
+/* Whether the three are built (executable); why not. */
+bool bench_cluster_opts_check(const struct bench_cluster_opts *o, char *why, size_t len);
 
 struct bench_cluster_ds {
 	struct bench_child ch; /* pid 0 while stopped */
@@ -128,10 +137,32 @@ int bench_cluster_metric(int port, const char *series, double *v);
 /* The sum over the running data servers (a missing series counts 0). */
 double bench_cluster_ds_metric_sum(struct bench_cluster *k, const char *series);
 
+/*
+ * d SIGKILLed and `braidctl ds lost` (refused until the MDS counts it
+ * down, so retried for up to BENCH_CLUSTER_UP_S): *t_lost the time it was
+ * accepted, *wait_s from the kill to then.
+ */
+int bench_cluster_ds_lose(struct bench_cluster *k, struct bench_cluster_ds *d, double *t_lost,
+			  double *wait_s, char *why, size_t len);
+
+/* What `braidctl --json rebuild` shows (counts since the MDS started). */
+struct bench_cluster_prot {
+	uint64_t moved;		/* moved_files: copies moved off lost or drained servers */
+	uint64_t rebuild;	/* rebuild_files: files still naming a lost server */
+	uint64_t stale;		/* stale_files */
+	uint64_t files, bytes;	/* resilvered_files, resilvered_bytes */
+	uint64_t failures;	/* failures */
+	uint64_t unrecoverable; /* unrecoverable */
+};
+bool bench_cluster_prot_get(struct bench_cluster *k, struct bench_cluster_prot *p);
+
 /* ------------------------------------------------------------ files */
 
 /* A client of the MDS (ffc_opts defaults), or NULL and *err. */
 struct ffc *bench_cluster_mount(struct bench_cluster *k, int *err);
+/* dir made through our client and given policy with braidctl. */
+int bench_cluster_dir_make(struct bench_cluster *k, const char *dir, const char *policy, char *why,
+			   size_t len);
 
 /* dir/fNNNN, the i-th file of a data set. */
 void bench_cluster_file_path(char *p, size_t len, const char *dir, unsigned i);

@@ -118,9 +118,9 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 	c->loop_secs = 2;
 	c->rebuild_idle_s = 60;
 	c->dir = tmp && *tmp ? tmp : "/var/tmp";
-	bench_exe_sibling("braid-ds", c->ds_path, sizeof(c->ds_path));
-	bench_exe_sibling("braid-mds", c->mds_path, sizeof(c->mds_path));
-	bench_exe_sibling("braidctl", c->ctl_path, sizeof(c->ctl_path));
+	bench_cluster_opts_init(&c->cl);
+	c->cl.mds_conf = EC_SEAL_CONF;
+	c->cl.metrics = true;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -173,14 +173,7 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--dir")) {
 			c->dir = v;
 			i++;
-		} else if (!strcmp(a, "--braid-ds")) {
-			bench_strfmt(c->ds_path, sizeof(c->ds_path), "%s", v);
-			i++;
-		} else if (!strcmp(a, "--braid-mds")) {
-			bench_strfmt(c->mds_path, sizeof(c->mds_path), "%s", v);
-			i++;
-		} else if (!strcmp(a, "--braidctl")) {
-			bench_strfmt(c->ctl_path, sizeof(c->ctl_path), "%s", v);
+		} else if (bench_cluster_opts_arg(&c->cl, a, v)) {
 			i++;
 		} else {
 			usage();
@@ -704,15 +697,11 @@ static void jcluster(const struct bench_opts *o)
 }
 
 /* The cluster up and filled, or cls.why; cls.ran says which. */
-static void cl_begin(struct bench_opts *o, struct ec_cluster **k)
+static void cl_begin(struct bench_opts *o, struct ec_cluster *k)
 {
 	struct ec_cluster_opts *c = &o->cl;
-	const char *need[3] = {c->ds_path, c->mds_path, c->ctl_path};
-	for (int i = 0; i < 3; i++)
-		if (access(need[i], X_OK)) {
-			bench_strfmt(cls.why, sizeof(cls.why), "%s not built", need[i]);
-			return;
-		}
+	if (!bench_cluster_opts_check(&c->cl, cls.why, sizeof(cls.why)))
+		return;
 	bench_strfmt(cls.work, sizeof(cls.work), "%s/braid-bench-ec.XXXXXX", c->dir);
 	if (!mkdtemp(cls.work)) {
 		bench_strfmt(cls.why, sizeof(cls.why), "mkdtemp %s: %s", cls.work, strerror(errno));
@@ -725,10 +714,9 @@ static void cl_begin(struct bench_opts *o, struct ec_cluster **k)
 		printf("bench/ec: %s is tmpfs: cold reads are memory's (use --dir)\n", c->dir);
 	c->dir = cls.work;
 	char why[400];
-	if (ec_cluster_start(c, k, why, sizeof(why))) {
+	if (ec_cluster_start(k, c, why, sizeof(why))) {
 		bench_strfmt(cls.why, sizeof(cls.why), "the cluster: %s", why);
-		ec_cluster_stop(*k);
-		*k = NULL;
+		ec_cluster_stop(k);
 		return;
 	}
 	cls.ran = true;
@@ -736,7 +724,7 @@ static void cl_begin(struct bench_opts *o, struct ec_cluster **k)
 
 static void cl_end(const struct bench_opts *o, struct ec_cluster *k)
 {
-	if (k) {
+	if (cls.ran) {
 		cls.space_ok = ec_cluster_space(k, &cls.raw, &cls.logical);
 		printf("bench/ec: rebuild: a data server SIGKILLed for good and declared lost\n");
 		ec_cluster_rebuild(k, &cls.rb);
@@ -778,7 +766,7 @@ int main(int argc, char **argv)
 	stripe_new(&s83, 8, 3, CHUNK, 2);
 	stripe_new(&s164, 16, 4, 1, 4);
 
-	struct ec_cluster *k = NULL;
+	static struct ec_cluster k;
 	if (o.cluster)
 		cl_begin(&o, &k);
 	else
@@ -798,16 +786,16 @@ int main(int argc, char **argv)
 		measure(R_DEC42, ss, op_rebuild, &s42, 4.0 * CHUNK);
 		measure(R_DEC83, ss, op_rebuild, &s83, 8.0 * CHUNK);
 		measure(R_SETUP, ss, op_rebuild, &s164, 0);
-		if (k) {
+		if (cls.ran) {
 			struct ec_round *rd = &cls.rd[cls.nrd++];
-			ec_cluster_round(k, r, rd);
+			ec_cluster_round(&k, r, rd);
 			printf("bench/ec: round %u: normal %.0f MB/s, degraded %.0f MB/s (data "
 			       "server %u down), loopback %.0f MB/s%s%s\n",
 			       r + 1, rd->normal_mbps, rd->degraded_mbps, rd->killed, rd->loop_mbps,
 			       rd->ok ? "" : ": FAILED: ", rd->ok ? "" : rd->why);
 		}
 	}
-	cl_end(&o, k);
+	cl_end(&o, &k);
 
 	printf("bench/ec: %u rounds, %.2f s per phase per round, %ld cores\n", o.rounds, ss, ncpu);
 	table_print();

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/cluster.h"
+
 #define EC_K	     4
 #define EC_M	     2
 #define EC_NDS_MAX   12
@@ -27,7 +29,7 @@ struct ec_cluster_opts {
 	double loop_secs;      /* each round's loopback sample */
 	double rebuild_idle_s; /* a rebuild with no progress this long: not done */
 	const char *dir;       /* where the cluster lives (a disk, not tmpfs) */
-	char ds_path[PATH_MAX], mds_path[PATH_MAX], ctl_path[PATH_MAX];
+	struct bench_cluster_opts cl; /* the daemons, braidctl, [mds] ec_seal_after */
 };
 
 /* One round of reads, normal then degraded. */
@@ -53,16 +55,21 @@ struct ec_rebuild {
 	double secs;		/* ds lost to braidctl rebuild showing nothing left */
 };
 
-struct ec_cluster;
+/* The caller's; ec_cluster_start() fills it in. */
+struct ec_cluster {
+	const struct ec_cluster_opts *o;
+	struct bench_cluster *c; /* NULL: not started */
+	unsigned nfiles;
+	char broken[256]; /* why the next rounds cannot run ("" while they can) */
+};
 
 /*
- * braid-mds (ec_seal_after 1) and o->nds braid-ds under o->dir, EC_DIR
- * with the policy EC_POLICY, o->size bytes of files written there through
- * ffclient and every one of them sealed.  0 and *out (set even on
- * failure, for ec_cluster_stop), or -errno and why.
+ * braid-mds (o->cl: ec_seal_after 1, metrics) and o->nds braid-ds under
+ * o->dir, EC_DIR with the policy EC_POLICY, o->size bytes of files
+ * written there through ffclient and every one of them sealed.  0, or
+ * -errno and why (ec_cluster_stop() still to be called).
  */
-int ec_cluster_start(const struct ec_cluster_opts *o, struct ec_cluster **out, char *why,
-		     size_t len);
+int ec_cluster_start(struct ec_cluster *k, const struct ec_cluster_opts *o, char *why, size_t len);
 /* Round r: the loopback, a normal read, one server killed, a degraded
  * read, that server back on its store. */
 void ec_cluster_round(struct ec_cluster *k, unsigned r, struct ec_round *res);
@@ -71,6 +78,7 @@ bool ec_cluster_space(struct ec_cluster *k, uint64_t *raw, uint64_t *logical);
 /* The fullest data server killed for good, declared lost, and its chunks
  * rebuilt; ok false with why when braid-mds does not (yet) do it. */
 void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res);
+/* Stop the daemons; k may be started again. */
 void ec_cluster_stop(struct ec_cluster *k);
 
 #endif /* BRAID_BENCH_EC_H */

@@ -24,7 +24,6 @@
 #include "bench/cluster.h"
 #include "bench/common.h"
 #include "bench/ec.h"
-#include "client/ffclient.h"
 
 #define MiB	     (1u << 20)
 #define POLL_S	     0.2
@@ -36,13 +35,6 @@
 #define M_DEGRADED "braid_mds_ec_degraded_layouts_total"
 #define M_EC_READ  "braid_ds_ec_read_bytes_total"
 #define M_COMPUTED "braid_ds_ec_compute_written_bytes_total"
-
-struct ec_cluster {
-	const struct ec_cluster_opts *o;
-	struct bench_cluster *c;
-	unsigned nfiles;
-	char broken[256]; /* why the next rounds cannot run ("" while they can) */
-};
 
 static int mds_metric(struct ec_cluster *k, const char *series, double *v)
 {
@@ -75,44 +67,19 @@ static int seal_wait(struct ec_cluster *k, double *secs, char *why, size_t len)
 	return -ETIMEDOUT;
 }
 
-int ec_cluster_start(const struct ec_cluster_opts *o, struct ec_cluster **out, char *why,
-		     size_t len)
+int ec_cluster_start(struct ec_cluster *k, const struct ec_cluster_opts *o, char *why, size_t len)
 {
-	struct ec_cluster *k = calloc(1, sizeof(*k));
-	*out = k;
-	if (!k) {
-		bench_strfmt(why, len, "no memory");
-		return -ENOMEM;
-	}
+	memset(k, 0, sizeof(*k));
 	k->o = o;
 	k->nfiles = (unsigned)(o->size / o->file_size);
 	char dir[PATH_MAX];
 	bench_strfmt(dir, sizeof(dir), "%s/cluster", o->dir);
-	struct bench_cluster_opts co = {.mds_path = o->mds_path,
-					.ds_path = o->ds_path,
-					.ctl_path = o->ctl_path,
-					.mds_conf = EC_SEAL_CONF,
-					.metrics = true};
-	int rc = bench_cluster_start(&co, dir, o->nds, &k->c, why, len);
+	int rc = bench_cluster_start(&o->cl, dir, o->nds, &k->c, why, len);
 	if (rc)
 		return rc;
-	int err = 0;
-	struct ffc *c = bench_cluster_mount(k->c, &err);
-	if (!c) {
-		bench_strfmt(why, len, "ffclient mount of braid-mds: %s", strerror(-err));
-		return err;
-	}
-	rc = ffc_mkdir(c, EC_DIR, 0755);
-	ffc_unmount(c);
-	if (rc) {
-		bench_strfmt(why, len, "mkdir %s: %s", EC_DIR, strerror(-rc));
+	rc = bench_cluster_dir_make(k->c, EC_DIR, EC_POLICY, why, len);
+	if (rc)
 		return rc;
-	}
-	if (bench_cluster_ctl(k->c, false, "policy set %s %s", EC_DIR, EC_POLICY)) {
-		bench_strfmt(why, len, "braidctl policy set %s %s: %s", EC_DIR, EC_POLICY,
-			     bench_cluster_ctl_said(k->c));
-		return -EIO;
-	}
 	struct bench_cluster_io io;
 	if ((rc = bench_cluster_files_write(k->c, EC_DIR, k->nfiles, o->file_size, &io, why, len)))
 		return rc;
@@ -232,25 +199,6 @@ bool ec_cluster_space(struct ec_cluster *k, uint64_t *raw, uint64_t *logical)
 	return *raw > 0;
 }
 
-/* What `braidctl --json rebuild` shows. */
-struct prot {
-	uint64_t rebuild, stale, files, bytes, unrecoverable;
-};
-
-static bool prot_get(struct ec_cluster *k, struct prot *p)
-{
-	const char *out = k->c->out;
-	if (bench_cluster_ctl(k->c, true, "rebuild") ||
-	    !bench_json_find(out, NULL, "rebuild_files"))
-		return false;
-	p->rebuild = bench_json_u64(out, NULL, "rebuild_files");
-	p->stale = bench_json_u64(out, NULL, "stale_files");
-	p->files = bench_json_u64(out, NULL, "resilvered_files");
-	p->bytes = bench_json_u64(out, NULL, "resilvered_bytes");
-	p->unrecoverable = bench_json_u64(out, NULL, "unrecoverable");
-	return true;
-}
-
 void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -261,8 +209,8 @@ void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 	struct bench_cluster_ent v[ENT_MAX];
 	unsigned n = bench_cluster_ds_list(k->c, v, ENT_MAX);
 	struct bench_cluster_ds *d = bench_cluster_ds_fullest(k->c, v, n);
-	struct prot p0, p;
-	if (!d || !prot_get(k, &p0)) {
+	struct bench_cluster_prot p0, p;
+	if (!d || !bench_cluster_prot_get(k->c, &p0)) {
 		bench_strfmt(res->why, sizeof(res->why), "%s",
 			     d ? "braidctl rebuild failed" : "no data server holds objects");
 		return;
@@ -270,20 +218,9 @@ void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 	res->lost = d->id;
 	res->lost_bytes = bench_cluster_ds_store_bytes(d, false);
 	double w0 = bench_cluster_ds_metric_sum(k->c, M_COMPUTED);
-	double tk = bench_now_s(), t0;
-	bench_cluster_ds_stop(d, true);
-	/* refused until the MDS counts it down (ds_timeout): not timed */
-	for (;;) {
-		t0 = bench_now_s();
-		if (!bench_cluster_ctl(k->c, false, "ds lost %u", d->id))
-			break;
-		if (t0 - tk > BENCH_CLUSTER_UP_S) {
-			bench_strfmt(res->why, sizeof(res->why), "braidctl ds lost %u: %s", d->id,
-				     bench_cluster_ctl_said(k->c));
-			return;
-		}
-		bench_sleep_s(0.1);
-	}
+	double t0, wait_s;
+	if (bench_cluster_ds_lose(k->c, d, &t0, &wait_s, res->why, sizeof(res->why)))
+		return;
 	/* progress: files or bytes resilvered, or parity/data chunks computed */
 	double last_w = w0, t_prog = t0, t = t0;
 	uint64_t last_files = p0.files, last_bytes = p0.bytes;
@@ -291,7 +228,7 @@ void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 	for (;;) {
 		bench_sleep_s(POLL_S);
 		t = bench_now_s();
-		if (!prot_get(k, &p)) {
+		if (!bench_cluster_prot_get(k->c, &p)) {
 			bench_strfmt(res->why, sizeof(res->why), "braidctl rebuild: %s",
 				     bench_cluster_ctl_said(k->c));
 			return;
@@ -331,8 +268,6 @@ void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 
 void ec_cluster_stop(struct ec_cluster *k)
 {
-	if (!k)
-		return;
 	bench_cluster_stop(k->c);
-	free(k);
+	k->c = NULL;
 }

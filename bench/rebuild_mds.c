@@ -29,7 +29,6 @@
 #include "bench/cluster.h"
 #include "bench/common.h"
 #include "bench/rebuild.h"
-#include "client/ffclient.h"
 
 #define POLL_S	     0.1   /* braidctl is asked this often */
 #define MOVE_BOUND_S 300.0 /* a rebuild or drain not done by then failed */
@@ -70,45 +69,12 @@ static unsigned ds_settled(struct rb_cluster *k, struct bench_cluster_ent *v, un
 	}
 }
 
-/* What `braidctl --json rebuild` shows. */
-struct prot {
-	uint64_t moved, rebuild, stale, files, bytes, failures, unrecoverable;
-};
-
-static bool prot_get(struct rb_cluster *k, struct prot *p)
-{
-	const char *out = k->c->out;
-	if (bench_cluster_ctl(k->c, true, "rebuild") || !bench_json_find(out, NULL, "moved_files"))
-		return false;
-	p->moved = bench_json_u64(out, NULL, "moved_files");
-	p->rebuild = bench_json_u64(out, NULL, "rebuild_files");
-	p->stale = bench_json_u64(out, NULL, "stale_files");
-	p->files = bench_json_u64(out, NULL, "resilvered_files");
-	p->bytes = bench_json_u64(out, NULL, "resilvered_bytes");
-	p->failures = bench_json_u64(out, NULL, "failures");
-	p->unrecoverable = bench_json_u64(out, NULL, "unrecoverable");
-	return true;
-}
-
 static int cluster_fill(struct rb_cluster *k, char *why, size_t len)
 {
 	const struct rb_opts *o = k->o;
-	int err = 0;
-	struct ffc *c = bench_cluster_mount(k->c, &err);
-	if (!c) {
-		bench_strfmt(why, len, "ffclient mount of braid-mds: %s", strerror(-err));
-		return err;
-	}
-	int rc = ffc_mkdir(c, DATA_DIR, 0755);
-	ffc_unmount(c);
-	if (rc) {
-		bench_strfmt(why, len, "mkdir %s: %s", DATA_DIR, strerror(-rc));
+	int rc = bench_cluster_dir_make(k->c, DATA_DIR, "whole,mirrors=2", why, len);
+	if (rc)
 		return rc;
-	}
-	if (bench_cluster_ctl(k->c, false, "policy set %s whole,mirrors=2", DATA_DIR)) {
-		bench_strfmt(why, len, "braidctl policy set: %s", bench_cluster_ctl_said(k->c));
-		return -EIO;
-	}
 	struct bench_cluster_io io;
 	if ((rc =
 		 bench_cluster_files_write(k->c, DATA_DIR, k->nfiles, o->file_size, &io, why, len)))
@@ -151,9 +117,7 @@ int rb_cluster_start(const struct rb_opts *o, const char *work, struct rb_cluste
 	k->nfiles = (unsigned)(o->size / o->file_size);
 	char dir[PATH_MAX];
 	bench_strfmt(dir, sizeof(dir), "%s/cluster", work);
-	struct bench_cluster_opts co = {
-	    .mds_path = o->mds_path, .ds_path = o->ds_path, .ctl_path = o->ctl_path};
-	int rc = bench_cluster_start(&co, dir, o->nds, &k->c, why, len);
+	int rc = bench_cluster_start(&o->cl, dir, o->nds, &k->c, why, len);
 	return rc ? rc : cluster_fill(k, why, len);
 }
 
@@ -167,10 +131,10 @@ unsigned rb_cluster_files(const struct rb_cluster *k)
  * done: copies moved and each made current, none left naming the server,
  * none stale, and a drained server (drained != 0) holding no object.
  */
-static void move_wait(struct rb_cluster *k, struct rb_move *m, const struct prot *p0, double t0,
-		      uint32_t drained)
+static void move_wait(struct rb_cluster *k, struct rb_move *m, const struct bench_cluster_prot *p0,
+		      double t0, uint32_t drained)
 {
-	struct prot p = *p0;
+	struct bench_cluster_prot p = *p0;
 	uint64_t counted = p0->files;
 	double t_last = 0;
 	for (;;) {
@@ -185,7 +149,7 @@ static void move_wait(struct rb_cluster *k, struct rb_move *m, const struct prot
 				     last);
 			return;
 		}
-		if (!prot_get(k, &p)) {
+		if (!bench_cluster_prot_get(k->c, &p)) {
 			bench_strfmt(m->why, sizeof(m->why), "braidctl rebuild: %s",
 				     bench_cluster_ctl_said(k->c));
 			return;
@@ -268,29 +232,18 @@ void rb_cluster_rebuild(struct rb_cluster *k, struct rb_move *m)
 	bool settled;
 	unsigned nb = ds_settled(k, before, ENT_MAX, &settled);
 	struct bench_cluster_ds *d = bench_cluster_ds_fullest(k->c, before, nb);
-	struct prot p0;
-	if (!d || !prot_get(k, &p0)) {
+	struct bench_cluster_prot p0;
+	if (!d || !bench_cluster_prot_get(k->c, &p0)) {
 		bench_strfmt(m->why, sizeof(m->why), "%s",
 			     d ? "braidctl rebuild failed" : "no data server holds copies");
 		return;
 	}
 	m->from = d->id;
-	double tk = bench_now_s(), t0;
-	bench_cluster_ds_stop(d, true);
-	/* refused until the MDS counts it down (ds_timeout): not timed */
-	for (;;) {
-		t0 = bench_now_s();
-		if (!bench_cluster_ctl(k->c, false, "ds lost %u", d->id))
-			break;
-		if (t0 - tk > BENCH_CLUSTER_UP_S) {
-			bench_strfmt(m->why, sizeof(m->why), "braidctl ds lost %u: %s", d->id,
-				     bench_cluster_ctl_said(k->c));
-			replace(k, d);
-			return;
-		}
-		bench_sleep_s(0.1);
+	double t0;
+	if (bench_cluster_ds_lose(k->c, d, &t0, &m->wait_secs, m->why, sizeof(m->why))) {
+		replace(k, d);
+		return;
 	}
-	m->wait_secs = t0 - tk;
 	move_wait(k, m, &p0, t0, 0);
 	count_dest(k, m, before, nb);
 	replace(k, d);
@@ -307,8 +260,8 @@ void rb_cluster_drain(struct rb_cluster *k, struct rb_move *m)
 	bool settled;
 	unsigned nb = ds_settled(k, before, ENT_MAX, &settled);
 	struct bench_cluster_ds *d = bench_cluster_ds_fullest(k->c, before, nb);
-	struct prot p0;
-	if (!d || !prot_get(k, &p0)) {
+	struct bench_cluster_prot p0;
+	if (!d || !bench_cluster_prot_get(k->c, &p0)) {
 		bench_strfmt(m->why, sizeof(m->why), "%s",
 			     d ? "braidctl rebuild failed" : "no data server holds copies");
 		return;
