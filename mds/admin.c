@@ -33,6 +33,7 @@
 #include "mds/dsreg.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/ec.h"
 #include "mds/resilver.h"
 #include "mds/state.h"
 #include "nfsd/auth_gss.h"
@@ -185,6 +186,8 @@ static void policy_out(struct nfsd_req *req, const struct layout_policy *p, brai
 	    .lp_stripes = p->stripes,
 	    .lp_unit_shift = p->unit_shift,
 	    .lp_text = acopy(req, t, BRAID_ADMIN_POLICY_MAX),
+	    .lp_ec_k = p->ec_k,
+	    .lp_ec_m = p->ec_m,
 	};
 }
 
@@ -465,8 +468,11 @@ struct ds_uses {
 static int uses_count(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct ds_uses *u = arg;
-	if (seg >= MDS_LAYOUT_SEG_END || (u->files && u->last == ino))
-		return 0; /* records hold policies and sets, not data */
+	/* records hold policies and sets, not data, but for an erasure-coded
+	 * stripe's parity holders (mds/ec.h) */
+	bool parity = seg >= MDS_EC_PARITY && seg < MDS_EC_REC;
+	if ((seg >= MDS_LAYOUT_SEG_END && !parity) || (u->files && u->last == ino))
+		return 0;
 	for (uint32_t k = 0; k < l->nds; k++)
 		if (l->ds[k] == u->id) {
 			u->files++;
@@ -890,10 +896,52 @@ static void device_note(struct nfsd_req *req, struct braid_mds *mds, braid_admin
 	d->dv_hostname = acopy(req, i.hostname, BRAID_ADMIN_HOSTNAME_MAX);
 	d->dv_up = i.up;
 	d->dv_drained = i.drained;
+	d->dv_lost = i.lost;
 	if (i.naddrs)
 		d->dv_addr =
 		    (braid_admin_netaddr){acopy(req, i.addrs[0].netid, BRAID_ADMIN_NETID_MAX),
 					  acopy(req, i.addrs[0].uaddr, BRAID_ADMIN_UADDR_MAX)};
+}
+
+/* An erasure-coded file's state and the stripes of the segments t took
+ * (mds/ec.h), their holders among the devices. */
+static int ec_stripes_out(struct nfsd_req *req, struct braid_mds *mds, uint64_t ino,
+			  const struct layout_policy *p, const struct seg_take *t,
+			  braid_admin_layout_resok *ok)
+{
+	struct mds_ec_file f;
+	int rc = mds_ec_file_get(mds, ino, &f);
+	if (rc && rc != -ENOENT)
+		return rc;
+	ok->ly_ec_state = rc ? 0 : f.sealed ? 2 : 1;
+	ok->ly_ec_change = !rc && f.sealed ? f.change : 0;
+	if (!t->n)
+		return 0;
+	uint64_t s0 = t->v[0].sg_index / p->ec_k, s1 = t->v[t->n - 1].sg_index / p->ec_k;
+	unsigned n = (unsigned)(s1 - s0 + 1), total = (unsigned)p->ec_k + p->ec_m;
+	ok->ly_ec_stripes.val = aalloc(req, n, sizeof(braid_admin_ec_stripe));
+	if (!ok->ly_ec_stripes.val)
+		return -ENOMEM;
+	for (uint64_t s = s0; s <= s1; s++) {
+		uint32_t ids[LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX] = {0};
+		rc = mds_ec_stripe_ids(mds, ino, p, s, ids);
+		if (rc && rc != -ENOENT)
+			return rc;
+		if (rc) /* no parity placed: none to show */
+			memset(ids + p->ec_k, 0, p->ec_m * sizeof(ids[0]));
+		braid_admin_ec_stripe *es = &ok->ly_ec_stripes.val[ok->ly_ec_stripes.len++];
+		es->es_index = s;
+		es->es_ds.val = aalloc(req, total, sizeof(braid_admin_dsid));
+		if (!es->es_ds.val)
+			return -ENOMEM;
+		es->es_ds.len = total;
+		for (unsigned i = 0; i < total; i++) {
+			es->es_ds.val[i] = ids[i];
+			if (ids[i])
+				device_note(req, mds, ok, ids[i]);
+		}
+	}
+	return 0;
 }
 
 static int a_layout(struct nfsd_req *req, void *argp, void *resp)
@@ -965,6 +1013,9 @@ static int a_layout(struct nfsd_req *req, void *argp, void *resp)
 	for (unsigned s = 0; s < t.n; s++)
 		for (uint32_t k = 0; k < t.v[s].sg_ds.len; k++)
 			device_note(req, mds, ok, t.v[s].sg_ds.val[k]);
+	if (layout_is_ec(&m.pol) && (rc = ec_stripes_out(req, mds, ino, &m.pol, &t, ok)))
+		FAIL(res, stat_of(rc), "reading the parity records of inode %llu: %s",
+		     (unsigned long long)ino, strerror(-rc));
 	res->status = BRAID_ADMIN_OK;
 	return NFSD_SUCCESS;
 }
@@ -1210,6 +1261,12 @@ static int a_protection(struct nfsd_req *req, void *argp, void *resp)
 	    .pr_inflight_to = st.inflight_to,
 	    .pr_inflight_bytes = st.inflight_bytes,
 	    .pr_unrecoverable = st.unrecoverable,
+	    .pr_ec_files = st.ec_files,
+	    .pr_ec_chunks = st.ec_chunks,
+	    .pr_ec_bytes_todo = st.ec_bytes_todo,
+	    .pr_ec_files_done = st.ec_files_done,
+	    .pr_ec_chunks_done = st.ec_chunks_done,
+	    .pr_ec_bytes = st.ec_bytes,
 	};
 	struct mds_lost_file *lf = aalloc(req, BRAID_ADMIN_LIST_MAX, sizeof(*lf));
 	braid_admin_lost_file *v = aalloc(req, BRAID_ADMIN_LIST_MAX, sizeof(*v));

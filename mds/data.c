@@ -674,6 +674,70 @@ out:
 	return rc;
 }
 
+int mds_data_segment_move(struct braid_mds *mds, uint64_t ino, uint64_t n, uint32_t from,
+			  uint32_t to)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct mds_layout_args la = {.ino = ino, .seg = n};
+	int rc = mds_data_map(mds, ino, &m);
+	if (!rc)
+		rc = mds_layout_get(mds->store, ino, n, &la.l);
+	if (!rc && !id_in(la.l.ds, la.l.nds, from))
+		rc = id_in(la.l.ds, la.l.nds, to) ? 0 : -ENOENT; /* done before, or moved on */
+	else if (!rc && id_in(la.l.ds, la.l.nds, to))
+		rc = -EEXIST;
+	else if (!rc) {
+		/* 1: to joins the set, its object made (by the caller) */
+		int ito = -1;
+		for (unsigned i = 0; i < m.nset; i++)
+			if ((m.set[i] & MDS_LAYOUT_ID) == to)
+				ito = (int)i;
+		if (ito < 0 && m.nset == LAYOUT_SET_MAX)
+			rc = -E2BIG;
+		else if (ito < 0)
+			m.set[m.nset++] = to | MDS_LAYOUT_CREATED;
+		else
+			m.set[ito] |= MDS_LAYOUT_CREATED;
+		if (!rc)
+			rc = map_record(mds, ino, &m);
+		/* 2: the segment names it */
+		for (uint32_t j = 0; !rc && j < la.l.nds; j++)
+			if (la.l.ds[j] == from)
+				la.l.ds[j] = to;
+		if (!rc)
+			rc = mds_layout_set(mds->store, &la);
+	}
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int mds_data_member_drop(struct braid_mds *mds, uint64_t ino, uint32_t id)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct mds_file_map m;
+	struct seg_naming segs = {.id = id};
+	int rc = mds_data_map(mds, ino, &m);
+	if (!rc) {
+		rc = mds_layout_list(mds->store, ino, seg_naming_add, &segs);
+		rc = rc < 0 ? rc : segs.err;
+	}
+	if (!rc && segs.n)
+		rc = -EBUSY;
+	for (unsigned i = 0; !rc && i < m.nset; i++)
+		if ((m.set[i] & MDS_LAYOUT_ID) == id) {
+			memmove(&m.set[i], &m.set[i + 1], (m.nset - i - 1) * sizeof(m.set[0]));
+			m.nset--;
+			rc = map_record(mds, ino, &m);
+			break;
+		}
+	free(segs.v);
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
 int mds_data_move_begin(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to)
 {
 	pthread_mutex_t *mu = obj_lock(mds, ino);

@@ -138,6 +138,18 @@ int mds_data_stale_clear(struct braid_mds *mds, uint64_t ino, uint32_t id);
 int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, uint32_t to);
 
 /*
+ * Erasure-coded rebuild (mds/ec.h): segment n's chunk on data server from
+ * was made again on to (its object there exists).  In order, each durable:
+ * to joins the set (created), segment n names to instead of from.  0 (also
+ * when it already names to); -ENOENT: it names neither; -EEXIST: it names
+ * both.  mds_data_member_drop(): id leaves the set once no segment names it
+ * (-EBUSY while one does); 0 also when it is not in it.
+ */
+int mds_data_segment_move(struct braid_mds *mds, uint64_t ino, uint64_t n, uint32_t from,
+			  uint32_t to);
+int mds_data_member_drop(struct braid_mds *mds, uint64_t ino, uint32_t id);
+
+/*
  * Drain and rebalance: move ino's copy on 'from' to 'to', a data server the
  * file does not use.  _begin (durable): to joins the set, stale and
  * TARGET, from is marked LEAVING, and the file enters the stale set, so

@@ -150,6 +150,12 @@ static int stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_p
 	return mds_ec_parity_get(mds, ino, s, ids + p->ec_k, p->ec_m);
 }
 
+int mds_ec_stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
+		      uint64_t s, uint32_t *ids)
+{
+	return stripe_ids(mds, ino, p, s, ids);
+}
+
 /* ------------------------------------------------------------- writes */
 
 int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_policy *pol)
@@ -157,6 +163,10 @@ int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_
 	struct mds_ec *ec = mds->ec;
 	if (!ec || !layout_is_ec(pol))
 		return 0;
+	/* a sealed file whose lost chunks are being rebuilt waits (an unseal
+	 * now would leave them with no parity to be made from) */
+	if (mds_ec_rebuild_held(mds, ino))
+		return -EAGAIN;
 	slot_bump(ec, ino);
 	struct mds_ec_file f;
 	int rc = rec_get(mds, ino, &f);
@@ -185,6 +195,26 @@ void mds_ec_write_note(struct braid_mds *mds, uint64_t ino, const struct layout_
 {
 	if (mds->ec && layout_is_ec(pol))
 		slot_bump(mds->ec, ino);
+}
+
+uint64_t mds_ec_writes(struct braid_mds *mds, uint64_t ino)
+{
+	return mds->ec ? slot_writes(mds->ec, ino) : 0;
+}
+
+int mds_ec_sealed_do(struct braid_mds *mds, uint64_t ino, uint64_t w0, int (*fn)(void *arg),
+		     void *arg)
+{
+	struct mds_ec *ec = mds->ec;
+	if (!ec)
+		return -ENOENT;
+	pthread_mutex_lock(&ec->mu);
+	struct mds_ec_file f;
+	int rc = slot_of(ec, ino)->writes != w0 ? -EAGAIN : rec_get(mds, ino, &f);
+	if (!rc)
+		rc = f.sealed ? fn(arg) : -EAGAIN;
+	pthread_mutex_unlock(&ec->mu);
+	return rc;
 }
 
 /* ------------------------------------------------------------- stripes */
@@ -256,22 +286,19 @@ struct ec_batch {
 	int err;
 };
 
-/* EC_COMPUTE of one parity chunk, from its start to its end. */
-static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *written)
+int mds_ec_compute(struct braid_mds *mds, const struct mds_attr *a, const struct layout_policy *p,
+		   uint32_t epoch, uint64_t s, const uint32_t *ids, unsigned target, uint64_t *written)
 {
-	struct braid_mds *mds = b->ec->mds;
-	const struct layout_policy *p = &b->map->pol;
 	struct ec_desc *d = malloc(sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	braid_ctl_ec_compute_args args = {
-	    .ecc_target = p->ec_k + j->r,
+	    .ecc_target = target,
 	    .ecc_mode = LAYOUT_FENCE_MODE,
 	};
-	stripe_describe(mds, b->a, p, b->map->epoch, j->s, b->a->size, j->ids, d,
-			&args.ecc_stripe);
+	stripe_describe(mds, a, p, epoch, s, a->size, ids, d, &args.ecc_stripe);
 	int rc;
-	struct mds_ds_conn *dc = mds_ds_conn_get(mds, j->ids[args.ecc_target], &rc);
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ids[target], &rc);
 	uint64_t chunk = 1ull << p->seg_shift;
 	while (dc) {
 		args.ecc_count = chunk - args.ecc_offset;
@@ -297,6 +324,14 @@ static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *wri
 		mds_ds_conn_put(dc);
 	free(d);
 	return rc;
+}
+
+/* EC_COMPUTE of one parity chunk, from its start to its end. */
+static int compute_one(struct ec_batch *b, const struct ec_job *j, uint64_t *written)
+{
+	const struct layout_policy *p = &b->map->pol;
+	return mds_ec_compute(b->ec->mds, b->a, p, b->map->epoch, j->s, j->ids, p->ec_k + j->r,
+			      written);
 }
 
 static bool ec_stopping(struct mds_ec *ec)
@@ -363,7 +398,7 @@ static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
 static bool holder_ok(struct braid_mds *mds, uint32_t id)
 {
 	struct mds_ds_info in;
-	return !mds_dsreg_get(mds, id, &in) && in.up && !in.lost;
+	return !mds_dsreg_get(mds, id, &in) && in.up && !in.lost && !in.drained;
 }
 
 /*

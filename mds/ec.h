@@ -109,4 +109,61 @@ struct mds_ec_stats {
 };
 void mds_ec_stats(struct braid_mds *mds, struct mds_ec_stats *out);
 
+/*
+ * EC_COMPUTE of chunk 'target' of stripe s of a's file (policy p, fence
+ * epoch epoch, a->size its size) on ids[target], the other chunks on
+ * ids[0..k+m) (0, down or lost: not a source), looped from ecc_next until
+ * done, each call bounded by 15 s.  *written grows by the bytes written.
+ */
+int mds_ec_compute(struct braid_mds *mds, const struct mds_attr *a, const struct layout_policy *p,
+		   uint32_t epoch, uint64_t s, const uint32_t *ids, unsigned target, uint64_t *written);
+/* Stripe s's holders, chunk order (0: a data chunk not laid out), into
+ * ids[0..k+m): -ENOENT when it has no parity record. */
+int mds_ec_stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
+		      uint64_t s, uint32_t *ids);
+/* How many writes of ino have begun (the race rule's count). */
+uint64_t mds_ec_writes(struct braid_mds *mds, uint64_t ino);
+/* fn(arg) under the race rule's lock, only if ino is sealed and no write
+ * began since the count was w0: its result, or -EAGAIN. */
+int mds_ec_sealed_do(struct braid_mds *mds, uint64_t ino, uint64_t w0, int (*fn)(void *arg),
+		     void *arg);
+
+/*
+ * Rebuild (mds/ec_rebuild.c), driven by the resilver's rebuild scan
+ * (mds/resilver.h).  A sealed file with a chunk on a data server declared
+ * lost, or drained, has that chunk made again (EC_COMPUTE from k others)
+ * on a usable data server holding no chunk of its stripe, then the
+ * segment's map (a data chunk) or the stripe's parity record names it,
+ * durably, under the race rule; the file's layouts are recalled once its
+ * chunks moved, and the old objects are removed where the server answers.
+ * While a file has such chunks, mds_ec_write_begin() answers -EAGAIN: an
+ * unseal would leave them with nothing to be rebuilt from.
+ */
+int mds_ec_rebuild_init(struct braid_mds *mds, char *msg, size_t msglen);
+void mds_ec_rebuild_release(struct braid_mds *mds);
+/* Whether writes to ino wait for its rebuild. */
+bool mds_ec_rebuild_held(struct braid_mds *mds, uint64_t ino);
+
+/* What of a sealed file lies on lost or drained data servers. */
+struct mds_ec_rebuild_need {
+	uint64_t chunks; /* chunks to make elsewhere */
+	uint64_t bytes;	 /* their size (segment size each) */
+	uint64_t bad;	 /* stripes with more than m chunks lost */
+	uint32_t bad_ds; /* a lost data server of the first of them */
+};
+/*
+ * -ENOENT: ino is not a sealed erasure-coded file (the copy rebuild
+ * applies).  Else 0 and *need; a file with chunks to make is held (its
+ * writes wait) until mds_ec_rebuild_file() has made them.
+ */
+int mds_ec_rebuild_check(struct braid_mds *mds, uint64_t ino, struct mds_ec_rebuild_need *need);
+/*
+ * Makes every chunk of ino that can be made now; done(arg, bytes) after
+ * each one recorded, stop(arg) checked between them.  0 when none is left
+ * but those of stripes beyond repair; -errno (some left: tried again at the
+ * next scan).  Lets the file's writes go when it returns.
+ */
+int mds_ec_rebuild_file(struct braid_mds *mds, uint64_t ino, bool (*stop)(void *arg),
+			void (*done)(void *arg, uint64_t bytes), void *arg);
+
 #endif

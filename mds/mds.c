@@ -901,6 +901,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
 	    (rc = mds_space_init(mds, msg, msglen)) || (rc = mds_layout_init(mds, msg, msglen)) ||
 	    (rc = mds_resilver_init(mds, msg, msglen)) || (rc = mds_ec_init(mds, msg, msglen)) ||
+	    (rc = mds_ec_rebuild_init(mds, msg, msglen)) ||
 	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_nlm_init(mds, msg, msglen)) ||
 	    (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
@@ -1005,6 +1006,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_mount_release(mds);
 	mds_resilver_release(mds);
 	mds_ec_release(mds);
+	mds_ec_rebuild_release(mds); /* after the resilver, whose workers rebuild */
 	mds_dsreg_release(mds);
 	mds_layout_release(mds); /* after dsreg's thread, which asks it */
 	mds_space_release(mds);	 /* after everything that notes */

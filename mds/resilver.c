@@ -20,6 +20,7 @@
 #include "layout/fence.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/resilver.h"
@@ -37,6 +38,7 @@ struct rs_job {
 	uint64_t ino;
 	uint32_t to[LAYOUT_SET_MAX]; /* its stale copies' data servers */
 	unsigned nto;
+	bool ec; /* a sealed erasure-coded file's chunks to rebuild (mds/ec.h) */
 	enum { JOB_PENDING, JOB_RUNNING, JOB_DONE } state;
 };
 
@@ -60,6 +62,8 @@ struct mds_resilver {
 	unsigned nfailed;
 	struct rs_job *jobs; /* this scan's (the scanner fills them, workers take them) */
 	unsigned njobs, ndone;
+	uint64_t *ecq; /* the scanner's: erasure-coded files to rebuild, this scan */
+	unsigned necq;
 	struct rs_busy busy[RESILVER_COPIES_MAX];
 	unsigned nbusy;
 	unsigned per_ds; /* [mds] resilver_copies_per_ds */
@@ -560,6 +564,36 @@ static void resilver_file(struct mds_resilver *rs, uint64_t ino)
 		mds_stale_clear(mds->store, ino); /* a mark left by a crash */
 }
 
+/* A sealed erasure-coded file's chunks on lost or drained data servers,
+ * made again elsewhere (mds/ec.h). */
+static bool ec_stop(void *arg)
+{
+	return stopping(arg);
+}
+
+static void ec_done(void *arg, uint64_t bytes)
+{
+	struct mds_resilver *rs = arg;
+	pthread_mutex_lock(&rs->mu);
+	rs->st.ec_chunks_done++;
+	rs->st.ec_bytes += bytes;
+	pthread_mutex_unlock(&rs->mu);
+	nfsd_metric_add(rs->m_bytes, (int64_t)bytes);
+}
+
+static void ec_file(struct mds_resilver *rs, uint64_t ino)
+{
+	int rc = mds_ec_rebuild_file(rs->mds, ino, ec_stop, ec_done, rs);
+	pthread_mutex_lock(&rs->mu);
+	if (!rc)
+		rs->st.ec_files_done++;
+	else if (rc != -ENOENT && rc != -ECANCELED)
+		rs->st.failures++;
+	pthread_mutex_unlock(&rs->mu);
+	if (rc && rc != -ENOENT)
+		nfsd_metric_add(rs->m_fail, 1);
+}
+
 /* ------------------------------------------------------------ rebuild */
 
 /* Data servers down longer than [mds] ds_lost_after are declared lost;
@@ -604,19 +638,22 @@ static bool known_lost(struct mds_resilver *rs, uint64_t ino)
 	return known;
 }
 
-/* Files naming a lost data server (mds_layout_scan), deduplicated. */
+/* Files naming a lost data server (mds_layout_scan), deduplicated: in a
+ * segment, or only as an erasure-coded stripe's parity holder (par). */
 struct naming {
 	const uint32_t *lost;
 	unsigned nlost;
 	uint64_t *v;
 	uint32_t *ds;
+	bool *par;
 	unsigned n, cap;
 };
 
 static int naming_add(void *arg, uint64_t ino, uint64_t seg, const struct mds_layout_seg *l)
 {
 	struct naming *c = arg;
-	if (seg >= MDS_LAYOUT_SEG_END)
+	bool par = seg >= MDS_EC_PARITY && seg < MDS_EC_REC;
+	if (seg >= MDS_LAYOUT_SEG_END && !par)
 		return 0;
 	for (uint32_t k = 0; k < l->nds; k++)
 		for (unsigned j = 0; j < c->nlost; j++) {
@@ -627,6 +664,7 @@ static int naming_add(void *arg, uint64_t ino, uint64_t seg, const struct mds_la
 			if (c->n == c->cap)
 				return 1; /* the rest at the next scan */
 			c->v[c->n] = ino;
+			c->par[c->n] = par;
 			c->ds[c->n++] = c->lost[j];
 			return 0;
 		}
@@ -748,6 +786,27 @@ static void resolve_paths(struct mds_resilver *rs)
 	pthread_mutex_unlock(&rs->mu);
 }
 
+/* ino lost bytes with data server ds: listed (its path resolved after
+ * the scan), counted. */
+static void lost_note(struct mds_resilver *rs, uint64_t ino, uint32_t ds)
+{
+	pthread_mutex_lock(&rs->mu);
+	if (rs->nlost < MDS_LOST_FILES_MAX)
+		rs->lost[rs->nlost++] = (struct mds_lost_file){.ino = ino, .ds = ds};
+	rs->st.unrecoverable++;
+	pthread_mutex_unlock(&rs->mu);
+	nfsd_metric_add(rs->m_unrec, 1);
+}
+
+/* Whether ino is queued for an erasure-coded rebuild this scan. */
+static bool ec_queued(const struct mds_resilver *rs, uint64_t ino)
+{
+	for (unsigned i = 0; i < rs->necq; i++)
+		if (rs->ecq[i] == ino)
+			return true;
+	return false;
+}
+
 static void rebuild_scan(struct mds_resilver *rs)
 {
 	struct braid_mds *mds = rs->mds;
@@ -756,7 +815,9 @@ static void rebuild_scan(struct mds_resilver *rs)
 	memmove(lost + nl, lost + 64, nd * sizeof(lost[0])); /* lost, then drained */
 	pthread_mutex_lock(&rs->mu);
 	rs->st.lost_servers = nl;
+	rs->st.ec_files = rs->st.ec_chunks = rs->st.ec_bytes_todo = 0;
 	pthread_mutex_unlock(&rs->mu);
+	rs->necq = 0;
 	if (!nl && !nd) {
 		nfsd_metric_set(rs->m_rebuild, 0);
 		return;
@@ -764,12 +825,34 @@ static void rebuild_scan(struct mds_resilver *rs)
 	struct naming c = {.lost = lost, .nlost = nl + nd, .cap = RESILVER_BATCH};
 	c.v = malloc(c.cap * sizeof(*c.v));
 	c.ds = malloc(c.cap * sizeof(*c.ds));
-	if (!c.v || !c.ds || mds_layout_scan(mds->store, naming_add, &c) < 0)
+	c.par = malloc(c.cap * sizeof(*c.par));
+	if (!c.v || !c.ds || !c.par || mds_layout_scan(mds->store, naming_add, &c) < 0)
 		c.n = 0;
 	unsigned pending = 0, fresh_lost = 0;
+	uint64_t ec_chunks = 0, ec_bytes = 0;
 	for (unsigned i = 0; i < c.n && !stopping(rs); i++) {
-		if (known_lost(rs, c.v[i]))
+		if (known_lost(rs, c.v[i]) || ec_queued(rs, c.v[i]))
 			continue;
+		/* a sealed erasure-coded file: its chunks are made again from
+		 * the others (mds/ec.h), stripes beyond repair listed */
+		struct mds_ec_rebuild_need need;
+		int erc = rs->necq < RESILVER_BATCH ? mds_ec_rebuild_check(mds, c.v[i], &need)
+						     : -EBUSY;
+		if (erc != -ENOENT) {
+			pending++;
+			if (!erc && need.bad) {
+				lost_note(rs, c.v[i], need.bad_ds);
+				fresh_lost++;
+			}
+			if (!erc && need.chunks) {
+				rs->ecq[rs->necq++] = c.v[i];
+				ec_chunks += need.chunks;
+				ec_bytes += need.bytes;
+			}
+			continue;
+		}
+		if (c.par[i])
+			continue; /* an unsealed file's parity: placed again when it is sealed */
 		bool is_lost = false;
 		for (unsigned k = 0; k < nl; k++)
 			is_lost = is_lost || lost[k] == c.ds[i];
@@ -789,19 +872,18 @@ static void rebuild_scan(struct mds_resilver *rs)
 			rs->st.moved_files++;
 			pthread_mutex_unlock(&rs->mu);
 		} else if (rc == -ENODATA) {
-			pthread_mutex_lock(&rs->mu);
-			if (rs->nlost < MDS_LOST_FILES_MAX)
-				rs->lost[rs->nlost++] = (struct mds_lost_file){.ino = c.v[i], .ds = c.ds[i]};
-			rs->st.unrecoverable++;
-			pthread_mutex_unlock(&rs->mu);
-			nfsd_metric_add(rs->m_unrec, 1);
+			lost_note(rs, c.v[i], c.ds[i]);
 			fresh_lost++;
 		}
 	}
 	free(c.v);
 	free(c.ds);
+	free(c.par);
 	pthread_mutex_lock(&rs->mu);
 	rs->st.rebuild_files = pending;
+	rs->st.ec_files = rs->necq;
+	rs->st.ec_chunks = ec_chunks;
+	rs->st.ec_bytes_todo = ec_bytes;
 	pthread_mutex_unlock(&rs->mu);
 	nfsd_metric_set(rs->m_rebuild, pending);
 	if (fresh_lost) {
@@ -1095,7 +1177,10 @@ static void *worker_main(void *arg)
 		job_busy(rs, j, true);
 		rs->st.copies++;
 		pthread_mutex_unlock(&rs->mu);
-		resilver_file(rs, j->ino);
+		if (j->ec)
+			ec_file(rs, j->ino);
+		else
+			resilver_file(rs, j->ino);
 		pthread_mutex_lock(&rs->mu);
 		rs->st.copies--;
 		job_busy(rs, j, false);
@@ -1151,7 +1236,7 @@ static void *resilver_main(void *arg)
 		rebalance_scan(rs);
 		struct ino_vec iv = {.v = v};
 		if (mds_stale_list(rs->mds->store, collect, &iv) < 0)
-			continue;
+			iv.n = 0; /* the rebuild's jobs still run (they hold files) */
 		uint64_t sb = 0, now = nfsd_now_ns();
 		for (unsigned i = 0; i < iv.n; i++) {
 			struct mds_attr a;
@@ -1159,6 +1244,9 @@ static void *resilver_main(void *arg)
 				sb += a.size;
 		}
 		unsigned nj = jobs_make(rs, &iv);
+		for (unsigned i = 0; i < rs->necq; i++, nj++)
+			rs->jobs[nj] = (struct rs_job){.ino = rs->ecq[i], .ec = true};
+		rs->necq = 0;
 		pthread_mutex_lock(&rs->mu);
 		rs->st.stale_files = iv.n;
 		rs->st.stale_bytes = sb;
@@ -1188,6 +1276,7 @@ static void *resilver_main(void *arg)
 static void rs_free(struct mds_resilver *rs)
 {
 	free(rs->jobs);
+	free(rs->ecq);
 	free(rs->workers);
 	pthread_cond_destroy(&rs->wcond);
 	pthread_cond_destroy(&rs->cond);
@@ -1217,9 +1306,11 @@ int mds_resilver_init(struct braid_mds *mds, char *msg, size_t msglen)
 		rs->nworkers = RESILVER_COPIES_MAX;
 	rs->per_ds = mds->set.resilver_copies_per_ds > 0 ? (unsigned)mds->set.resilver_copies_per_ds
 							 : 1;
-	rs->jobs = calloc(RESILVER_BATCH, sizeof(*rs->jobs));
+	/* the stale set's files, then the erasure-coded rebuild's */
+	rs->jobs = calloc(2 * RESILVER_BATCH, sizeof(*rs->jobs));
+	rs->ecq = calloc(RESILVER_BATCH, sizeof(*rs->ecq));
 	rs->workers = calloc(rs->nworkers, sizeof(*rs->workers));
-	if (!rs->jobs || !rs->workers) {
+	if (!rs->jobs || !rs->ecq || !rs->workers) {
 		rs_free(rs);
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;

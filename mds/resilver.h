@@ -97,6 +97,13 @@ struct mds_resilver_stats {
 	uint64_t inflight_ino;	 /* a file being copied (0: none) */
 	uint32_t inflight_to;	 /* to this data server */
 	uint64_t inflight_bytes; /* of its pass so far */
+	/* erasure-coded files (mds/ec.h): chunks made again from the others */
+	uint64_t ec_files;	/* sealed files with chunks to rebuild, last scan */
+	uint64_t ec_chunks;	/* their chunks to rebuild */
+	uint64_t ec_bytes_todo; /* those chunks' bytes (a segment each) */
+	uint64_t ec_files_done; /* files whose chunks were all rebuilt */
+	uint64_t ec_chunks_done; /* chunks rebuilt and recorded */
+	uint64_t ec_bytes;	 /* bytes the data servers wrote for them */
 };
 void mds_resilver_stats(struct braid_mds *mds, struct mds_resilver_stats *out);
 /* The unrecoverable files (at most max, paths as far as resolved): how many. */

@@ -528,6 +528,10 @@ static void j_policy(struct json *j, const char *key, const braid_admin_policy *
 	j_u64(j, "width", p->lp_width);
 	j_u64(j, "stripes", p->lp_stripes);
 	j_u64(j, "stripe_unit", p->lp_unit_shift ? 1ull << p->lp_unit_shift : 0);
+	if (p->lp_ec_m) {
+		j_u64(j, "ec_k", p->lp_ec_k);
+		j_u64(j, "ec_m", p->lp_ec_m);
+	}
 	j_close(j, '}');
 }
 
@@ -1082,6 +1086,118 @@ static const char *dev_name(const braid_admin_layout_resok *ok, uint32_t id, cha
 	return buf;
 }
 
+/* A data server's state as the layout reply's devices say. */
+static const char *dev_state(const braid_admin_device *devs, unsigned n, uint32_t id)
+{
+	if (!id)
+		return "none";
+	for (unsigned k = 0; k < n; k++)
+		if (devs[k].dv_id == id)
+			return devs[k].dv_lost	  ? "lost"
+			       : !devs[k].dv_up	  ? "down"
+			       : devs[k].dv_drained ? "drained"
+						    : "up";
+	return "?";
+}
+
+/* An erasure-coded file's state and stripes (braid_admin.x LAYOUT). */
+struct ec_view {
+	unsigned k, m, state;
+	uint64_t change;
+	braid_admin_ec_stripe *v;
+	unsigned n, cap;
+};
+
+static void ec_view_add(struct ec_view *e, const braid_admin_layout_resok *ok)
+{
+	for (uint32_t i = 0; i < ok->ly_ec_stripes.len; i++) {
+		const braid_admin_ec_stripe *s = &ok->ly_ec_stripes.val[i];
+		if (e->n && s->es_index <= e->v[e->n - 1].es_index)
+			continue; /* a stripe two pages share */
+		if (e->n == e->cap) {
+			unsigned cap = e->cap ? 2 * e->cap : 64;
+			braid_admin_ec_stripe *nv = realloc(e->v, cap * sizeof(*nv));
+			if (!nv)
+				return;
+			e->v = nv;
+			e->cap = cap;
+		}
+		e->v[e->n++] = *s;
+	}
+}
+
+static const char *const ec_states[] = {"hot", "to seal", "sealed"};
+
+static void ec_view_json(struct json *j, const struct ec_view *e, const braid_admin_device *devs,
+			 unsigned ndevs)
+{
+	static const char *const keys[] = {"hot", "to_seal", "sealed"};
+	j_open(j, "ec", '{');
+	j_u64(j, "k", e->k);
+	j_u64(j, "m", e->m);
+	j_str(j, "state", e->state < 3 ? keys[e->state] : "?");
+	if (e->state == 2)
+		j_u64(j, "sealed_change", e->change);
+	j_open(j, "stripes", '[');
+	for (unsigned i = 0; i < e->n; i++) {
+		const braid_admin_ec_stripe *s = &e->v[i];
+		j_open(j, NULL, '{');
+		j_u64(j, "index", s->es_index);
+		for (unsigned part = 0; part < 2; part++) {
+			j_open(j, part ? "parity" : "data", '[');
+			for (uint32_t c = part ? e->k : 0; c < (part ? s->es_ds.len : e->k); c++) {
+				j_open(j, NULL, '{');
+				j_u64(j, "ds", s->es_ds.val[c]);
+				j_str(j, "state", dev_state(devs, ndevs, s->es_ds.val[c]));
+				j_close(j, '}');
+			}
+			j_close(j, ']');
+		}
+		j_close(j, '}');
+	}
+	j_close(j, ']');
+	j_close(j, '}');
+}
+
+static void ec_view_text(FILE *f, const struct ec_view *e, const braid_admin_device *devs,
+			 unsigned ndevs)
+{
+	fprintf(f, "\nerasure coded %u+%u: %s", e->k, e->m, e->state < 3 ? ec_states[e->state] : "?");
+	if (e->state == 2)
+		fprintf(f, " (at change %" PRIu64 ")", e->change);
+	else
+		fprintf(f, " (no parity to trust: one copy until sealed)");
+	fputc('\n', f);
+	if (!e->n)
+		return;
+	struct table t = {.ncols = 3};
+	t_row(&t, "STRIPE", "DATA SERVERS", "PARITY HOLDERS");
+	for (unsigned i = 0; i < e->n; i++) {
+		const braid_admin_ec_stripe *s = &e->v[i];
+		char idx[24], part[2][512];
+		snprintf(idx, sizeof(idx), "%" PRIu64, s->es_index);
+		for (unsigned p = 0; p < 2; p++) {
+			size_t n = 0;
+			part[p][0] = 0;
+			for (uint32_t c = p ? e->k : 0; c < (p ? s->es_ds.len : e->k); c++) {
+				if (s->es_ds.val[c])
+					n += (size_t)snprintf(part[p] + n, sizeof(part[p]) - n,
+							      "%s%u (%s)", n ? ", " : "",
+							      s->es_ds.val[c],
+							      dev_state(devs, ndevs, s->es_ds.val[c]));
+				else
+					n += (size_t)snprintf(part[p] + n, sizeof(part[p]) - n,
+							      "%s-", n ? ", " : "");
+				if (n >= sizeof(part[p]))
+					n = sizeof(part[p]) - 1;
+			}
+		}
+		t_row(&t, idx, part[0], part[1]);
+	}
+	t_print(&t, f);
+	t_free(&t);
+}
+
 static int c_layout(struct braidctl *b, int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1100,6 +1216,7 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 	/* devices of every page, for the table at the end */
 	braid_admin_device devs[BRAID_ADMIN_DEVICES_MAX * 4];
 	unsigned ndevs = 0;
+	struct ec_view ec = {0};
 	for (;;) {
 		braid_admin_layout_res res;
 		if ((rc = call(b, BRAID_ADMINPROC_LAYOUT, &a, &res, &ar)))
@@ -1119,6 +1236,13 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 		const braid_admin_policy *p = &ok->ly_policy;
 		unsigned stripes = p->lp_stripes ? p->lp_stripes : 1;
 		char b1[64], b2[300], pol[200];
+		if (first && p->lp_ec_m)
+			ec = (struct ec_view){.k = p->lp_ec_k,
+					      .m = p->lp_ec_m,
+					      .state = ok->ly_ec_state,
+					      .change = ok->ly_ec_change};
+		if (p->lp_ec_m)
+			ec_view_add(&ec, ok);
 		if (first) {
 			xs(pol, sizeof(pol), p->lp_text);
 			if (b->o.json) {
@@ -1223,13 +1347,18 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 					  : "");
 				j_bool(&j, "up", devs[k].dv_up);
 				j_bool(&j, "drained", devs[k].dv_drained);
+				j_bool(&j, "lost", devs[k].dv_lost);
 				j_close(&j, '}');
 			}
 			j_close(&j, ']');
+			if (ec.m)
+				ec_view_json(&j, &ec, devs, ndevs);
 			j_close(&j, '}');
 		} else {
 			if (t.nrows > 1)
 				t_print(&t, b->out);
+			if (ec.m)
+				ec_view_text(b->out, &ec, devs, ndevs);
 			if (ndevs) {
 				struct table d = {.ncols = 4};
 				t_row(&d, "ID", "HOST", "ADDRESS", "STATE");
@@ -1240,9 +1369,7 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 					      devs[k].dv_addr.na_uaddr.len
 						  ? uaddr_text(ad, sizeof(ad), &devs[k].dv_addr)
 						  : "-",
-					      !devs[k].dv_up	   ? "down"
-					      : devs[k].dv_drained ? "drained"
-								   : "up");
+					      dev_state(devs, ndevs, devs[k].dv_id));
 				}
 				fputc('\n', b->out);
 				t_print(&d, b->out);
@@ -1251,6 +1378,7 @@ static int c_layout(struct braidctl *b, int argc, char **argv)
 		}
 	}
 	t_free(&t);
+	free(ec.v);
 	xdr_arena_release(&ar);
 	return rc;
 }
@@ -1380,6 +1508,14 @@ static int c_rebuild(struct braidctl *b, int argc, char **argv)
 		j_u64(&j, "copying_inode", p->pr_inflight_ino);
 		j_u64(&j, "copying_to", p->pr_inflight_to);
 		j_u64(&j, "copying_bytes", p->pr_inflight_bytes);
+		j_open(&j, "ec", '{');
+		j_u64(&j, "files", p->pr_ec_files);
+		j_u64(&j, "chunks", p->pr_ec_chunks);
+		j_u64(&j, "bytes", p->pr_ec_bytes_todo);
+		j_u64(&j, "files_done", p->pr_ec_files_done);
+		j_u64(&j, "chunks_done", p->pr_ec_chunks_done);
+		j_u64(&j, "bytes_done", p->pr_ec_bytes);
+		j_close(&j, '}');
 		j_u64(&j, "unrecoverable", p->pr_unrecoverable);
 		j_open(&j, "unrecoverable_files", '[');
 		for (uint32_t i = 0; i < p->pr_lost.len; i++) {
@@ -1412,6 +1548,11 @@ static int c_rebuild(struct braidctl *b, int argc, char **argv)
 				   " to data server %u, %s so far\n",
 				p->pr_copies, p->pr_copies == 1 ? "" : "s", p->pr_inflight_ino,
 				p->pr_inflight_to, hbytes(b1, sizeof(b1), p->pr_inflight_bytes));
+		fprintf(f, "erasure-coded       %" PRIu64 " files, %" PRIu64 " chunks (%s) to rebuild; "
+			   "%" PRIu64 " chunks rebuilt (%s written), %" PRIu64 " files done\n",
+			p->pr_ec_files, p->pr_ec_chunks, hbytes(b1, sizeof(b1), p->pr_ec_bytes_todo),
+			p->pr_ec_chunks_done, hbytes(b2, sizeof(b2), p->pr_ec_bytes),
+			p->pr_ec_files_done);
 		fprintf(f, "unrecoverable       %" PRIu64 " files%s\n", p->pr_unrecoverable,
 			p->pr_unrecoverable ? " (no surviving copy of some bytes: reads fail with EIO)"
 					    : "");

@@ -19,7 +19,7 @@
  */
 #include "config.h"
 
-#include "tests/client/ffc-test.h"
+#include "tests/client/ec-test.h"
 #include "ctl/client.h"
 #include "ctl/objid.h"
 #include "dataserver/ds.h"
@@ -39,92 +39,11 @@
 static struct mt M;
 static struct cds D[NDS];
 
-static struct cds *cds_by_id(uint32_t id)
-{
-	for (unsigned i = 0; i < NDS; i++)
-		if (D[i].id == id)
-			return &D[i];
-	CHECK(0);
-	return NULL;
-}
+static struct ect E = {.m = &M, .d = D, .nds = NDS, .k = K, .pm = PM};
 
 static bool sealed(uint64_t ino)
 {
-	struct mds_ec_file f;
-	return !mds_ec_file_get(M.mds, ino, &f) && f.sealed;
-}
-
-static void wait_sealed(uint64_t ino, const char *what)
-{
-	double t0 = cl_now();
-	while (!sealed(ino)) {
-		CHECK(cl_now() - t0 < 30);
-		usleep(50 * 1000);
-	}
-	printf("%s sealed after %.2f s\n", what, cl_now() - t0);
-}
-
-/* Segment n's data server. */
-static uint32_t seg_ds(uint64_t ino, uint64_t n)
-{
-	struct mds_layout_seg seg;
-	CHECK_EQ(mds_layout_get(braid_mds_store(M.mds), ino, n, &seg), 0);
-	return seg.ds[0];
-}
-
-/*
- * Every parity chunk of ino's file (size bytes of pattern seed) on its
- * holder, read straight from its store, equals the codec's parity of the
- * stripe's data.
- */
-static void parity_check(uint64_t ino, uint64_t size, unsigned seed)
-{
-	struct ec_code *code;
-	CHECK_EQ(ec_code_new(K, PM, &code), 0);
-	struct mds_attr a = cl_attr(&M, ino);
-	struct mds_file_map fm;
-	CHECK_EQ(mds_data_map(M.mds, ino, &fm), 0);
-	uint32_t uid, gid;
-	mds_data_fence_epoch(M.mds, &a, fm.epoch, &uid, &gid);
-	struct ds_objid id, pid;
-	mds_data_objid(&a, &id);
-	ds_objid_parity(&id, &pid);
-	uint8_t *data = malloc(K * MiB), *par = malloc(PM * MiB), *got = malloc(MiB);
-	CHECK(data && par && got);
-	uint64_t nstripes = (size + K * MiB - 1) / (K * MiB);
-	for (uint64_t s = 0; s < nstripes; s++) {
-		const uint8_t *dv[K];
-		uint8_t *pv[PM];
-		uint32_t ids[K + PM];
-		for (unsigned j = 0; j < K; j++) {
-			uint64_t off = (s * K + j) * MiB;
-			memset(data + j * MiB, 0, MiB);
-			if (off < size)
-				dt_fill(data + j * MiB, off, size - off < MiB ? size - off : MiB, seed);
-			dv[j] = data + j * MiB;
-			ids[j] = seg_ds(ino, s * K + j);
-		}
-		for (unsigned r = 0; r < PM; r++)
-			pv[r] = par + r * MiB;
-		ec_encode(code, MiB, dv, pv);
-		CHECK_EQ(mds_ec_parity_get(M.mds, ino, s, ids + K, PM), 0);
-		for (unsigned i = 0; i < K + PM; i++)
-			for (unsigned j = 0; j < i; j++)
-				CHECK(ids[i] != ids[j]); /* a stripe's chunks on distinct servers */
-		for (unsigned r = 0; r < PM; r++) {
-			struct cds *d = cds_by_id(ids[K + r]);
-			bool eof;
-			memset(got, 0, MiB);
-			ssize_t n = ds_store_read(braid_ds_store(d->ds), &pid, uid, gid, s * MiB,
-						  MiB, got, &eof);
-			CHECK(n >= 0);
-			CHECK(!memcmp(got, pv[r], MiB));
-		}
-	}
-	free(data);
-	free(par);
-	free(got);
-	ec_code_free(code);
+	return ect_sealed(&E, ino);
 }
 
 /* EC_LOCATE as a data server would call it, and as nobody should. */
@@ -198,8 +117,8 @@ int main(void)
 	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, true, &secs), 0);
 	uint64_t f = ffct_ino_of(&M, "f", dir);
 	CHECK(!sealed(f));
-	wait_sealed(f, "the 10.5 MiB file");
-	parity_check(f, size, 1);
+	ect_wait_sealed(&E, f, "the 10.5 MiB file");
+	ect_stripes_check(&E, f, size, 1, false);
 	locate_checks(f, size);
 	struct mds_ec_stats es;
 	mds_ec_stats(M.mds, &es);
@@ -208,7 +127,7 @@ int main(void)
 	/* ---- 2. data servers of stripe 0 stop, one after another */
 	struct cds *gone[3];
 	for (unsigned g = 0; g < 3; g++) {
-		gone[g] = cds_by_id(seg_ds(f, g));
+		gone[g] = ect_cds(&E, ect_seg_ds(&E, f, g));
 		cds_stop(gone[g]);
 		cl_wait_down(&M, gone[g]->id);
 		double t0 = cl_now();
@@ -237,13 +156,13 @@ int main(void)
 	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, false, &secs), 0);
 	mds_ec_stats(M.mds, &es);
 	CHECK_EQ(es.unsealed, unsealed0 + 1);
-	wait_sealed(f, "the rewritten file");
+	ect_wait_sealed(&E, f, "the rewritten file");
 	double ts = cl_now(); /* the count follows the durable record */
 	for (mds_ec_stats(M.mds, &es); es.sealed == sealed0; mds_ec_stats(M.mds, &es)) {
 		CHECK(cl_now() - ts < 5);
 		usleep(10 * 1000);
 	}
-	parity_check(f, size, 2);
+	ect_stripes_check(&E, f, size, 2, false);
 	ffct_read_check(c, "/e/f", size, 2);
 
 	/* ---- 4. the MDS stops mid-encoding; the file is sealed after */
@@ -270,8 +189,8 @@ int main(void)
 		cds_wait_up(&M, &D[i]);
 	if (mid)
 		CHECK(!sealed(g));
-	wait_sealed(g, "the 48 MiB file after the restart");
-	parity_check(g, big, 3);
+	ect_wait_sealed(&E, g, "the 48 MiB file after the restart");
+	ect_stripes_check(&E, g, big, 3, false);
 	c = ffc_mount("127.0.0.1", M.port, &o, &err);
 	CHECK(c);
 	ffct_read_check(c, "/e/g", big, 3);
