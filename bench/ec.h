@@ -48,11 +48,16 @@ struct ec_round {
 /* The lost server's chunks made again elsewhere. */
 struct ec_rebuild {
 	bool ok;
-	char why[256];		/* why not (ok false) */
-	uint32_t lost;		/* the data server declared lost */
-	uint64_t lost_bytes;	/* what its store held (allocated bytes) */
-	uint64_t written_bytes; /* braid_ds_ec_compute_written_bytes_total, delta */
-	double secs;		/* ds lost to braidctl rebuild showing nothing left */
+	char why[256];		 /* why not (ok false) */
+	uint32_t lost;		 /* the data server declared lost */
+	uint64_t lost_bytes;	 /* what its store held (allocated bytes) */
+	uint64_t chunks;	 /* braidctl rebuild's ec.chunks_done, delta */
+	uint64_t written_bytes;	 /* its ec.bytes_done, delta (else the data servers'
+				  * braid_ds_ec_compute_written_bytes_total) */
+	double secs;		 /* ds lost to the last chunk counted */
+	double shown_secs;	 /* ... to braidctl rebuild showing nothing left */
+	uint64_t degraded_after; /* degraded layouts of a read after it (0 expected) */
+	bool read_failed;	 /* that read failed or read wrong bytes */
 };
 
 /* The caller's; ec_cluster_start() fills it in. */

@@ -199,6 +199,27 @@ bool ec_cluster_space(struct ec_cluster *k, uint64_t *raw, uint64_t *logical)
 	return *raw > 0;
 }
 
+/* The "ec" part of `braidctl --json rebuild` (the output in k->c->out). */
+struct ec_prog {
+	bool seen;			  /* braidctl shows it (braid-mds rebuilds EC chunks) */
+	uint64_t files, chunks;		  /* left to rebuild */
+	uint64_t chunks_done, bytes_done; /* since the MDS started */
+};
+
+static void ec_prog_get(struct ec_cluster *k, struct ec_prog *e)
+{
+	memset(e, 0, sizeof(*e));
+	const char *p = bench_json_find(k->c->out, NULL, "ec");
+	const char *end = p && *p == '{' ? strchr(p, '}') : NULL;
+	if (!end)
+		return;
+	e->seen = true;
+	e->files = bench_json_u64(p, end, "files");
+	e->chunks = bench_json_u64(p, end, "chunks");
+	e->chunks_done = bench_json_u64(p, end, "chunks_done");
+	e->bytes_done = bench_json_u64(p, end, "bytes_done");
+}
+
 void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -215,15 +236,17 @@ void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 			     d ? "braidctl rebuild failed" : "no data server holds objects");
 		return;
 	}
+	struct ec_prog e0, e;
+	ec_prog_get(k, &e0);
 	res->lost = d->id;
 	res->lost_bytes = bench_cluster_ds_store_bytes(d, false);
 	double w0 = bench_cluster_ds_metric_sum(k->c, M_COMPUTED);
 	double t0, wait_s;
 	if (bench_cluster_ds_lose(k->c, d, &t0, &wait_s, res->why, sizeof(res->why)))
 		return;
-	/* progress: files or bytes resilvered, or parity/data chunks computed */
+	/* progress: chunks or files rebuilt, chunks computed on the data servers */
 	double last_w = w0, t_prog = t0, t = t0;
-	uint64_t last_files = p0.files, last_bytes = p0.bytes;
+	uint64_t last_files = p0.files, last_bytes = p0.bytes, last_chunks = e0.chunks_done;
 	bool moved = false;
 	for (;;) {
 		bench_sleep_s(POLL_S);
@@ -233,37 +256,59 @@ void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 				     bench_cluster_ctl_said(k->c));
 			return;
 		}
+		ec_prog_get(k, &e);
 		double w = bench_cluster_ds_metric_sum(k->c, M_COMPUTED);
-		if (w != last_w || p.files != last_files || p.bytes != last_bytes) {
+		if (w != last_w || p.files != last_files || p.bytes != last_bytes ||
+		    e.chunks_done != last_chunks) {
 			moved = true;
 			t_prog = t;
 			last_w = w;
 			last_files = p.files;
 			last_bytes = p.bytes;
+			last_chunks = e.chunks_done;
 		}
 		if (p.unrecoverable != p0.unrecoverable) {
 			bench_strfmt(res->why, sizeof(res->why),
-				     "braid-mds counts %llu files unrecoverable after ds lost (it "
-				     "does not rebuild erasure-coded chunks)",
+				     "braid-mds counts %llu files unrecoverable after ds lost",
 				     (unsigned long long)(p.unrecoverable - p0.unrecoverable));
 			return;
 		}
-		if (moved && !p.rebuild && !p.stale)
+		if (moved && !p.rebuild && !p.stale && !e.files && !e.chunks)
 			break;
 		if (t - t_prog > k->o->rebuild_idle_s) {
 			bench_strfmt(res->why, sizeof(res->why),
 				     "no progress in %.0f s after ds lost (%llu files still name "
-				     "it, no chunk computed): braid-mds does not rebuild "
-				     "erasure-coded chunks",
-				     k->o->rebuild_idle_s, (unsigned long long)p.rebuild);
+				     "it, %s): braid-mds does not rebuild erasure-coded chunks",
+				     k->o->rebuild_idle_s, (unsigned long long)p.rebuild,
+				     e.seen ? "EC chunks left to rebuild"
+					    : "braidctl rebuild shows no EC rebuild");
 			return;
 		}
 	}
 	res->secs = t_prog - t0;
-	res->written_bytes = (uint64_t)(last_w - w0);
-	res->ok = res->secs > 0;
-	if (!res->ok)
-		bench_strfmt(res->why, sizeof(res->why), "done in no time: nothing to measure");
+	res->shown_secs = t - t0;
+	res->chunks = e.chunks_done - e0.chunks_done;
+	res->written_bytes = e.seen ? e.bytes_done - e0.bytes_done : (uint64_t)(last_w - w0);
+	if (res->secs <= 0 || !res->written_bytes) {
+		bench_strfmt(res->why, sizeof(res->why), "done, but no chunk counted as rebuilt");
+		return;
+	}
+	/* the lost server's chunks are elsewhere now: reads are not degraded */
+	double deg0 = 0, deg1 = 0, mbps;
+	mds_metric(k, M_DEGRADED, &deg0);
+	res->ok = read_pass(k, "after the rebuild", &mbps, res->why, sizeof(res->why));
+	if (res->ok) {
+		mds_metric(k, M_DEGRADED, &deg1);
+		res->degraded_after = (uint64_t)(deg1 - deg0);
+		res->ok = !res->degraded_after;
+		if (!res->ok)
+			bench_strfmt(res->why, sizeof(res->why),
+				     "braidctl shows it done, but a read after it still got %llu "
+				     "degraded layouts",
+				     (unsigned long long)res->degraded_after);
+	} else {
+		res->read_failed = true;
+	}
 }
 
 void ec_cluster_stop(struct ec_cluster *k)
