@@ -825,17 +825,20 @@ int main(int argc, char **argv)
 	table_print();
 	rounds_print(&o);
 	cl_print(&o);
+	bool failed = o.cluster && !cls.ran;
+	for (unsigned i = 0; i < cls.nrd; i++)
+		failed |= !cls.rd[i].ok;
+	failed |= cls.rb.read_failed;
+	/* before the JSON line, which ends the output */
+	if (failed) {
+		fflush(stdout);
+		fprintf(stderr, "bench/ec: FAILED: %s\n",
+			cls.ran ? "a cluster read failed or read wrong bytes (above)" : cls.why);
+	}
 	json_print(&o, ncpu);
 
 	stripe_free(&s42);
 	stripe_free(&s83);
 	stripe_free(&s164);
-	bool failed = o.cluster && !cls.ran;
-	for (unsigned i = 0; i < cls.nrd; i++)
-		failed |= !cls.rd[i].ok;
-	failed |= cls.rb.read_failed;
-	if (failed)
-		fprintf(stderr, "bench/ec: FAILED: %s\n",
-			cls.ran ? "a cluster read failed or read wrong bytes (above)" : cls.why);
 	return failed ? 1 : 0;
 }

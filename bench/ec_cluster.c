@@ -25,10 +25,11 @@
 #include "bench/common.h"
 #include "bench/ec.h"
 
-#define MiB	     (1u << 20)
-#define POLL_S	     0.2
-#define SEAL_BOUND_S 300.0
-#define ENT_MAX	     (BENCH_CLUSTER_DS_MAX + 4)
+#define MiB	       (1u << 20)
+#define POLL_S	       0.2
+#define REBUILD_POLL_S 0.05 /* a rebuild here takes about a second */
+#define SEAL_BOUND_S   300.0
+#define ENT_MAX	       (BENCH_CLUSTER_DS_MAX + 4)
 
 #define M_TO_SEAL  "braid_mds_ec_files{state=\"to_seal\"}"
 #define M_SEALED   "braid_mds_ec_sealed_total"
@@ -249,7 +250,7 @@ void ec_cluster_rebuild(struct ec_cluster *k, struct ec_rebuild *res)
 	uint64_t last_files = p0.files, last_bytes = p0.bytes, last_chunks = e0.chunks_done;
 	bool moved = false;
 	for (;;) {
-		bench_sleep_s(POLL_S);
+		bench_sleep_s(REBUILD_POLL_S);
 		t = bench_now_s();
 		if (!bench_cluster_prot_get(k->c, &p)) {
 			bench_strfmt(res->why, sizeof(res->why), "braidctl rebuild: %s",
