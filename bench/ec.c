@@ -702,7 +702,10 @@ static void jcluster(const struct bench_opts *o)
 	bench_json_num("degraded_read_vs_loopback", ok, v, 3);
 	ok = cl_rebuild_mbps(&v);
 	bench_json_num("rebuild_MBps", ok, v, 1);
-	bench_json_str("rebuild_why", ok ? NULL : cls.rb.why[0] ? cls.rb.why : "not run");
+	bench_json_str("rebuild_why", ok	      ? NULL
+				      : cls.rb.why[0] ? cls.rb.why
+				      : cls.ran	      ? "not run"
+						      : cls.why);
 	bench_json_num("rebuild_s", ok, cls.rb.secs, 2);
 	bench_json_num("rebuild_shown_s", ok, cls.rb.shown_secs, 2);
 	bench_json_num("rebuild_chunks", ok, (double)cls.rb.chunks, 0);
