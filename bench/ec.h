@@ -26,6 +26,7 @@ struct ec_cluster_opts {
 	uint64_t file_size;    /* each */
 	unsigned nds;	       /* data servers (k + m + 1: a lost one's chunks have a place) */
 	bool warm;	       /* keep the data servers' page cache between reads */
+	double read_secs;      /* each read measure: whole reads of the data set, this long */
 	double loop_secs;      /* each round's loopback sample */
 	double rebuild_idle_s; /* a rebuild with no progress this long: not done */
 	const char *dir;       /* where the cluster lives (a disk, not tmpfs) */
