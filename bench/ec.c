@@ -39,8 +39,9 @@
  *    (16 READs of 1 MiB in flight, straight to the data servers), every
  *    byte checked against the pattern it was written with; again (a cache
  *    drop before each) until the reads took 2 s (1 s with --quick);
- *  - a degraded read: one data server holding chunks (a different one each
- *    round) SIGKILLed, and once the MDS counts it down, the same read: the
+ *  - a degraded read: the data server holding the most data segments
+ *    (braidctl layout; the same one each round, so that rounds compare
+ *    alike) SIGKILLed, and once the MDS counts it down, the same read: the
  *    MDS lays out that server's segments on a surviving holder of the
  *    stripe with a reconstructing handle, which rebuilds them from k
  *    others.  The round fails unless the MDS's degraded layouts and the
@@ -608,8 +609,8 @@ static void cl_print(const struct bench_opts *o)
 	       c->nds, EC_POLICY, (unsigned)(c->size / c->file_size), (double)c->file_size / CHUNK,
 	       c->warm ? "from the page cache (--warm)"
 		       : "cold (the data servers' page cache dropped before each)");
-	printf("%-6s %9s %9s %9s %8s %8s %8s %7s %8s %10s\n", "round", "loopback", "normal",
-	       "degraded", "deg/norm", "norm/lo", "killed", "down s", "deg lays", "recon MB");
+	printf("%-6s %9s %9s %9s %8s %8s %12s %7s %8s %10s\n", "round", "loopback", "normal",
+	       "degraded", "deg/norm", "norm/lo", "killed(segs)", "down s", "deg lays", "recon MB");
 	for (unsigned i = 0; i < cls.nrd; i++) {
 		const struct ec_round *r = &cls.rd[i];
 		char lo[16], no[16], de[16], q1[16], q2[16];
@@ -622,8 +623,10 @@ static void cl_print(const struct bench_opts *o)
 		fig(q1, sizeof(q1), ok, v, 2);
 		ok = cl_round_ratio(i, C_NORMAL, C_LOOP, &v);
 		fig(q2, sizeof(q2), ok, v, 2);
-		printf("%-6u %9s %9s %9s %8s %8s %8u %7.1f %8llu %10.1f\n", i + 1, lo, no, de, q1,
-		       q2, r->killed, r->down_s, (unsigned long long)r->degraded_layouts,
+		char kil[32];
+		bench_strfmt(kil, sizeof(kil), "%u (%u/%u)", r->killed, r->killed_segs, r->segs);
+		printf("%-6u %9s %9s %9s %8s %8s %12s %7.1f %8llu %10.1f\n", i + 1, lo, no, de, q1,
+		       q2, kil, r->down_s, (unsigned long long)r->degraded_layouts,
 		       (double)r->reconstructed_bytes / MB);
 		if (!r->ok)
 			printf("       FAILED: %s\n", r->why);
@@ -818,7 +821,7 @@ int main(int argc, char **argv)
 		measure(R_SETUP, ss, op_rebuild, &s164, 0);
 		if (cls.ran) {
 			struct ec_round *rd = &cls.rd[cls.nrd++];
-			ec_cluster_round(&k, r, rd);
+			ec_cluster_round(&k, rd);
 			printf("bench/ec: round %u: normal %.0f MB/s, degraded %.0f MB/s (data "
 			       "server %u down), loopback %.0f MB/s%s%s\n",
 			       r + 1, rd->normal_mbps, rd->degraded_mbps, rd->killed, rd->loop_mbps,

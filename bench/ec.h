@@ -41,6 +41,7 @@ struct ec_round {
 	double normal_mbps;	      /* every file read through ffclient, all servers up */
 	double degraded_mbps;	      /* the same with one data server SIGKILLed */
 	uint32_t killed;	      /* its id */
+	unsigned killed_segs, segs;   /* data segments on it, of all the data set's */
 	double down_s;		      /* SIGKILL to the MDS counting it down */
 	uint64_t degraded_layouts;    /* braid_mds_ec_degraded_layouts_total, delta */
 	uint64_t reconstructed_bytes; /* the data servers' braid_ds_ec_read_bytes_total, delta */
@@ -76,9 +77,9 @@ struct ec_cluster {
  * -errno and why (ec_cluster_stop() still to be called).
  */
 int ec_cluster_start(struct ec_cluster *k, const struct ec_cluster_opts *o, char *why, size_t len);
-/* Round r: the loopback, a normal read, one server killed, a degraded
- * read, that server back on its store. */
-void ec_cluster_round(struct ec_cluster *k, unsigned r, struct ec_round *res);
+/* A round: the loopback, a normal read, the server holding the most data
+ * segments killed, a degraded read, that server back on its store. */
+void ec_cluster_round(struct ec_cluster *k, struct ec_round *res);
 /* Bytes allocated on the data servers' stores over the files' bytes. */
 bool ec_cluster_space(struct ec_cluster *k, uint64_t *raw, uint64_t *logical);
 /* The fullest data server killed for good, declared lost, and its chunks

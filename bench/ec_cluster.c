@@ -29,7 +29,8 @@
 #define POLL_S	       0.2
 #define REBUILD_POLL_S 0.05 /* a rebuild here takes about a second */
 #define SEAL_BOUND_S   300.0
-#define READS_MAX      16 /* reads of the data set in one measure */
+#define READS_MAX      16  /* reads of the data set in one measure */
+#define VICTIM_IDS     256 /* data server ids counted */
 #define ENT_MAX	       (BENCH_CLUSTER_DS_MAX + 4)
 
 #define M_TO_SEAL  "braid_mds_ec_files{state=\"to_seal\"}"
@@ -137,21 +138,46 @@ static bool read_pass(struct ec_cluster *k, const char *what, double *mbps, char
 	return true;
 }
 
-/* Of the running data servers holding objects, the r-th (by id, in turn). */
-static struct bench_cluster_ds *victim(struct ec_cluster *k, unsigned r)
+/*
+ * The running data server holding the most data segments of the data set
+ * (`braidctl --json layout` of every file: each segment's "mirrors"
+ * names its server first; parity holders are not segments): its loss
+ * degrades the most reads, and each round kills the same one, so that
+ * the rounds' ratios compare alike.  *segs its segments, *total all.
+ */
+static struct bench_cluster_ds *victim(struct ec_cluster *k, unsigned *segs, unsigned *total)
 {
-	struct bench_cluster_ent v[ENT_MAX];
-	unsigned n = bench_cluster_ds_list(k->c, v, ENT_MAX), m = 0;
-	struct bench_cluster_ds *cand[ENT_MAX];
-	for (unsigned i = 0; i < n; i++) {
-		struct bench_cluster_ds *d = bench_cluster_ds_by_id(k->c, v[i].id);
-		if (d && v[i].up && !v[i].lost && v[i].objects)
-			cand[m++] = d;
+	unsigned count[VICTIM_IDS] = {0};
+	*segs = *total = 0;
+	for (unsigned i = 0; i < k->nfiles; i++) {
+		char path[PATH_MAX];
+		bench_cluster_file_path(path, sizeof(path), EC_DIR, i);
+		if (bench_cluster_ctl(k->c, true, "layout %s", path))
+			continue;
+		const char *p = strstr(k->c->out, "\"segments\":");
+		while (p && (p = strstr(p, "\"mirrors\":"))) {
+			/* "mirrors": [[ID, ...], ...]: the first mirror's first server */
+			const char *q = p + strlen("\"mirrors\":");
+			q += strspn(q, " \n[");
+			unsigned long id = strtoul(q, NULL, 10);
+			if (id < VICTIM_IDS)
+				count[id]++;
+			(*total)++;
+			p++;
+		}
 	}
-	return m ? cand[r % m] : NULL;
+	struct bench_cluster_ds *best = NULL;
+	for (unsigned id = 0; id < VICTIM_IDS; id++) {
+		struct bench_cluster_ds *d = bench_cluster_ds_by_id(k->c, id);
+		if (d && count[id] > *segs) {
+			*segs = count[id];
+			best = d;
+		}
+	}
+	return best;
 }
 
-void ec_cluster_round(struct ec_cluster *k, unsigned r, struct ec_round *res)
+void ec_cluster_round(struct ec_cluster *k, struct ec_round *res)
 {
 	memset(res, 0, sizeof(*res));
 	if (k->broken[0]) {
@@ -167,9 +193,10 @@ void ec_cluster_round(struct ec_cluster *k, unsigned r, struct ec_round *res)
 	if (!read_pass(k, "normal", &res->normal_mbps, res->why, sizeof(res->why)))
 		return;
 
-	struct bench_cluster_ds *d = victim(k, r);
+	struct bench_cluster_ds *d = victim(k, &res->killed_segs, &res->segs);
 	if (!d) {
-		bench_strfmt(res->why, sizeof(res->why), "no data server holds objects");
+		bench_strfmt(res->why, sizeof(res->why),
+			     "braidctl layout names no data segment on a running data server");
 		return;
 	}
 	res->killed = d->id;
