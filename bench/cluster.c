@@ -4,7 +4,6 @@
  */
 #include "config.h"
 
-#define _XOPEN_SOURCE_EXTENDED 1 /* nftw */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
