@@ -31,6 +31,8 @@
 #include "mds/admin.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
+#include "mds/ec_scrub.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
 #include "mds/ec.h"
@@ -280,6 +282,21 @@ static int path_walk(struct braid_mds *mds, xdr_string path, struct walk *w, str
 		w->end[w->n++] = i;
 	}
 	return 0;
+}
+
+/* path_walk to the last component only: its inode and attributes. */
+static int path_ino(struct braid_mds *mds, xdr_string path, struct mds_attr *a, uint64_t *ino,
+		    char *why, size_t whylen)
+{
+	struct walk *w = malloc(sizeof(*w));
+	if (!w) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	int rc = path_walk(mds, path, w, a, why, whylen);
+	*ino = rc ? 0 : w->ino[w->n - 1];
+	free(w);
+	return rc;
 }
 
 /* ------------------------------------------------------------- STATUS */
@@ -955,14 +972,10 @@ static int a_layout(struct nfsd_req *req, void *argp, void *resp)
 		FAIL(res, BRAID_ADMIN_INVAL, "lg_max must be 1 or more");
 	if (a->lg_max > BRAID_ADMIN_LIST_MAX)
 		a->lg_max = BRAID_ADMIN_LIST_MAX;
-	struct walk *w = malloc(sizeof(*w));
-	if (!w)
-		FAIL(res, BRAID_ADMIN_SERVERFAULT, "out of memory");
 	struct mds_attr at;
 	char why[512];
-	int rc = path_walk(mds, a->lg_path, w, &at, why, sizeof(why));
-	uint64_t ino = rc ? 0 : w->ino[w->n - 1];
-	free(w);
+	uint64_t ino;
+	int rc = path_ino(mds, a->lg_path, &at, &ino, why, sizeof(why));
 	if (rc)
 		FAIL(res, stat_of(rc), "%s", why);
 	if (at.type == MDS_DIR)
@@ -1297,9 +1310,84 @@ static int a_rebalance(struct nfsd_req *req, void *argp, void *resp)
 	     "('braidctl rebuild' shows the progress)");
 }
 
+/* ------------------------------------------------------------ EC */
+
+static int a_ec_scrub(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_mds *mds = req->priv;
+	braid_admin_path_args *a = argp;
+	braid_admin_ec_scrub_res *res = resp;
+	if (!authorized(req))
+		FAIL(res, BRAID_ADMIN_ACCESS, NOAUTH);
+	struct mds_attr at;
+	char why[512];
+	uint64_t ino;
+	int rc = path_ino(mds, a->pa_path, &at, &ino, why, sizeof(why));
+	if (rc)
+		FAIL(res, stat_of(rc), "%s", why);
+	if (at.type == MDS_DIR)
+		FAIL(res, BRAID_ADMIN_ISDIR, "%.*s is a directory: scrub its files one by one",
+		     (int)a->pa_path.len, (const char *)a->pa_path.val);
+	struct mds_ec_scrub_res r;
+	rc = mds_ec_scrub_file(mds, ino, &r);
+	if (rc == -EINVAL)
+		FAIL(res, BRAID_ADMIN_INVAL, "%.*s is not an erasure-coded regular file",
+		     (int)a->pa_path.len, (const char *)a->pa_path.val);
+	if (rc)
+		FAIL(res, stat_of(rc), "scrubbing inode %llu: %s", (unsigned long long)ino,
+		     strerror(-rc));
+	res->u.ok = (braid_admin_ec_scrub_resok){r.sealed, r.stripes, r.mismatches, r.repairs,
+						 r.errors};
+	res->status = BRAID_ADMIN_OK;
+	return NFSD_SUCCESS;
+}
+
+static int a_ec_status(struct nfsd_req *req, void *argp, void *resp)
+{
+	(void)argp;
+	struct braid_mds *mds = req->priv;
+	braid_admin_ec_status_res *res = resp;
+	if (!authorized(req))
+		FAIL(res, BRAID_ADMIN_ACCESS, NOAUTH);
+	struct mds_ec_space sp;
+	int rc = mds_ec_space_tally(mds, &sp);
+	if (rc)
+		FAIL(res, stat_of(rc), "reading the layout maps: %s", strerror(-rc));
+	struct mds_ec_stats es;
+	struct mds_ec_scrub_pass lp;
+	mds_ec_stats(mds, &es);
+	mds_ec_scrub_last(mds, &lp);
+	res->u.ok = (braid_admin_ec_status_resok){
+	    .es_sealed_total = es.sealed,
+	    .es_unsealed_total = es.unsealed,
+	    .es_encode_bytes = es.encode_bytes,
+	    .es_encode_failures = es.failures,
+	    .es_to_seal = es.to_seal,
+	    .es_scrub_interval_s = mds->set.ec_scrub_interval_ms / 1000,
+	    .es_passes = lp.passes,
+	    .es_pass_running = lp.running,
+	    .es_pass_started = lp.started,
+	    .es_pass_ended = lp.ended,
+	    .es_pass_files = lp.res.files,
+	    .es_pass_stripes = lp.res.stripes,
+	    .es_pass_mismatches = lp.res.mismatches,
+	    .es_pass_repairs = lp.res.repairs,
+	    .es_pass_errors = lp.res.errors,
+	    .es_files = sp.files,
+	    .es_raw = sp.raw,
+	    .es_logical = sp.logical,
+	    .es_ec_files = sp.ec_files,
+	    .es_ec_sealed = sp.ec_sealed,
+	    .es_ec_raw = sp.ec_raw,
+	    .es_ec_logical = sp.ec_logical,
+	};
+	res->status = BRAID_ADMIN_OK;
+	return NFSD_SUCCESS;
+}
+
 /* ------------------------------------------------------------ program */
 
-static struct nfsd_proc admin_procs[BRAID_ADMINPROC_OPSTATS + 1] = {
+static struct nfsd_proc admin_procs[BRAID_ADMINPROC_EC_STATUS + 1] = {
     [BRAID_ADMINPROC_NULL] = {.name = "NULL", .fn = a_null, .flags = NFSD_PROC_INLINE},
     [BRAID_ADMINPROC_STATUS] = {.name = "STATUS", .fn = a_status},
     [BRAID_ADMINPROC_DS_LIST] = {.name = "DS_LIST", .fn = a_ds_list},
@@ -1317,9 +1405,11 @@ static struct nfsd_proc admin_procs[BRAID_ADMINPROC_OPSTATS + 1] = {
     [BRAID_ADMINPROC_PROTECTION] = {.name = "PROTECTION", .fn = a_protection},
     [BRAID_ADMINPROC_REBALANCE] = {.name = "REBALANCE", .fn = a_rebalance},
     [BRAID_ADMINPROC_OPSTATS] = {.name = "OPSTATS", .fn = a_opstats},
+    [BRAID_ADMINPROC_EC_SCRUB] = {.name = "EC_SCRUB", .fn = a_ec_scrub},
+    [BRAID_ADMINPROC_EC_STATUS] = {.name = "EC_STATUS", .fn = a_ec_status},
 };
 static const struct nfsd_version admin_versions[] = {
-    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_OPSTATS + 1},
+    {.vers = BRAID_ADMIN_V1, .procs = admin_procs, .nprocs = BRAID_ADMINPROC_EC_STATUS + 1},
 };
 
 const struct nfsd_program *mds_admin_program(struct braid_mds *mds)
@@ -1582,7 +1672,7 @@ int mds_admin_init(struct braid_mds *mds, char *msg, size_t msglen)
 	}
 	ad->mds = mds;
 	mds->admin = ad;
-	nfsd_procs_bind(admin_procs, BRAID_ADMINPROC_OPSTATS + 1,
+	nfsd_procs_bind(admin_procs, BRAID_ADMINPROC_EC_STATUS + 1,
 			&xdr_desc_BRAID_ADMIN_PROGRAM_BRAID_ADMIN_V1);
 	ad->prog = (struct nfsd_program){
 	    .prog = BRAID_ADMIN_PROGRAM,

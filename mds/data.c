@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ctl/client.h"
+#include "ctl/objid.h"
 #include "layout/fence.h"
 #include "layout/policy.h"
 #include "mds/data.h"
@@ -266,6 +267,26 @@ static uint64_t rng_cb(void *arg)
  * objects are made, so a crash between the two leaves a map whose object
  * is missing (repaired on use), never an object no map names.
  */
+/* usable[0..nu) but the data servers holding the other data chunks of
+ * segment n's erasure-coded stripe, into out: how many. */
+static unsigned stripe_apart(struct braid_mds *mds, uint64_t ino, const struct layout_policy *p,
+			     uint64_t n, const struct layout_cand *usable, unsigned nu,
+			     struct layout_cand *out)
+{
+	uint32_t taken[LAYOUT_EC_K_MAX];
+	unsigned nt = 0, no = 0;
+	uint64_t first = n / p->ec_k * p->ec_k;
+	for (uint64_t j = first; j < first + p->ec_k; j++) {
+		struct mds_layout_seg l;
+		if (j != n && !mds_layout_get(mds->store, ino, j, &l) && l.nds)
+			taken[nt++] = l.ds[0];
+	}
+	for (unsigned i = 0; i < nu; i++)
+		if (!id_in(taken, nt, usable[i].id))
+			out[no++] = usable[i];
+	return no;
+}
+
 static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, uint64_t n,
 			       const uint32_t *avoid, unsigned navoid, struct mds_file_map *m,
 			       struct mds_layout_seg *seg)
@@ -312,7 +333,16 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 	}
 	unsigned w = layout_seg_width(&m->pol);
 	memset(seg, 0, sizeof(*seg));
-	if ((rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
+	rc = -EAGAIN;
+	if (layout_is_ec(&m->pol)) {
+		/* an erasure-coded stripe's data chunks on distinct servers, so
+		 * that losing one server loses one chunk of it; the set's round
+		 * robin already does so unless a server was replaced */
+		struct layout_cand apart[256];
+		unsigned na = stripe_apart(mds, a->ino, &m->pol, n, usable, nu, apart);
+		rc = layout_seg_place(&m->pol, place, np, n, apart, na, seg->ds);
+	}
+	if (rc && (rc = layout_seg_place(&m->pol, place, np, n, usable, nu, seg->ds)))
 		return rc == -EAGAIN && space_short ? -ENOSPC : rc;
 	seg->nds = w;
 	/* a substitute from outside the set joins it while there is room */
@@ -812,32 +842,51 @@ out:
 	return rc;
 }
 
+/* SETFENCE of uid/gid on object id at data server ds: 0 (also when it has
+ * no such object: it is made with the new pair), -EAGAIN or -EIO. */
+static int fence_one(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds,
+		     const struct ds_objid *id, uint32_t uid, uint32_t gid)
+{
+	int err;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ds, &err);
+	if (dc) {
+		err = ds_ctl_setfence(dc->clnt, &mds->key, id, uid, gid, LAYOUT_FENCE_MODE);
+		mds_ds_conn_put(dc);
+	}
+	if (!err || err == -ENOENT)
+		return 0;
+	if (err != -EAGAIN)
+		mds_log("inode %llu: fencing on data server %u: %s", (unsigned long long)a->ino, ds,
+			strerror(-err));
+	return err == -ESTALE ? -EIO : -EAGAIN;
+}
+
 /* With the object lock held: SETFENCE of the current epoch's pair on every
- * data server of the file; -EAGAIN when one could not be reached. */
+ * data server of the file, its parity objects' holders included (EC_COMPUTE
+ * and reconstructing reads read parity as the fence); -EAGAIN when one
+ * could not be reached. */
 static int fence_apply_locked(struct braid_mds *mds, const struct mds_attr *a, uint32_t epoch)
 {
 	struct ds_set s;
 	int rc = ds_set_of(mds, a->ino, &s);
 	if (rc)
 		return rc;
-	struct ds_objid id;
+	uint32_t par[RELEASE_MAX_DS];
+	int np = mds_ec_parity_holders(mds, a->ino, par, RELEASE_MAX_DS);
+	if (np < 0)
+		return np;
+	struct ds_objid id, pid;
 	uint32_t uid, gid;
 	mds_data_objid(a, &id);
+	ds_objid_parity(&id, &pid);
 	mds_data_fence_epoch(mds, a, epoch, &uid, &gid);
 	for (unsigned k = 0; k < s.n; k++) {
-		int err;
-		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
-		if (dc) {
-			err = ds_ctl_setfence(dc->clnt, &mds->key, &id, uid, gid, LAYOUT_FENCE_MODE);
-			mds_ds_conn_put(dc);
-		}
-		/* NOENT: no object there yet; it is made with the new pair */
-		if (err && err != -ENOENT) {
-			if (err != -EAGAIN)
-				mds_log("inode %llu: fencing on data server %u: %s",
-					(unsigned long long)a->ino, s.id[k], strerror(-err));
-			rc = err == -ESTALE ? -EIO : -EAGAIN;
-		}
+		int err = fence_one(mds, a, s.id[k], &id, uid, gid);
+		rc = err ? err : rc;
+	}
+	for (int k = 0; k < np; k++) {
+		int err = fence_one(mds, a, par[k], &pid, uid, gid);
+		rc = err ? err : rc;
 	}
 	return rc;
 }

@@ -23,6 +23,7 @@
 #include "mds/ec.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
+#include "mds/space.h"
 #include "mds/state.h"
 #include "nfsd/clock.h"
 #include "nfsd/metrics.h"
@@ -35,16 +36,18 @@
 #define EC_SCAN_MS    500
 #define EC_SCAN_MAX   4096 /* files looked at per scan */
 #define EC_CHUNKS     (LAYOUT_EC_K_MAX + LAYOUT_EC_M_MAX)
-#define EC_SAID	      64 /* unreadable files logged (once each) */
-#define EC_RETRY_NS   (5ull * 1000 * 1000 * 1000) /* after a failed seal */
-#define EC_RECALL_NS  (10ull * 1000 * 1000 * 1000) /* idle RW layouts recalled at most this often */
+#define EC_SAID	      64			   /* unreadable files logged (once each) */
+#define EC_RETRY_NS   (5ull * 1000 * 1000 * 1000)  /* after a failed seal */
+#define EC_RECALL_NS  (10ull * 1000 * 1000 * 1000) /* idle RW layouts recalled at most this often  \
+						    */
 
 /* Writes to inodes hashing here: how many began, and when the last did. */
 struct ec_slot {
 	uint64_t writes;
 	uint64_t last_ns;
-	uint64_t retry_ns; /* a seal failed: not tried again before (the sealer's only) */
+	uint64_t retry_ns;  /* a seal failed: not tried again before (the sealer's only) */
 	uint64_t recall_ns; /* its idle RW layouts were last recalled (the sealer's only) */
+	unsigned begins;    /* mds_ec_write_begin calls under way */
 };
 
 struct mds_ec {
@@ -54,6 +57,11 @@ struct mds_ec {
 	pthread_mutex_t mu;
 	pthread_cond_t cond; /* the sealer's wait: the stop */
 	bool stop, running;
+	/* mds_ec_hold: the inode whose chunks are rewritten in place (0:
+	 * none); write_begin waits on held_cond while it is its own, and
+	 * hold waits there for the begins under way in its slot */
+	uint64_t held;
+	pthread_cond_t held_cond;
 	pthread_t thread;
 	struct ec_slot slot[EC_SLOTS];
 	uint64_t said[EC_SAID];
@@ -85,6 +93,27 @@ static void slot_bump(struct mds_ec *ec, uint64_t ino)
 	pthread_mutex_unlock(&ec->mu);
 }
 
+/* A write_begin starts (after any hold of ino ends) and counts. */
+static void slot_begin(struct mds_ec *ec, uint64_t ino)
+{
+	pthread_mutex_lock(&ec->mu);
+	while (ec->held == ino)
+		pthread_cond_wait(&ec->held_cond, &ec->mu);
+	struct ec_slot *s = slot_of(ec, ino);
+	s->writes++;
+	s->begins++;
+	s->last_ns = nfsd_now_ns();
+	pthread_mutex_unlock(&ec->mu);
+}
+
+static void slot_end(struct mds_ec *ec, uint64_t ino)
+{
+	pthread_mutex_lock(&ec->mu);
+	slot_of(ec, ino)->begins--;
+	pthread_cond_broadcast(&ec->held_cond);
+	pthread_mutex_unlock(&ec->mu);
+}
+
 /* ------------------------------------------------------------- records */
 
 static int rec_get(struct braid_mds *mds, uint64_t ino, struct mds_ec_file *f)
@@ -102,8 +131,7 @@ static int rec_get(struct braid_mds *mds, uint64_t ino, struct mds_ec_file *f)
 	return 0;
 }
 
-static int rec_put(struct braid_mds *mds, uint64_t ino, bool sealed, uint64_t change,
-		   uint64_t size)
+static int rec_put(struct braid_mds *mds, uint64_t ino, bool sealed, uint64_t change, uint64_t size)
 {
 	struct mds_layout_args la = {.ino = ino, .seg = MDS_EC_REC};
 	la.l.flags = sealed ? MDS_EC_SEALED : 0;
@@ -158,6 +186,31 @@ int mds_ec_stripe_ids(struct braid_mds *mds, uint64_t ino, const struct layout_p
 
 /* ------------------------------------------------------------- writes */
 
+static bool holder_ok(struct braid_mds *mds, uint32_t id);
+
+struct chunks_up {
+	struct braid_mds *mds;
+	uint32_t down; /* a data chunk's server that is down or lost (0: none) */
+};
+
+static int chunk_up(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct chunks_up *u = arg;
+	if (seg >= MDS_LAYOUT_SEG_END || !l->nds || holder_ok(u->mds, l->ds[0]))
+		return 0;
+	u->down = l->ds[0];
+	return 1;
+}
+
+/*
+ * A sealed file is unsealed only while every data chunk's server is up:
+ * unsealed, its parity no longer counts, and a chunk on a server that is
+ * down could no longer be rebuilt for readers.  Until the server is back
+ * (or the chunk rebuilt elsewhere: braidctl ds lost) the write waits
+ * (-EAGAIN: DELAY, JUKEBOX, LAYOUTTRYLATER) and the file stays readable.
+ */
+static int write_begin(struct braid_mds *mds, uint64_t ino);
+
 int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_policy *pol)
 {
 	struct mds_ec *ec = mds->ec;
@@ -167,7 +220,15 @@ int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_
 	 * now would leave them with no parity to be made from) */
 	if (mds_ec_rebuild_held(mds, ino))
 		return -EAGAIN;
-	slot_bump(ec, ino);
+	slot_begin(ec, ino);
+	int rc = write_begin(mds, ino);
+	slot_end(ec, ino);
+	return rc;
+}
+
+static int write_begin(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_ec *ec = mds->ec;
 	struct mds_ec_file f;
 	int rc = rec_get(mds, ino, &f);
 	if (!rc && !f.sealed)
@@ -175,6 +236,13 @@ int mds_ec_write_begin(struct braid_mds *mds, uint64_t ino, const struct layout_
 	if (rc && rc != -ENOENT)
 		return rc;
 	bool was_sealed = !rc;
+	if (was_sealed) {
+		struct chunks_up u = {.mds = mds};
+		if ((rc = mds_layout_list(mds->store, ino, chunk_up, &u)) < 0)
+			return rc;
+		if (u.down)
+			return -EAGAIN;
+	}
 	/* the set first: a crash between the two leaves a sealed file in the
 	 * set, which the sealer encodes again */
 	if ((rc = mds_ecseal_mark(mds->store, ino)) || (rc = rec_put(mds, ino, false, 0, 0)))
@@ -286,17 +354,22 @@ struct ec_batch {
 	int err;
 };
 
-int mds_ec_compute(struct braid_mds *mds, const struct mds_attr *a, const struct layout_policy *p,
-		   uint32_t epoch, uint64_t s, const uint32_t *ids, unsigned target, uint64_t *written)
+int mds_ec_chunk_compute(struct braid_mds *mds, const struct mds_attr *a,
+			 const struct layout_policy *p, uint32_t epoch, uint64_t s, uint64_t size,
+			 const uint32_t *ids, unsigned target, bool verify,
+			 struct mds_ec_compute_out *out)
 {
+	memset(out, 0, sizeof(*out));
+	out->chunk = target;
 	struct ec_desc *d = malloc(sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	braid_ctl_ec_compute_args args = {
 	    .ecc_target = target,
 	    .ecc_mode = LAYOUT_FENCE_MODE,
+	    .ecc_verify = verify,
 	};
-	stripe_describe(mds, a, p, epoch, s, a->size, ids, d, &args.ecc_stripe);
+	stripe_describe(mds, a, p, epoch, s, size, ids, d, &args.ecc_stripe);
 	int rc;
 	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ids[target], &rc);
 	uint64_t chunk = 1ull << p->seg_shift;
@@ -306,12 +379,15 @@ int mds_ec_compute(struct braid_mds *mds, const struct mds_attr *a, const struct
 		memset(&res, 0, sizeof(res));
 		rc = ds_ctl_call_timeout(dc->clnt, &mds->key, BRAID_CTLPROC_EC_COMPUTE, &args, &res,
 					 NULL, EC_TIMEOUT_MS);
-		if (!rc)
+		if (!rc && res.ecc_status) {
 			rc = ds_ctl_errno(res.ecc_status);
+			out->chunk = res.u.ecf_chunk;
+		}
 		if (rc)
 			break;
 		const braid_ctl_ec_compute_resok *ok = &res.u.ecc_resok;
-		*written += ok->ecc_written;
+		out->written += ok->ecc_written;
+		out->mismatch += ok->ecc_mismatch;
 		if (ok->ecc_done)
 			break;
 		if (ok->ecc_next <= args.ecc_offset || ok->ecc_next >= chunk) {
@@ -323,6 +399,16 @@ int mds_ec_compute(struct braid_mds *mds, const struct mds_attr *a, const struct
 	if (dc)
 		mds_ds_conn_put(dc);
 	free(d);
+	return rc;
+}
+
+int mds_ec_compute(struct braid_mds *mds, const struct mds_attr *a, const struct layout_policy *p,
+		   uint32_t epoch, uint64_t s, const uint32_t *ids, unsigned target,
+		   uint64_t *written)
+{
+	struct mds_ec_compute_out o;
+	int rc = mds_ec_chunk_compute(mds, a, p, epoch, s, a->size, ids, target, false, &o);
+	*written += o.written;
 	return rc;
 }
 
@@ -564,9 +650,10 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 	if (clean && !(rc = rec_put(mds, ino, true, a.change, a.size)))
 		rc = mds_ecseal_clear(mds->store, ino);
 	pthread_mutex_unlock(&ec->mu);
-	if (clean && !rc)
+	if (clean && !rc) {
 		nfsd_metric_add(ec->m_sealed, 1);
-	else if (rc)
+		mds_space_note(mds, ino); /* its parity objects count */
+	} else if (rc)
 		mds_log("inode %llu: recording it sealed: %s", (unsigned long long)ino,
 			strerror(-rc));
 }
@@ -703,6 +790,57 @@ int mds_ec_objects_remove(struct braid_mds *mds, const struct mds_attr *a)
 	return left;
 }
 
+int mds_ec_parity_holders(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max)
+{
+	struct par_set ps = {.n = 0};
+	int rc = mds_layout_list(mds->store, ino, par_add, &ps);
+	if (rc < 0)
+		return rc;
+	unsigned n = ps.n < max ? ps.n : max;
+	memcpy(ids, ps.id, n * sizeof(ids[0]));
+	return (int)n;
+}
+
+/* ------------------------------------------------------------- holds */
+
+int mds_ec_hold(struct braid_mds *mds, uint64_t ino, uint64_t w0)
+{
+	struct mds_ec *ec = mds->ec;
+	if (!ec)
+		return -EAGAIN;
+	pthread_mutex_lock(&ec->mu);
+	while (ec->held && !ec->stop)
+		pthread_cond_wait(&ec->held_cond, &ec->mu);
+	struct ec_slot *sl = slot_of(ec, ino);
+	int rc = ec->stop ? -EINTR : sl->writes != w0 ? -EAGAIN : 0;
+	if (!rc) {
+		ec->held = ino;
+		/* a begin that counted before w0 was read may not have
+		 * unsealed yet: it finishes first, and the record says */
+		while (sl->begins && !ec->stop)
+			pthread_cond_wait(&ec->held_cond, &ec->mu);
+	}
+	pthread_mutex_unlock(&ec->mu);
+	if (rc)
+		return rc;
+	struct mds_ec_file f;
+	if (rec_get(mds, ino, &f) || !f.sealed || mds_layout_rw_held(mds, ino, 0)) {
+		mds_ec_unhold(mds, ino);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void mds_ec_unhold(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_ec *ec = mds->ec;
+	pthread_mutex_lock(&ec->mu);
+	if (ec->held == ino)
+		ec->held = 0;
+	pthread_cond_broadcast(&ec->held_cond);
+	pthread_mutex_unlock(&ec->mu);
+}
+
 /* ------------------------------------------------------------- EC_LOCATE */
 
 static braid_ctl_stat locate(struct braid_mds *mds, struct nfsd_req *req,
@@ -778,15 +916,18 @@ int mds_ec_init(struct braid_mds *mds, char *msg, size_t msglen)
 	ec->mds = mds;
 	pthread_mutex_init(&ec->mu, NULL);
 	pthread_cond_init(&ec->cond, NULL);
+	pthread_cond_init(&ec->held_cond, NULL);
 	struct nfsd_metrics *mt = mds->metrics;
-	ec->m_sealed = nfsd_metrics_counter(mt, "braid_mds_ec_sealed_total",
-					    "Erasure-coded files sealed (parity made current).", NULL);
+	ec->m_sealed =
+	    nfsd_metrics_counter(mt, "braid_mds_ec_sealed_total",
+				 "Erasure-coded files sealed (parity made current).", NULL);
 	ec->m_unsealed = nfsd_metrics_counter(
 	    mt, "braid_mds_ec_unsealed_total",
 	    "Sealed erasure-coded files unsealed by a write (unprotected until sealed again).",
 	    NULL);
-	ec->m_bytes = nfsd_metrics_counter(mt, "braid_mds_ec_encode_bytes_total",
-					   "Parity bytes the data servers wrote when sealing.", NULL);
+	ec->m_bytes =
+	    nfsd_metrics_counter(mt, "braid_mds_ec_encode_bytes_total",
+				 "Parity bytes the data servers wrote when sealing.", NULL);
 	ec->m_degraded = nfsd_metrics_counter(
 	    mt, "braid_mds_ec_degraded_layouts_total",
 	    "READ layouts naming a reconstructing handle in place of a data server that "
@@ -815,6 +956,7 @@ void mds_ec_stop(struct braid_mds *mds)
 	pthread_mutex_lock(&ec->mu);
 	ec->stop = true;
 	pthread_cond_broadcast(&ec->cond);
+	pthread_cond_broadcast(&ec->held_cond);
 	pthread_mutex_unlock(&ec->mu);
 	pthread_join(ec->thread, NULL);
 	ec->running = false;
@@ -827,6 +969,7 @@ void mds_ec_release(struct braid_mds *mds)
 		return;
 	mds_ec_stop(mds);
 	pthread_cond_destroy(&ec->cond);
+	pthread_cond_destroy(&ec->held_cond);
 	pthread_mutex_destroy(&ec->mu);
 	free(ec);
 	mds->ec = NULL;

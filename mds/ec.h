@@ -99,6 +99,41 @@ int mds_ec_substitute(struct braid_mds *mds, const struct mds_attr *a,
  * when some is left for a later try. */
 int mds_ec_objects_remove(struct braid_mds *mds, const struct mds_attr *a);
 
+/*
+ * EC_COMPUTE (braid_ctl.x) of chunk target of stripe s of a's file
+ * (policy p, fence epoch epoch, the file's size size, holders ids),
+ * whole, on its holder, looped from ecc_next with a 15 s timeout per
+ * call; verify: compare, write nothing.  0, or the -errno of the first
+ * failure with out->chunk the chunk it is about (ecf_chunk: -EIO with a
+ * source's index is a block that failed its CRC there, or a source that
+ * did not answer).  mds_ec_compute() is the same without verify.
+ */
+struct mds_ec_compute_out {
+	uint64_t written, mismatch; /* bytes, over every call */
+	unsigned chunk;
+};
+int mds_ec_chunk_compute(struct braid_mds *mds, const struct mds_attr *a,
+			 const struct layout_policy *p, uint32_t epoch, uint64_t s, uint64_t size,
+			 const uint32_t *ids, unsigned target, bool verify,
+			 struct mds_ec_compute_out *out);
+
+/* The data servers holding some parity object of ino's file (at most
+ * max, deduplicated): how many, or -errno. */
+int mds_ec_parity_holders(struct braid_mds *mds, uint64_t ino, uint32_t *ids, unsigned max);
+
+/*
+ * Chunks of a sealed file rewritten in place (a scrub's repair): while
+ * ino is held, mds_ec_write_begin of it waits, so no write can land in a
+ * chunk being rebuilt from the others.  mds_ec_writes() is read before
+ * the file is looked at; mds_ec_hold() succeeds (0) only if no write
+ * began since (w0), the file is still sealed and no RW layout is out;
+ * -EAGAIN otherwise (the file is being written: not held), -EINTR at a
+ * stop.  One inode held at a time (a second hold waits).  Keep a hold
+ * short: it stalls that file's writers, RPC workers included.
+ */
+int mds_ec_hold(struct braid_mds *mds, uint64_t ino, uint64_t w0);
+void mds_ec_unhold(struct braid_mds *mds, uint64_t ino);
+
 /* EC_LOCATE (braid_ctl.x), served beside REGISTER (mds/dsreg.c). */
 int mds_ec_locate(struct nfsd_req *req, void *argp, void *resp);
 

@@ -22,6 +22,7 @@
 #include "mds/data.h"
 #include "mds/dsreg.h"
 #include "mds/ec.h"
+#include "mds/ec_scrub.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
 #include "mds/mds_impl.h"
@@ -103,6 +104,11 @@ const struct conf_schema mds_conf_schema[] = {
 	  .desc = "An erasure-coded file unchanged this long, and open for writing by nobody, "
 		  "is sealed: its parity is computed, and its bytes survive the loss of m data "
 		  "servers." },
+	{ "mds", NULL, "ec_scrub_interval", CONF_DURATION, .min = 0, .max = 31536000000ll,
+	  .def = "168h", S(ec_scrub_interval_ms),
+	  .desc = "A background scrub verifies every sealed erasure-coded file's parity against "
+		  "its data this often (and repairs what differs or fails its CRC); 0: never "
+		  "(braidctl ec scrub still does one file)." },
 	{ "mds", NULL, "resilver_rate", CONF_SIZE, .def = "0", S(resilver_rate),
 	  .desc = "Bytes per second each resilver copy reads from its source (a stale mirror "
 		  "brought up to date); 0: no bound." },
@@ -901,6 +907,7 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	if ((rc = mds_state_init(mds, msg, msglen)) || (rc = mds_dsreg_init(mds, msg, msglen)) ||
 	    (rc = mds_space_init(mds, msg, msglen)) || (rc = mds_layout_init(mds, msg, msglen)) ||
 	    (rc = mds_resilver_init(mds, msg, msglen)) || (rc = mds_ec_init(mds, msg, msglen)) ||
+	    (rc = mds_ec_scrub_init(mds, msg, msglen)) ||
 	    (rc = mds_ec_rebuild_init(mds, msg, msglen)) ||
 	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_nlm_init(mds, msg, msglen)) ||
 	    (rc = mds_admin_init(mds, msg, msglen)))
@@ -990,6 +997,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	if (mds->srv && mds->nports)
 		mds_mount_rpcbind_unset(mds);
 	mds_resilver_stop(mds); /* its thread calls data servers and the layout layer */
+	mds_ec_scrub_stop(mds); /* the scrub calls data servers and holds files */
 	mds_ec_stop(mds);	/* so does the sealer */
 	mds_layout_stop(mds); /* its thread calls clients back and data servers */
 	mds_state_stop(mds);  /* the delegation thread calls clients back */
@@ -1005,6 +1013,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	mds_nlm_release(mds); /* its locks are in the state's table */
 	mds_mount_release(mds);
 	mds_resilver_release(mds);
+	mds_ec_scrub_release(mds);
 	mds_ec_release(mds);
 	mds_ec_rebuild_release(mds); /* after the resilver, whose workers rebuild */
 	mds_dsreg_release(mds);

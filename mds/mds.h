@@ -52,6 +52,7 @@ struct mds_settings {
 	int64_t resilver_copies_per_ds; /* of which into one data server */
 	uint64_t ds_lost_after_ms;     /* down this long: declared lost; 0: never */
 	uint64_t ec_seal_after_ms;     /* erasure coding: unchanged this long, sealed */
+	uint64_t ec_scrub_interval_ms; /* a scrub pass of sealed files this often; 0: none */
 	/* the layout policy of files no directory gives one (layout/policy.h) */
 	int layout;		       /* enum layout_mode - 1: whole, segments, striped */
 	uint64_t layout_segment_size;  /* segments: the grid */

@@ -79,6 +79,7 @@ struct mds_data;   /* data.c */
 struct mds_space;  /* space.c */
 struct mds_resilver; /* resilver.c */
 struct mds_ec;       /* ec.c */
+struct mds_ec_scrub; /* ec_scrub.c */
 struct mds_ec_rebuild; /* ec_rebuild.c */
 struct mds_mount;  /* mount.c */
 struct mds_nlm;	   /* nlm.c */
@@ -157,6 +158,7 @@ struct braid_mds {
 	struct mds_space *space;
 	struct mds_resilver *resilver;
 	struct mds_ec *ec;
+	struct mds_ec_scrub *ec_scrub;
 	struct mds_ec_rebuild *ec_rebuild;
 	struct mds_mount *mount;
 	struct mds_nlm *nlm; /* NULL with [mds] nlm = no or nfs3 = no */

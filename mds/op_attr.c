@@ -147,7 +147,7 @@ struct enc {
  * Space as a writer sees it: the data servers' bytes (those new files may
  * go to, for avail and free: mds_dsreg_space) over the copies each byte
  * takes, the mirrors of the policy new files here take (a directory's) or
- * this file has.
+ * this file has; under erasure coding, k data bytes take k + m raw ones.
  */
 void mds_fs_space(struct braid_mds *mds, const struct mds_attr *a, uint64_t *total,
 		  uint64_t *avail)
@@ -162,6 +162,12 @@ void mds_fs_space(struct braid_mds *mds, const struct mds_attr *a, uint64_t *tot
 		p = m.pol;
 	} else {
 		mds_layout_policy_default(mds, &p);
+	}
+	if (layout_is_ec(&p)) {
+		/* k + m at most 18: no overflow below 2^59 bytes */
+		*total = *total / (p.ec_k + p.ec_m) * p.ec_k;
+		*avail = *avail / (p.ec_k + p.ec_m) * p.ec_k;
+		return;
 	}
 	unsigned copies = p.mirrors ? p.mirrors : 1;
 	*total /= copies;

@@ -49,6 +49,10 @@
  * A file with no surviving copy of some segment is unrecoverable: it stays
  * as it is (its reads fail with EIO, never zeros), is logged with its path
  * once, counted (braid_mds_unrecoverable_files) and listed by braidctl.
+ * Sealed erasure-coded files are not copied: the scan finds them by their
+ * segments and parity records, and the workers have each chunk on a lost
+ * or drained server made again from its stripe (mds/ec.h "Rebuild"); a
+ * stripe beyond repair lists the file the same way.
  */
 #ifndef BRAID_MDS_RESILVER_H
 #define BRAID_MDS_RESILVER_H

@@ -21,8 +21,10 @@
 #include <string.h>
 
 #include "ctl/client.h"
+#include "ctl/objid.h"
 #include "mds/data.h"
 #include "mds/dsreg.h"
+#include "mds/ec.h"
 #include "mds/mds_impl.h"
 #include "mds/space.h"
 #include "nfsd/bytes.h"
@@ -155,10 +157,16 @@ int mds_space_update(struct braid_mds *mds, uint64_t ino)
 	int n = mds_data_ds_list(mds, ino, ids, SP_MAX_DS);
 	if (n < 0)
 		return n;
-	struct ds_objid id;
+	/* erasure coding: the parity objects on their holders count too
+	 * (raw: what the cluster spends) */
+	int np = mds_ec_parity_holders(mds, ino, ids + n, (unsigned)(SP_MAX_DS - n));
+	if (np < 0)
+		return np;
+	struct ds_objid id, pid;
 	mds_data_objid(&at, &id);
+	ds_objid_parity(&id, &pid);
 	uint64_t sum = 0;
-	for (int k = 0; k < n; k++) {
+	for (int k = 0; k < n + np; k++) {
 		int err;
 		struct ds_ctl_stat st;
 		struct mds_ds_conn *dc = mds_ds_conn_get(mds, ids[k], &err);
@@ -167,7 +175,7 @@ int mds_space_update(struct braid_mds *mds, uint64_t ino)
 				continue; /* forgotten (ds remove --force): nothing there */
 			return err ? err : -EAGAIN;
 		}
-		err = ds_ctl_stat(dc->clnt, &mds->key, &id, &st);
+		err = ds_ctl_stat(dc->clnt, &mds->key, k < n ? &id : &pid, &st);
 		mds_ds_conn_put(dc);
 		/* NOENT: never made there (or not yet); STALE: not this file's */
 		if (err == -ENOENT || err == -ESTALE)

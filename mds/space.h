@@ -4,7 +4,9 @@
  * (FATTR4_SPACE_USED, RFC 8881 §5.8.2; st_blocks and du on the Linux
  * client) is the bytes its objects take on the data servers: the sum of
  * braid_ctl STAT's st_used (data and CRC table) over every object of the
- * file, each mirror counted, since each copy is storage the cluster spends.
+ * file, each mirror counted, since each copy is storage the cluster spends,
+ * and, for an erasure-coded file, its parity objects on their holders
+ * (raw bytes: data plus parity; its logical bytes are its size).
  *
  * GETATTR reads the value recorded in the store (mds_attr.space_used) and
  * never calls a data server.  The value is brought up to date in the

@@ -51,6 +51,9 @@ int main(int argc, char **argv)
 			argv[optind]);
 		return BRAIDCTL_USAGE;
 	}
+	/* a scrub answers when the whole file is verified */
+	if (!strcmp(argv[optind], "ec") && !o.timeout_ms)
+		o.timeout_ms = 3600 * 1000;
 	signal(SIGPIPE, SIG_IGN);
 	struct braidctl *b;
 	int rc = braidctl_open(&o, &b);

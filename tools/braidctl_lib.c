@@ -72,6 +72,9 @@ void braidctl_usage(FILE *f)
 	       "  policy get DIR           the layout policy new files in DIR take\n"
 	       "  policy set DIR POLICY    e.g. segments,segment_size=16M,width=4,mirrors=2\n"
 	       "  policy unset DIR         remove DIR's own policy (inherit again)\n"
+	       "  ec status                erasure coding: sealing, the last scrub, raw and\n"
+	       "                           logical space\n"
+	       "  ec scrub PATH            verify a file's parity now, repair what is wrong\n"
 	       "  recall PATH              recall every layout of a file\n"
 	       "  recall --client ID       recall every layout a client holds\n"
 	       "  top [--interval S] [--count N]\n"
@@ -1577,6 +1580,148 @@ static int c_rebalance(struct braidctl *b, int argc, char **argv)
 	return change(b, BRAID_ADMINPROC_REBALANCE, NULL);
 }
 
+/* ----------------------------------------------------------------- ec */
+
+static double ratio(uint64_t raw, uint64_t logical)
+{
+	return logical ? (double)raw / (double)logical : 0;
+}
+
+static int ec_status(struct braidctl *b)
+{
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1u << 20);
+	braid_admin_ec_status_res res;
+	int rc = call(b, BRAID_ADMINPROC_EC_STATUS, NULL, &res, &ar);
+	if (!rc && res.status)
+		rc = refused(b, res.status, res.u.why);
+	if (rc) {
+		xdr_arena_release(&ar);
+		return rc;
+	}
+	const braid_admin_ec_status_resok *o = &res.u.ok;
+	FILE *f = b->out;
+	if (b->o.json) {
+		struct json j = {.f = f};
+		j_open(&j, NULL, '{');
+		j_u64(&j, "sealed_total", o->es_sealed_total);
+		j_u64(&j, "unsealed_total", o->es_unsealed_total);
+		j_u64(&j, "encode_bytes", o->es_encode_bytes);
+		j_u64(&j, "encode_failures", o->es_encode_failures);
+		j_u64(&j, "to_seal", o->es_to_seal);
+		j_open(&j, "scrub", '{');
+		j_u64(&j, "interval_s", o->es_scrub_interval_s);
+		j_u64(&j, "passes", o->es_passes);
+		j_bool(&j, "running", o->es_pass_running);
+		j_u64(&j, "started", o->es_pass_started);
+		j_u64(&j, "ended", o->es_pass_ended);
+		j_u64(&j, "files", o->es_pass_files);
+		j_u64(&j, "stripes", o->es_pass_stripes);
+		j_u64(&j, "mismatches", o->es_pass_mismatches);
+		j_u64(&j, "repairs", o->es_pass_repairs);
+		j_u64(&j, "errors", o->es_pass_errors);
+		j_close(&j, '}');
+		j_open(&j, "space", '{');
+		j_u64(&j, "files", o->es_files);
+		j_u64(&j, "raw_bytes", o->es_raw);
+		j_u64(&j, "logical_bytes", o->es_logical);
+		j_f(&j, "ratio", ratio(o->es_raw, o->es_logical), 3);
+		j_u64(&j, "ec_files", o->es_ec_files);
+		j_u64(&j, "ec_sealed", o->es_ec_sealed);
+		j_u64(&j, "ec_raw_bytes", o->es_ec_raw);
+		j_u64(&j, "ec_logical_bytes", o->es_ec_logical);
+		j_f(&j, "ec_ratio", ratio(o->es_ec_raw, o->es_ec_logical), 3);
+		j_close(&j, '}');
+		j_close(&j, '}');
+		fputc('\n', f);
+	} else {
+		fprintf(f, "sealing       %llu sealed, %llu unsealed by writes, %llu to seal, "
+			   "%llu parity bytes written, %llu failed tries\n",
+			(unsigned long long)o->es_sealed_total, (unsigned long long)o->es_unsealed_total,
+			(unsigned long long)o->es_to_seal, (unsigned long long)o->es_encode_bytes,
+			(unsigned long long)o->es_encode_failures);
+		if (!o->es_scrub_interval_s)
+			fprintf(f, "scrub         off ([mds] ec_scrub_interval = 0)\n");
+		else
+			fprintf(f, "scrub         every %llu s, %llu passes\n",
+				(unsigned long long)o->es_scrub_interval_s,
+				(unsigned long long)o->es_passes);
+		if (o->es_pass_started) {
+			time_t t = (time_t)o->es_pass_started;
+			char when[64];
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+			fprintf(f,
+				"last pass     %s (%s): %llu files, %llu stripes, %llu mismatches, "
+				"%llu repairs, %llu errors\n",
+				when, o->es_pass_running ? "running" : "done",
+				(unsigned long long)o->es_pass_files,
+				(unsigned long long)o->es_pass_stripes,
+				(unsigned long long)o->es_pass_mismatches,
+				(unsigned long long)o->es_pass_repairs,
+				(unsigned long long)o->es_pass_errors);
+		}
+		fprintf(f, "space, all    %llu files: %llu raw bytes, %llu logical (%.3f)\n",
+			(unsigned long long)o->es_files, (unsigned long long)o->es_raw,
+			(unsigned long long)o->es_logical, ratio(o->es_raw, o->es_logical));
+		fprintf(f, "space, ec     %llu files (%llu sealed): %llu raw bytes, %llu logical (%.3f)\n",
+			(unsigned long long)o->es_ec_files, (unsigned long long)o->es_ec_sealed,
+			(unsigned long long)o->es_ec_raw, (unsigned long long)o->es_ec_logical,
+			ratio(o->es_ec_raw, o->es_ec_logical));
+	}
+	xdr_arena_release(&ar);
+	return BRAIDCTL_OK;
+}
+
+static int ec_scrub(struct braidctl *b, const char *path)
+{
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1u << 20);
+	braid_admin_path_args a = {xdr_string_of(path)};
+	braid_admin_ec_scrub_res res;
+	int rc = call(b, BRAID_ADMINPROC_EC_SCRUB, &a, &res, &ar);
+	if (!rc && res.status)
+		rc = refused(b, res.status, res.u.why);
+	if (!rc) {
+		const braid_admin_ec_scrub_resok *o = &res.u.ok;
+		if (b->o.json) {
+			struct json j = {.f = b->out};
+			j_open(&j, NULL, '{');
+			j_str(&j, "path", path);
+			j_bool(&j, "sealed", o->sc_sealed);
+			j_u64(&j, "stripes", o->sc_stripes);
+			j_u64(&j, "mismatches", o->sc_mismatches);
+			j_u64(&j, "repairs", o->sc_repairs);
+			j_u64(&j, "errors", o->sc_errors);
+			j_close(&j, '}');
+			fputc('\n', b->out);
+		} else if (!o->sc_sealed) {
+			fprintf(b->out, "%s: not sealed (being written, or not yet quiet): its parity "
+					"is not in use, nothing to scrub\n",
+				path);
+		} else {
+			fprintf(b->out, "%s: %llu stripes verified, %llu parity mismatches, %llu "
+					"chunks repaired, %llu stripes in error\n",
+				path, (unsigned long long)o->sc_stripes,
+				(unsigned long long)o->sc_mismatches, (unsigned long long)o->sc_repairs,
+				(unsigned long long)o->sc_errors);
+		}
+		if (o->sc_errors)
+			rc = BRAIDCTL_FAIL;
+	}
+	xdr_arena_release(&ar);
+	return rc;
+}
+
+static int c_ec(struct braidctl *b, int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "status"))
+		return ec_status(b);
+	if (argc == 3 && !strcmp(argv[1], "scrub"))
+		return ec_scrub(b, argv[2]);
+	errorf(b, "usage: braidctl ec status | ec scrub PATH");
+	return BRAIDCTL_USAGE;
+}
+
 /* ----------------------------------------------------------------- top */
 
 #define TOP_ROWS 15 /* rows per table (the busiest) */
@@ -1900,6 +2045,7 @@ static const struct {
     {"status", c_status}, {"ds", c_ds},		{"exports", c_exports}, {"clients", c_clients},
     {"layout", c_layout}, {"policy", c_policy}, {"recall", c_recall},
     {"rebuild", c_rebuild}, {"rebalance", c_rebalance}, {"top", c_top},
+    {"ec", c_ec},
 };
 
 bool braidctl_command_known(const char *name)

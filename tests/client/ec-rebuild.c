@@ -66,28 +66,15 @@ static bool names(uint64_t ino, uint64_t nstripes, uint32_t id)
 
 int main(void)
 {
-	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n", CONF);
-	cl_pin_port(&M, CONF);
-	for (unsigned i = 0; i < NDS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "ds-%u", i);
-		cds_prepare(&M, &D[i], name, NULL);
-		cds_start(&M, &D[i]);
-	}
-	struct ffc_opts o = {.ds_timeout_ms = 2000};
+	struct ffc *c = ect_start(&E, CONF);
 	int err = 0;
-	struct ffc *c = ffc_mount("127.0.0.1", M.port, &o, &err);
-	CHECK(c);
 	const uint64_t size = 10 * MiB + MiB / 2, nstripes = 3;
 	uint8_t *buf = malloc(size);
 	CHECK(buf);
 	uint64_t dir = ffct_mkdir_policy(&M, c, "/e", "ec,k=4,m=2,segment_size=1m");
-	double secs;
 
 	/* ---- 1. one server lost: its data and parity chunks rebuilt */
-	dt_fill(buf, 0, size, 1);
-	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, true, &secs), 0);
-	uint64_t f = ffct_ino_of(&M, "f", dir);
+	uint64_t f = ect_write(&E, c, "/e", dir, "f", buf, size, 1);
 	ect_wait_sealed(&E, f, "the 10.5 MiB file");
 	ect_stripes_check(&E, f, size, 1, true);
 	/* a server with a data chunk of one stripe and a parity chunk of another */
@@ -169,9 +156,7 @@ int main(void)
 	free(out);
 
 	/* ---- 2. a stripe with m + 1 chunks lost: unrecoverable, EIO */
-	dt_fill(buf, 0, 4 * MiB, 2);
-	CHECK_EQ(ffct_write_sync(c, "/e/g", buf, 0, 4 * MiB, true, &secs), 0);
-	uint64_t g = ffct_ino_of(&M, "g", dir);
+	uint64_t g = ect_write(&E, c, "/e", dir, "g", buf, 4 * MiB, 2);
 	ect_wait_sealed(&E, g, "the one-stripe file");
 	uint32_t gids[K + PM];
 	ect_stripe_ids(&E, g, 0, gids);

@@ -8,14 +8,19 @@
  *     chunk is on its recorded holder, apart from the stripe's data, and
  *     holds what the codec computes from the data (zero-padded past the
  *     end); EC_LOCATE answers hostile callers with errors.
- *  2. One data chunk's server is stopped (SIGKILL-like): the whole file
- *     reads back byte-exact through degraded layouts (reconstructing
- *     handles); then a second: still exact; a third of the same stripe:
+ *  2. One data chunk's server is stopped (SIGKILL-like): a write would
+ *     have to wait (unsealing would leave its chunk unrebuildable); the
+ *     whole file reads back byte-exact through degraded layouts
+ *     (reconstructing handles); then a second: still exact; a third of the same stripe:
  *     EIO, never zeros, within a bound.
  *  3. The servers come back; a write to the sealed file unseals it before
  *     it lands; it is sealed again with parity matching the new bytes.
  *  4. The MDS stops in the middle of encoding a larger file: it starts
  *     again, finds the file still to seal, seals it, and it reads back.
+ *  5. A member of a new file's set is down when its stripe is written:
+ *     the segment it would take goes elsewhere, and still to a server
+ *     holding no other data chunk of the stripe (the set's next member
+ *     holds the next segment).
  */
 #include "config.h"
 
@@ -94,18 +99,9 @@ static void locate_checks(uint64_t ino, uint64_t size)
 
 int main(void)
 {
-	mt_start(&M, "/ *(rw,no_root_squash,insecure)\n", CONF);
-	cl_pin_port(&M, CONF);
-	for (unsigned i = 0; i < NDS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "ds-%u", i);
-		cds_prepare(&M, &D[i], name, NULL);
-		cds_start(&M, &D[i]);
-	}
-	struct ffc_opts o = {.ds_timeout_ms = 2000};
+	struct ffc *c = ect_start(&E, CONF);
+	struct ffc_opts o = {.ds_timeout_ms = 2000}; /* for the mount after the restart */
 	int err = 0;
-	struct ffc *c = ffc_mount("127.0.0.1", M.port, &o, &err);
-	CHECK(c);
 	const uint64_t size = 10 * MiB + MiB / 2;
 	uint8_t *buf = malloc(48 * MiB);
 	CHECK(buf);
@@ -113,9 +109,7 @@ int main(void)
 	double secs;
 
 	/* ---- 1. sealed: parity where recorded, right bytes */
-	dt_fill(buf, 0, size, 1);
-	CHECK_EQ(ffct_write_sync(c, "/e/f", buf, 0, size, true, &secs), 0);
-	uint64_t f = ffct_ino_of(&M, "f", dir);
+	uint64_t f = ect_write(&E, c, "/e", dir, "f", buf, size, 1);
 	CHECK(!sealed(f));
 	ect_wait_sealed(&E, f, "the 10.5 MiB file");
 	ect_stripes_check(&E, f, size, 1, false);
@@ -131,6 +125,12 @@ int main(void)
 		cds_stop(gone[g]);
 		cl_wait_down(&M, gone[g]->id);
 		double t0 = cl_now();
+		if (g == 0) {
+			/* a write would unseal it, and the down chunk could no
+			 * longer be rebuilt: it waits, the file stays sealed */
+			CHECK_EQ(mds_ec_write_begin_ino(M.mds, f), -EAGAIN);
+			CHECK(sealed(f));
+		}
 		if (g < PM) {
 			ffct_read_check(c, "/e/f", size, 1);
 			mds_ec_stats(M.mds, &es);
@@ -163,13 +163,12 @@ int main(void)
 		usleep(10 * 1000);
 	}
 	ect_stripes_check(&E, f, size, 2, false);
+	ect_subsets_check(&E, f, size, 2);
 	ffct_read_check(c, "/e/f", size, 2);
 
 	/* ---- 4. the MDS stops mid-encoding; the file is sealed after */
 	const uint64_t big = 48 * MiB;
-	dt_fill(buf, 0, big, 3);
-	CHECK_EQ(ffct_write_sync(c, "/e/g", buf, 0, big, true, &secs), 0);
-	uint64_t g = ffct_ino_of(&M, "g", dir);
+	uint64_t g = ect_write(&E, c, "/e", dir, "g", buf, big, 3);
 	mds_ec_stats(M.mds, &es);
 	uint64_t b0 = es.encode_bytes;
 	double t0 = cl_now();
@@ -195,6 +194,31 @@ int main(void)
 	CHECK(c);
 	ffct_read_check(c, "/e/g", big, 3);
 	ffct_read_check(c, "/e/f", size, 2);
+
+	/* ---- 5. a set member down: the stripe's data chunks still apart
+	 * (the file stays open for writing meanwhile, so it is not sealed,
+	 * which would lay its whole stripe out) */
+	dt_fill(buf, 0, K * MiB, 4);
+	struct ffc_file *hf = ffc_open(c, "/e/h", FFC_WRONLY | FFC_CREAT, 0644, &err);
+	CHECK(hf);
+	CHECK_EQ(ffc_pwrite(hf, buf, 1, 0), 1); /* segment 0: the set is chosen */
+	uint64_t h = ffct_ino_of(&M, "h", dir);
+	struct mds_file_map hm;
+	CHECK_EQ(mds_data_map(M.mds, h, &hm), 0);
+	CHECK_EQ(hm.nset, NDS);
+	struct cds *down = ect_cds(&E, hm.set[2] & MDS_LAYOUT_ID); /* segment 2's turn */
+	cds_stop(down);
+	cl_wait_down(&M, down->id);
+	CHECK_EQ(ffc_pwrite(hf, buf, K * MiB, 0), (ssize_t)(K * MiB));
+	CHECK_EQ(ffc_close(hf), 0);
+	for (unsigned i = 0; i < K; i++) {
+		CHECK(ect_seg_ds(&E, h, i) != down->id);
+		for (unsigned j = 0; j < i; j++)
+			CHECK(ect_seg_ds(&E, h, i) != ect_seg_ds(&E, h, j));
+	}
+	cds_start(&M, down);
+	cds_wait_up(&M, down);
+	ffct_read_check(c, "/e/h", K * MiB, 4);
 
 	free(buf);
 	ffc_unmount(c);
