@@ -207,7 +207,7 @@ static int daemon_start(struct bench *b, struct daemon *d, const char *name, cha
 	}
 	int ready_fd;
 	int rc =
-	    bench_daemon_spawn(&d->ch, name, b->o.ds_path, d->conf, d->log, &ready_fd, why, len);
+	    bench_daemon_spawn(&d->ch, name, b->o.cl.ds_path, d->conf, d->log, &ready_fd, why, len);
 	if (rc)
 		return rc;
 	char line[128];
@@ -859,9 +859,7 @@ static void opts_parse(struct rb_opts *o, int argc, char **argv)
 	o->rounds = 2;
 	o->loop_secs = 2;
 	o->dir = tmp && *tmp ? tmp : "/var/tmp";
-	bench_exe_sibling("braid-ds", o->ds_path, sizeof(o->ds_path));
-	bench_exe_sibling("braid-mds", o->mds_path, sizeof(o->mds_path));
-	bench_exe_sibling("braidctl", o->ctl_path, sizeof(o->ctl_path));
+	bench_cluster_opts_init(&o->cl);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--quick")) {
@@ -898,14 +896,7 @@ static void opts_parse(struct rb_opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--dir")) {
 			o->dir = v;
 			i++;
-		} else if (!strcmp(a, "--braid-ds")) {
-			bench_strfmt(o->ds_path, sizeof(o->ds_path), "%s", v);
-			i++;
-		} else if (!strcmp(a, "--braid-mds")) {
-			bench_strfmt(o->mds_path, sizeof(o->mds_path), "%s", v);
-			i++;
-		} else if (!strcmp(a, "--braidctl")) {
-			bench_strfmt(o->ctl_path, sizeof(o->ctl_path), "%s", v);
+		} else if (bench_cluster_opts_arg(&o->cl, a, v)) {
 			i++;
 		} else {
 			usage();
@@ -933,12 +924,11 @@ int main(int argc, char **argv)
 	bench_init("bench/rebuild");
 	opts_parse(&b.o, argc, argv);
 	b.obj_size = b.o.size / b.o.objects;
-	const char *need[3] = {b.o.ds_path, b.o.mds_path, b.o.ctl_path};
-	for (int i = 0; i < 3; i++)
-		if (access(need[i], X_OK)) {
-			fprintf(stderr, "bench/rebuild: %s not built\n", need[i]);
-			return 99;
-		}
+	char why[512] = "";
+	if (!bench_cluster_opts_check(&b.o.cl, why, sizeof(why))) {
+		fprintf(stderr, "bench/rebuild: %s\n", why);
+		return 99;
+	}
 	bench_strfmt(b.work, sizeof(b.work), "%s/braid-bench-rebuild.XXXXXX", b.o.dir);
 	if (!mkdtemp(b.work)) {
 		fprintf(stderr, "bench/rebuild: mkdtemp %s: %s\n", b.work, strerror(errno));
@@ -959,7 +949,6 @@ int main(int argc, char **argv)
 		return 99;
 	}
 	int rc = 0, err = 0;
-	char why[512] = "";
 
 	bench_strfmt(b.key_file, sizeof(b.key_file), "%s/cluster.key", b.work);
 	if ((rc = bench_key_write(b.key_file)) ||

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/cluster.h"
+
 #define RB_MiB	      (1u << 20)
 #define RB_ROUNDS_MAX 8
 #define RB_NDS_MAX    4 /* the cluster's data servers at once */
@@ -25,7 +27,7 @@ struct rb_opts {
 	double loop_secs; /* each loopback sample */
 	const char *dir;
 	bool keep;
-	char ds_path[PATH_MAX], mds_path[PATH_MAX], ctl_path[PATH_MAX];
+	struct bench_cluster_opts cl; /* the daemons and braidctl */
 };
 
 /* One rebuild or drain by braid-mds, as braidctl shows it. */
