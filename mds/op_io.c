@@ -572,11 +572,15 @@ static bool ec_holder_up(void *arg, uint32_t id)
  * read through a surviving holder of its stripe with a reconstructing
  * handle (mds/ec.h), over NFSv3 as the READ ids, as a degraded READ
  * layout would have the client do.  -ENOENT: not sealed (nothing to
- * rebuild from).
+ * rebuild from).  A Kerberos request's hop must be RPCSEC_GSS (mds/io.h),
+ * which reconstructing handles do not take yet: -EAGAIN (DELAY, JUKEBOX)
+ * until the server is back or the chunk rebuilt, never its bytes in clear.
  */
 static int ec_read(const struct obj *o, uint64_t off, uint32_t want, struct xdr_arena *ar,
 		   uint8_t *dst, xdr_opaque *out, uint32_t *ndata)
 {
+	if (o->hop != MDS_HOP_SYS)
+		return -EAGAIN;
 	uint32_t id;
 	int rc = mds_ec_substitute(o->mds, o->a, &o->map, layout_seg_index(&o->map.pol, off),
 				   ec_holder_up, o->mds, &id);
