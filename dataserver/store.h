@@ -189,6 +189,18 @@ int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_
 			 uint32_t gid, uint64_t size);
 
 /*
+ * Free [off, off + len) of the object (off and len whole blocks, len > 0;
+ * the part past the end of the object is nothing): those blocks read as
+ * zeros, as blocks never written do, and no longer use storage; the size
+ * stays.  mtime and change move.  Repeating it is harmless.  -EINVAL:
+ * not whole blocks, or beyond DS_STORE_MAX_SIZE.  Durable on return
+ * (braid_ctl DEALLOCATE: the MDS frees the mirror copies of a sealed
+ * erasure-coded file this way).
+ */
+int ds_store_deallocate(struct ds_store *st, const struct ds_objid *id, uint64_t off,
+			uint64_t len);
+
+/*
  * Make uid/gid the owner and mode (0777 at most; DS_STORE_MODE_KEEP: the
  * mode it has) its permission bits.  On return no READ or WRITE checked
  * against the old owner or mode is in progress, and later ones use the new

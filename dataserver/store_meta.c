@@ -277,6 +277,72 @@ int ds_store_truncate_as(struct ds_store *st, const struct ds_objid *id, uint32_
 	return obj_truncate(st, id, size, true, uid, gid);
 }
 
+/*
+ * Punch [off, off + len), whole blocks, cut at the object's end: the data
+ * file's blocks are freed (PUNCH_HOLE, the length kept) and their CRC
+ * entries zeroed, so they read as never-written blocks.  The reservation
+ * prefix (resv_hi) drops to off: those blocks are no longer allocated.
+ */
+static int obj_punch(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uint64_t off,
+		     uint64_t end)
+{
+	uint64_t b0 = off >> st->bs_shift, nb = (end - off) >> st->bs_shift;
+	pthread_mutex_lock(&o->mu);
+	if (o->resv_hi > off)
+		o->resv_hi = off;
+	pthread_mutex_unlock(&o->mu);
+	if (fallocate(o->dfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+		      (off_t)(end - off)))
+		return -errno;
+	/* the table's entries: zeros, written (a table shorter than the range
+	 * reads zeros past its end already) */
+	struct stat ms;
+	if (fstat(o->mfd, &ms))
+		return -errno;
+	uint64_t tend = (uint64_t)ms.st_size, t0 = OBJ_TABLE_OFF + b0 * 8;
+	uint64_t t1 = t0 + nb * 8 < tend ? t0 + nb * 8 : tend;
+	static const uint8_t zeros[4096];
+	for (uint64_t t = t0; t < t1;) {
+		size_t n = t1 - t < sizeof(zeros) ? (size_t)(t1 - t) : sizeof(zeros);
+		int rc = st_io_pwrite(st, r, o->mfd, zeros, n, t);
+		if (rc)
+			return rc;
+		t += n;
+	}
+	return 0;
+}
+
+int ds_store_deallocate(struct ds_store *st, const struct ds_objid *id, uint64_t off,
+			uint64_t len)
+{
+	if (!id || !len || off > DS_STORE_MAX_SIZE || len > DS_STORE_MAX_SIZE - off)
+		return -EINVAL;
+	if ((off | len) & (st->bs - 1))
+		return -EINVAL;
+	struct ds_ring *r;
+	struct ds_obj *o;
+	int rc = st_obj_begin(st, id, true, &r, &o);
+	if (rc)
+		return rc;
+	/* lock is exclusive: no READ or WRITE is in progress */
+	uint64_t end = off + len, size = o->size;
+	uint64_t cap = (size + st->bs - 1) >> st->bs_shift << st->bs_shift;
+	end = end < cap ? end : cap;
+	if (off < end) {
+		rc = obj_punch(st, r, o, off, end);
+		if (!rc) {
+			pthread_mutex_lock(&o->mu);
+			st_obj_touch_locked(o);
+			pthread_mutex_unlock(&o->mu);
+			rc = st_obj_sync(st, r, o, false);
+		}
+	}
+	st_obj_end(st, r, o);
+	if (!rc && off < end)
+		st_note_freed(st);
+	return rc;
+}
+
 int ds_store_setfence(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		      uint32_t mode)
 {
