@@ -139,6 +139,14 @@ int ds_ctl_truncate(struct nfsd_clnt *c, const struct braid_key *key, const stru
 	return ctl_stat_call(c, key, BRAID_CTLPROC_TRUNCATE, &a);
 }
 
+int ds_ctl_deallocate(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
+		      uint64_t off, uint64_t len)
+{
+	braid_ctl_deallocate_args a = {.da_offset = off, .da_length = len};
+	objid_to(id, &a.da_obj);
+	return ctl_stat_call(c, key, BRAID_CTLPROC_DEALLOCATE, &a);
+}
+
 int ds_ctl_setfence(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
 		    uint32_t uid, uint32_t gid, uint32_t mode)
 {

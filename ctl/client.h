@@ -32,6 +32,10 @@ int ds_ctl_create(struct nfsd_clnt *c, const struct braid_key *key, const struct
 int ds_ctl_remove(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id);
 int ds_ctl_truncate(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
 		    uint64_t size);
+/* DEALLOCATE: [off, off + len) of the object freed, reading as zeros
+ * (whole blocks of the DS's store). */
+int ds_ctl_deallocate(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,
+		      uint64_t off, uint64_t len);
 /* SETFENCE: the object owned by uid/gid with permission bits mode (0777
  * at most). */
 int ds_ctl_setfence(struct nfsd_clnt *c, const struct braid_key *key, const struct ds_objid *id,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control protocol served by braid-ds (braid_ctl.x: CREATE, REMOVE,
- * TRUNCATE, SETFENCE, STAT, LIST, COPY in mover.c and EC_COMPUTE in
- * ec.c).  REGISTER, HEARTBEAT and EC_LOCATE are the MDS's: PROC_UNAVAIL
+ * TRUNCATE, SETFENCE, STAT, LIST, DEALLOCATE, COPY in mover.c and
+ * EC_COMPUTE in ec.c).  REGISTER, HEARTBEAT and EC_LOCATE are the MDS's: PROC_UNAVAIL
  * here.
  *
  * Only the MDS may call: every procedure but NULL needs an AUTH_BRAID
@@ -107,6 +107,19 @@ static int c_setfence(struct nfsd_req *req, void *argp, void *resp)
 	return NFSD_SUCCESS;
 }
 
+static int c_deallocate(struct nfsd_req *req, void *argp, void *resp)
+{
+	struct braid_ds *ds = req->priv;
+	braid_ctl_deallocate_args *a = argp;
+	braid_ctl_stat *r = resp;
+	struct ds_objid id;
+	objid_of(&a->da_obj, &id);
+	*r = from_mds(req) ? errno_to_ctl(ds_store_deallocate(ds->store, &id, a->da_offset,
+							      a->da_length))
+			   : BRAID_CTL_ACCESS;
+	return NFSD_SUCCESS;
+}
+
 static int c_stat(struct nfsd_req *req, void *argp, void *resp)
 {
 	struct braid_ds *ds = req->priv;
@@ -179,6 +192,7 @@ struct nfsd_proc ds_ctl_procs[DS_CTL_NPROCS] = {
 	PC(LIST, c_list),
 	PC(COPY, ds_mover_copy_proc),
 	PC(EC_COMPUTE, ds_ec_compute_proc),
+	PC(DEALLOCATE, c_deallocate),
 };
 
 static const struct nfsd_version ctl_versions[] = {

@@ -72,7 +72,7 @@ struct braid_ds {
 extern const struct nfsd_program ds_nfs3_program;
 extern const struct nfsd_program ds_ctl_program;
 extern struct nfsd_proc ds_nfs3_procs[22];
-#define DS_CTL_NPROCS 11 /* braid_ctl.x procedures, NULL to EC_COMPUTE */
+#define DS_CTL_NPROCS 13 /* braid_ctl.x procedures, NULL to DEALLOCATE (not EC_LOCATE) */
 extern struct nfsd_proc ds_ctl_procs[DS_CTL_NPROCS];
 
 /*

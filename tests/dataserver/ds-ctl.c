@@ -44,6 +44,15 @@ static void t_procs(void)
 	CHECK_EQ(s2.size, (2 << 20) + 4096);
 	CHECK(s2.change != s1.change);
 	CHECK_EQ(ds_ctl_stat(T.c, &T.key, &other, &s2), -ESTALE);
+	/* DEALLOCATE: the written block reads as zeros, the size stays; again OK */
+	CHECK_EQ(ds_ctl_deallocate(T.c, &T.key, &id, 2 << 20, 4096), 0);
+	CHECK_EQ(ds_ctl_deallocate(T.c, &T.key, &id, 2 << 20, 4096), 0);
+	CHECK_EQ(ds_ctl_deallocate(T.c, &T.key, &id, 1, 4096), -EINVAL);
+	CHECK_EQ(ds_ctl_deallocate(T.c, &T.key, &other, 0, 4096), -ESTALE);
+	struct ds_ctl_stat s3;
+	CHECK_EQ(ds_ctl_stat(T.c, &T.key, &id, &s3), 0);
+	CHECK_EQ(s3.size, (2 << 20) + 4096);
+	CHECK(s3.change != s2.change);
 	CHECK_EQ(ds_ctl_truncate(T.c, &T.key, &other, 0), -ESTALE);
 	CHECK_EQ(ds_ctl_setfence(T.c, &T.key, &other, 1, 1, 0600), -ESTALE);
 	CHECK_EQ(ds_ctl_remove(T.c, &T.key, &other), -ESTALE);
