@@ -77,9 +77,6 @@ int layout_policy_check(const struct layout_policy *p, char *why, size_t whylen)
 			return why_set(why, whylen, "m must be 1..%u", LAYOUT_EC_M_MAX);
 		if (p->ec_k + p->ec_m > LAYOUT_SET_MAX)
 			return why_set(why, whylen, "k + m must be at most %u", LAYOUT_SET_MAX);
-		if (p->mirrors != 1)
-			return why_set(why, whylen,
-				       "ec: mirrors while hot (mirrors > 1) are not built yet");
 		if (p->width && p->width < p->ec_k + p->ec_m)
 			return why_set(why, whylen, "width %u is less than k + m (%u)", p->width,
 				       p->ec_k + p->ec_m);

@@ -743,6 +743,53 @@ int mds_data_segment_move(struct braid_mds *mds, uint64_t ino, uint64_t n, uint3
 	return rc;
 }
 
+/* Segments recorded with more than one copy (mds_layout_list). */
+struct seg_multi {
+	uint64_t *v;
+	unsigned n, cap;
+	int err;
+};
+
+static int seg_multi_add(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct seg_multi *c = arg;
+	if (seg >= MDS_LAYOUT_SEG_END || l->nds < 2)
+		return 0;
+	if (c->n == c->cap) {
+		unsigned cap = c->cap ? 2 * c->cap : 64;
+		uint64_t *v = realloc(c->v, cap * sizeof(*v));
+		if (!v) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = seg;
+	return 0;
+}
+
+int mds_data_segments_trim(struct braid_mds *mds, uint64_t ino, unsigned *trimmed)
+{
+	pthread_mutex_t *mu = obj_lock(mds, ino);
+	pthread_mutex_lock(mu);
+	struct seg_multi sm = {.v = NULL};
+	int rc = mds_layout_list(mds->store, ino, seg_multi_add, &sm);
+	rc = rc < 0 ? rc : sm.err;
+	*trimmed = 0;
+	for (unsigned i = 0; !rc && i < sm.n; i++) {
+		struct mds_layout_args la = {.ino = ino, .seg = sm.v[i]};
+		if ((rc = mds_layout_get(mds->store, ino, sm.v[i], &la.l)) || la.l.nds < 2)
+			continue;
+		la.l.nds = 1;
+		if (!(rc = mds_layout_set(mds->store, &la)))
+			(*trimmed)++;
+	}
+	free(sm.v);
+	pthread_mutex_unlock(mu);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 int mds_data_member_drop(struct braid_mds *mds, uint64_t ino, uint32_t id)
 {
 	pthread_mutex_t *mu = obj_lock(mds, ino);

@@ -148,6 +148,13 @@ int mds_data_member_replace(struct braid_mds *mds, uint64_t ino, uint32_t from, 
 int mds_data_segment_move(struct braid_mds *mds, uint64_t ino, uint64_t n, uint32_t from,
 			  uint32_t to);
 int mds_data_member_drop(struct braid_mds *mds, uint64_t ino, uint32_t id);
+/*
+ * A sealed erasure-coded file mirrored while hot (mds/ec.h): every segment
+ * recorded with more than one copy keeps mirror 0's only (its data chunk),
+ * each record durable in turn; *trimmed: how many changed.  The caller
+ * frees the other copies' bytes afterwards.
+ */
+int mds_data_segments_trim(struct braid_mds *mds, uint64_t ino, unsigned *trimmed);
 
 /*
  * Drain and rebalance: move ino's copy on 'from' to 'to', a data server the

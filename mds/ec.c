@@ -498,19 +498,26 @@ static bool holder_ok(struct braid_mds *mds, uint32_t id)
 /*
  * Stripe s of a's file laid out whole (every data chunk with an object)
  * and its parity holders chosen and recorded (kept while they are up and
- * apart from the data), into job's ids.
+ * apart from the data), into job's ids.  A file mirrored while hot has
+ * mirror 0's copy of each segment as its data chunk (the others are freed
+ * once it is sealed): parity goes apart from every copy of the stripe's
+ * segments where enough data servers are up, else apart from mirror 0's.
  */
 static int stripe_prepare(struct braid_mds *mds, const struct mds_attr *a, struct mds_file_map *map,
 			  uint64_t s, uint32_t *ids)
 {
 	const struct layout_policy *p = &map->pol;
-	unsigned k = p->ec_k, m = p->ec_m;
+	unsigned k = p->ec_k, m = p->ec_m, nall = 0;
+	uint32_t all[LAYOUT_EC_K_MAX * LAYOUT_MIRRORS_MAX];
 	for (unsigned j = 0; j < k; j++) {
 		struct mds_layout_seg seg;
 		int rc = mds_data_segment(mds, a, s * k + j, true, NULL, 0, map, &seg);
 		if (rc)
 			return rc;
 		ids[j] = seg.ds[0];
+		for (uint32_t c = 0; c < seg.nds && c < LAYOUT_MIRRORS_MAX; c++)
+			if (!id_in(all, nall, seg.ds[c]))
+				all[nall++] = seg.ds[c];
 	}
 	int rc = mds_ec_parity_get(mds, a->ino, s, ids + k, m);
 	bool keep = !rc;
@@ -525,7 +532,11 @@ static int stripe_prepare(struct braid_mds *mds, const struct mds_attr *a, struc
 		set[i] = map->set[i] & MDS_LAYOUT_ID;
 	struct layout_cand usable[256];
 	unsigned nu = mds_dsreg_candidates(mds, NULL, 0, usable, 256, NULL);
-	if ((rc = layout_ec_place(p, set, map->nset, s, ids, k, usable, nu, ids + k)))
+	rc = -EAGAIN;
+	if (nall > k)
+		rc = layout_ec_place(p, set, map->nset, s, all, nall, usable, nu, ids + k);
+	if (rc == -EAGAIN &&
+	    (rc = layout_ec_place(p, set, map->nset, s, ids, k, usable, nu, ids + k)))
 		return rc;
 	struct mds_layout_args la = {.ino = a->ino, .seg = MDS_EC_PARITY + s};
 	la.l.nds = m;
@@ -615,6 +626,109 @@ static bool file_quiet(struct mds_ec *ec, const struct mds_attr *a)
 	return false;
 }
 
+/* a's objects on data server id: the ranges of segments [0, nsegs) that
+ * own[] does not give to id freed, or, when none is id's, the object
+ * removed and id out of the file's set. */
+static int member_free(struct braid_mds *mds, const struct mds_attr *a, unsigned shift,
+		       const uint32_t *own, uint64_t nsegs, uint32_t id)
+{
+	struct ds_objid oid;
+	mds_data_objid(a, &oid);
+	bool named = false;
+	for (uint64_t n = 0; n < nsegs && !named; n++)
+		named = own[n] == id;
+	int rc;
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, id, &rc);
+	if (!dc)
+		return rc ? rc : -EAGAIN;
+	if (!named) {
+		rc = ds_ctl_remove(dc->clnt, &mds->key, &oid);
+		mds_ds_conn_put(dc);
+		if (rc && rc != -ENOENT)
+			return rc;
+		return mds_data_member_drop(mds, a->ino, id);
+	}
+	for (uint64_t n = 0; !rc && n < nsegs;) {
+		if (own[n] == id) {
+			n++;
+			continue;
+		}
+		uint64_t e = n;
+		while (e < nsegs && own[e] != id)
+			e++;
+		rc = ds_ctl_deallocate(dc->clnt, &mds->key, &oid, n << shift, (e - n) << shift);
+		n = e;
+	}
+	mds_ds_conn_put(dc);
+	return rc;
+}
+
+static int seg_owner(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	uint32_t *own = ((void **)arg)[0];
+	const uint64_t *nsegs = ((void **)arg)[1];
+	if (seg >= *nsegs)
+		return 0;
+	if (l->nds != 1)
+		return -EAGAIN; /* not trimmed (a rebuild's?): later */
+	own[seg] = l->ds[0];
+	return 0;
+}
+
+/*
+ * A sealed file mirrored while hot gives back its extra copies, in steps a
+ * later scan redoes while the file stays in the set (a crash anywhere
+ * leaves bytes that nobody names, freed then; never a named one freed):
+ * 1. its segment records keep mirror 0 only (durable: layouts, reads,
+ *    EC_LOCATE and rebuild see one copy); a scan that trimmed stops here,
+ *    so the MDS's own I/O begun from the old records ends first;
+ * 2. once no client holds a layout of the file (they are recalled) and
+ *    held against writes (mds_ec_hold), every member's object loses the
+ *    ranges of the segments it no longer holds (DEALLOCATE), or is removed
+ *    when it holds none, the member then leaving the file's set.
+ * 0 when done; 1 or -errno (-EAGAIN: unsealed meanwhile) while not.
+ */
+static int copies_free(struct mds_ec *ec, const struct mds_attr *a, uint64_t w0)
+{
+	struct braid_mds *mds = ec->mds;
+	unsigned trimmed;
+	int rc = mds_data_segments_trim(mds, a->ino, &trimmed);
+	if (rc || trimmed)
+		return rc ? rc : 1;
+	if (mds_layout_held(mds, a->ino)) {
+		struct ec_slot *sl = slot_of(ec, a->ino);
+		uint64_t now_ns = nfsd_now_ns();
+		if (!sl->recall_ns || now_ns - sl->recall_ns >= EC_RECALL_NS) {
+			sl->recall_ns = now_ns;
+			mds_layout_recall_file(mds, a->ino);
+		}
+		return 1;
+	}
+	struct mds_file_map map;
+	if ((rc = mds_data_map(mds, a->ino, &map)))
+		return rc;
+	unsigned shift = map.pol.seg_shift;
+	uint64_t nsegs = a->size ? ((a->size - 1) >> shift) + 1 : 0;
+	uint32_t *own = calloc(nsegs ? nsegs : 1, sizeof(*own));
+	if (!own)
+		return -ENOMEM;
+	if ((rc = mds_ec_hold(mds, a->ino, w0))) {
+		free(own);
+		return rc;
+	}
+	void *arg[2] = {own, &nsegs};
+	rc = mds_layout_list(mds->store, a->ino, seg_owner, arg);
+	rc = rc < 0 ? rc : 0;
+	for (unsigned i = 0; !rc && i < map.nset; i++)
+		rc = member_free(mds, a, shift, own, nsegs, map.set[i] & MDS_LAYOUT_ID);
+	mds_ec_unhold(mds, a->ino);
+	free(own);
+	if (rc && rc != -EAGAIN)
+		mds_log("inode %llu: freeing its mirror copies once sealed: %s",
+			(unsigned long long)a->ino, strerror(-rc));
+	return rc;
+}
+
 static void seal_one(struct mds_ec *ec, uint64_t ino)
 {
 	struct braid_mds *mds = ec->mds;
@@ -632,12 +746,27 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 	struct mds_file_map map;
 	struct mds_ec_file f;
 	if (a.type != MDS_REG || a.nlink == 0 || mds_data_map(mds, ino, &map) ||
-	    !layout_is_ec(&map.pol) || (!rec_get(mds, ino, &f) && f.sealed)) {
+	    !layout_is_ec(&map.pol)) {
 		set_clear_if(ec, ino, w0); /* nothing (more) to encode */
+		return;
+	}
+	if (!rec_get(mds, ino, &f) && f.sealed) {
+		/* sealed: its extra mirror copies go before it leaves the set */
+		if (map.pol.mirrors > 1 && (rc = copies_free(ec, &a, w0))) {
+			if (rc < 0 && rc != -EAGAIN)
+				slot_of(ec, ino)->retry_ns = nfsd_now_ns() + EC_RETRY_NS;
+			return;
+		}
+		set_clear_if(ec, ino, w0);
 		return;
 	}
 	if (!file_quiet(ec, &a))
 		return;
+	/* a stale mirror (missed writes) may be the data chunk's holder: the
+	 * resilver brings it up to date first */
+	for (unsigned i = 0; i < map.nset; i++)
+		if (map.set[i] & (MDS_LAYOUT_STALE | MDS_LAYOUT_TARGET | MDS_LAYOUT_LEAVING))
+			return;
 	/* the MDS's own writes under way finish first; later ones count */
 	mds_data_write_gate(mds, ino, MDS_GATE_FREEZE);
 	mds_data_write_gate(mds, ino, MDS_GATE_OPEN);
@@ -655,7 +784,8 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 	bool clean = slot_of(ec, ino)->writes == w0 && !mds_layout_rw_held(mds, ino, 0) &&
 		     !mds_inode_getattr(mds->store, ino, &cur) && cur.change == a.change &&
 		     cur.size == a.size;
-	if (clean && !(rc = rec_put(mds, ino, true, a.change, a.size)))
+	/* mirrored while hot: it stays in the set until copies_free is done */
+	if (clean && !(rc = rec_put(mds, ino, true, a.change, a.size)) && map.pol.mirrors == 1)
 		rc = mds_ecseal_clear(mds->store, ino);
 	pthread_mutex_unlock(&ec->mu);
 	if (clean && !rc) {

@@ -67,6 +67,8 @@ bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
  * again afterwards.
  */
 bool mds_layout_release_hold(struct braid_mds *mds, uint64_t ino);
+/* Whether any client holds a layout (READ or RW) of ino. */
+bool mds_layout_held(struct braid_mds *mds, uint64_t ino);
 /*
  * CB_LAYOUTRECALL of every layout of a file, or every layout a client
  * holds (braidctl).  Returns at once: the recall proceeds in the

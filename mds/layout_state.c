@@ -578,6 +578,18 @@ void lo_dev_watch(struct mds_layout *lo, const uint8_t id[NFS4_DEVICEID4_SIZE], 
 
 /* ------------------------------------------------ recalls, ends, releases */
 
+bool mds_layout_held(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return false;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_find(lo, ino);
+	bool held = f && f->states;
+	pthread_mutex_unlock(&lo->mu);
+	return held;
+}
+
 int mds_layout_recall_file(struct braid_mds *mds, uint64_t ino)
 {
 	struct mds_layout *lo = mds->layout;

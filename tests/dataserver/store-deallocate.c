@@ -16,8 +16,8 @@
 #define BS 4096u
 #define NB 16u
 
-static void check_blocks(struct ds_store *st, const struct ds_objid *id, unsigned b0,
-			 unsigned b1, bool zero)
+static void check_blocks(struct ds_store *st, const struct ds_objid *id, unsigned b0, unsigned b1,
+			 bool zero)
 {
 	uint8_t buf[BS];
 	bool eof;

@@ -98,7 +98,10 @@ static void t_forms(void)
 	parse_bad("ec,k=12,m=4", "k + m");
 	parse_bad("ec,k=4,m=2,width=5", "width 5");
 	parse_bad("segments,k=4", "unknown layout option");
-	parse_bad("ec,mirrors=2", "not built yet");
+	/* mirrored while hot: the set holds k + m servers and the mirrors */
+	CHECK_EQ(parse_ok("ec,k=4,m=2,mirrors=2").mirrors, 2);
+	CHECK_EQ(parse_ok("ec,k=2,m=1,mirrors=3,width=3").mirrors, 3);
+	parse_bad("ec,k=2,m=1,mirrors=4,width=3", "width 3 is less than mirrors");
 
 	parse_bad("raid5", "whole, segments, striped or ec");
 	parse_bad("segments,segment_size=3M", "segment_size");
