@@ -762,9 +762,9 @@ static void seal_one(struct mds_ec *ec, uint64_t ino)
 	}
 	if (!file_quiet(ec, &a))
 		return;
-	/* a stale mirror (missed writes) may be the data chunk's holder: the
-	 * resilver brings it up to date first */
-	for (unsigned i = 0; i < map.nset; i++)
+	/* mirrored: a stale mirror (missed writes) may be a data chunk's
+	 * holder; the resilver (or the move) finishes first */
+	for (unsigned i = 0; map.pol.mirrors > 1 && i < map.nset; i++)
 		if (map.set[i] & (MDS_LAYOUT_STALE | MDS_LAYOUT_TARGET | MDS_LAYOUT_LEAVING))
 			return;
 	/* the MDS's own writes under way finish first; later ones count */
