@@ -716,6 +716,13 @@ static int copies_free(struct mds_ec *ec, const struct mds_attr *a, uint64_t w0)
 		free(own);
 		return rc;
 	}
+	if (mds_ec_rebuild_held(mds, a->ino)) {
+		/* a rebuild may be writing a chunk onto a member: later (the
+		 * rebuild's hold looks at this one too: mds/ec_rebuild.c) */
+		mds_ec_unhold(mds, a->ino);
+		free(own);
+		return 1;
+	}
 	void *arg[2] = {own, &nsegs};
 	rc = mds_layout_list(mds->store, a->ino, seg_owner, arg);
 	rc = rc < 0 ? rc : 0;
@@ -967,6 +974,17 @@ int mds_ec_hold(struct braid_mds *mds, uint64_t ino, uint64_t w0)
 		return -EAGAIN;
 	}
 	return 0;
+}
+
+bool mds_ec_held(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_ec *ec = mds->ec;
+	if (!ec)
+		return false;
+	pthread_mutex_lock(&ec->mu);
+	bool held = ec->held == ino;
+	pthread_mutex_unlock(&ec->mu);
+	return held;
 }
 
 void mds_ec_unhold(struct braid_mds *mds, uint64_t ino)

@@ -134,6 +134,8 @@ int mds_ec_parity_holders(struct braid_mds *mds, uint64_t ino, uint32_t *ids, un
  */
 int mds_ec_hold(struct braid_mds *mds, uint64_t ino, uint64_t w0);
 void mds_ec_unhold(struct braid_mds *mds, uint64_t ino);
+/* Whether ino is held (mds_ec_hold) now. */
+bool mds_ec_held(struct braid_mds *mds, uint64_t ino);
 
 /* EC_LOCATE (braid_ctl.x), served beside REGISTER (mds/dsreg.c). */
 int mds_ec_locate(struct nfsd_req *req, void *argp, void *resp);

@@ -58,7 +58,27 @@ bool mds_ec_rebuild_held(struct braid_mds *mds, uint64_t ino)
 }
 
 /* Hold ino's writes: 0, or -EBUSY when RB_HELD files are held already. */
-static int hold(struct mds_ec_rebuild *rb, uint64_t ino)
+static void unhold(struct mds_ec_rebuild *rb, uint64_t ino)
+{
+	pthread_mutex_lock(&rb->mu);
+	for (unsigned i = 0; i < rb->nheld; i++)
+		if (rb->held[i] == ino) {
+			rb->held[i] = rb->held[--rb->nheld];
+			break;
+		}
+	pthread_mutex_unlock(&rb->mu);
+}
+
+/*
+ * The rebuild of ino's chunks may begin.  Not while the sealer frees the
+ * file's extra copies or a scrub repairs it in place (mds_ec_hold): a
+ * chunk rebuilt onto a server whose ranges are being punched could be
+ * punched after it was written.  Each side takes its own hold, then
+ * looks at the other's (mds_ec.c's copies_free does the same the other
+ * way round), so at least one of the two sees the other and backs off
+ * (-EAGAIN: the next scan tries again).
+ */
+static int hold(struct braid_mds *mds, struct mds_ec_rebuild *rb, uint64_t ino)
 {
 	pthread_mutex_lock(&rb->mu);
 	int rc = 0;
@@ -70,18 +90,11 @@ static int hold(struct mds_ec_rebuild *rb, uint64_t ino)
 	else if (!held)
 		rb->held[rb->nheld++] = ino;
 	pthread_mutex_unlock(&rb->mu);
+	if (!rc && !held && mds_ec_held(mds, ino)) {
+		unhold(rb, ino);
+		rc = -EAGAIN;
+	}
 	return rc;
-}
-
-static void unhold(struct mds_ec_rebuild *rb, uint64_t ino)
-{
-	pthread_mutex_lock(&rb->mu);
-	for (unsigned i = 0; i < rb->nheld; i++)
-		if (rb->held[i] == ino) {
-			rb->held[i] = rb->held[--rb->nheld];
-			break;
-		}
-	pthread_mutex_unlock(&rb->mu);
 }
 
 /* ------------------------------------------------------------- stripes */
@@ -190,7 +203,7 @@ int mds_ec_rebuild_check(struct braid_mds *mds, uint64_t ino, struct mds_ec_rebu
 	int rc = stripes_of(mds, &a, &map.pol, &v, &n, need);
 	free(v);
 	if (!rc && need->chunks)
-		rc = hold(rb, ino);
+		rc = hold(mds, rb, ino);
 	return rc;
 }
 
