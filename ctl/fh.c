@@ -8,37 +8,35 @@
 
 #define FH_VERSION     1
 
+/* A handle of type with its body (32 bytes, 40 with the inode for
+ * DS_FH_EC) and the MAC over it. */
 static void fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t type,
-		    uint8_t fh[DS_FH_SIZE])
+		    uint64_t ino, uint8_t *fh)
 {
-	memset(fh, 0, DS_FH_SIZE);
+	uint32_t body = type == DS_FH_EC ? 40 : 32;
+	memset(fh, 0, body + 16);
 	fh[0] = FH_VERSION;
 	fh[1] = type;
 	xdr_put32(fh + 4, key->id);
 	memcpy(fh + 8, id->key, DS_KEY_SIZE);
 	xdr_put32(fh + 24, (uint32_t)(id->gen >> 32));
 	xdr_put32(fh + 28, (uint32_t)id->gen);
-	siphash24_128(&key->fh, fh, 32, fh + 32);
+	if (type == DS_FH_EC) {
+		xdr_put32(fh + 32, (uint32_t)(ino >> 32));
+		xdr_put32(fh + 36, (uint32_t)ino);
+	}
+	siphash24_128(&key->fh, fh, body, fh + body);
 }
 
 void ds_fh_make(const struct braid_key *key, const struct ds_objid *id, uint8_t fh[DS_FH_SIZE])
 {
-	fh_make(key, id, DS_FH_OBJECT, fh);
+	fh_make(key, id, DS_FH_OBJECT, 0, fh);
 }
 
 void ds_fh_make_ec(const struct braid_key *key, const struct ds_objid *id, uint64_t ino,
 		   uint8_t fh[DS_FH_EC_SIZE])
 {
-	memset(fh, 0, DS_FH_EC_SIZE);
-	fh[0] = FH_VERSION;
-	fh[1] = DS_FH_EC;
-	xdr_put32(fh + 4, key->id);
-	memcpy(fh + 8, id->key, DS_KEY_SIZE);
-	xdr_put32(fh + 24, (uint32_t)(id->gen >> 32));
-	xdr_put32(fh + 28, (uint32_t)id->gen);
-	xdr_put32(fh + 32, (uint32_t)(ino >> 32));
-	xdr_put32(fh + 36, (uint32_t)ino);
-	siphash24_128(&key->fh, fh, 40, fh + 40);
+	fh_make(key, id, DS_FH_EC, ino, fh);
 }
 
 int ds_fh_parse_type(const struct braid_key *key, const void *p, uint32_t len,
