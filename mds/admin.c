@@ -1590,6 +1590,12 @@ static void collect_clients(struct braid_mds *mds, struct nfsd_metrics_out *o)
 			    " stateid from before that grant, answered NFS4ERR_DELAY.");
 	nfsd_metrics_sample(o, "braid_mds_layoutgets_delayed_total", NULL,
 			    (int64_t)mds_layout_dup_delayed(mds));
+	nfsd_metrics_family(o, "braid_mds_layoutgets_deferred_total", "counter",
+			    "LAYOUTGETs inside an OPEN's COMPOUND for a file with no byte and no"
+			    " placement yet, answered NFS4ERR_LAYOUTTRYLATER: the file is placed"
+			    " when a write first needs it.");
+	nfsd_metrics_sample(o, "braid_mds_layoutgets_deferred_total", NULL,
+			    (int64_t)mds_layout_lgopen_deferred(mds));
 	emit_table(o, client_fams, CLIENT_FAMS, labels, vals, n);
 	free(vals);
 	free(labels);

@@ -59,6 +59,9 @@ void mds_layout_client_expired(struct braid_mds *mds, uint64_t clientid);
 uint64_t mds_layout_outstanding(struct braid_mds *mds);
 /* LAYOUTGETs answered NFS4ERR_DELAY as a duplicate of a grant just made */
 uint64_t mds_layout_dup_delayed(struct braid_mds *mds);
+/* LAYOUTGETs after an OPEN in its COMPOUND, of a file not yet placed,
+ * answered NFS4ERR_LAYOUTTRYLATER (placed at its first write instead) */
+uint64_t mds_layout_lgopen_deferred(struct braid_mds *mds);
 /* Does the client hold layouts (DESTROY_CLIENTID: CLIENTID_BUSY)? */
 bool mds_layout_client_has_state(struct braid_mds *mds, uint64_t clientid);
 /*

@@ -178,6 +178,7 @@ struct mds_layout {
 	pthread_t thread;
 	uint64_t next_sid;
 	uint64_t dup_delayed; /* LAYOUTGETs answered DELAY as duplicates */
+	uint64_t lgopen_deferred; /* OPENs' LAYOUTGETs of files not yet placed */
 	struct htab sids, files, clients;
 	struct lo_dev *devs;
 	struct lo_dsmark *marks;

@@ -678,6 +678,17 @@ uint64_t mds_layout_dup_delayed(struct braid_mds *mds)
 	return n;
 }
 
+uint64_t mds_layout_lgopen_deferred(struct braid_mds *mds)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return 0;
+	pthread_mutex_lock(&lo->mu);
+	uint64_t n = lo->lgopen_deferred;
+	pthread_mutex_unlock(&lo->mu);
+	return n;
+}
+
 uint64_t mds_layout_outstanding(struct braid_mds *mds)
 {
 	struct mds_layout *lo = mds->layout;

@@ -700,6 +700,25 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	/* an open, lock or (unused here) delegation stateid of this file */
 	if (!ls && (st = mds_state_check_io(c, &sid, at.ino, rw)))
 		return st;
+	/*
+	 * The LAYOUTGET Linux puts in the OPEN of a file it creates (or opens
+	 * for writing) asks for [0, ALL) before there is any byte to write.
+	 * A file with no byte and no placement yet is placed when a write
+	 * first needs it: its data servers, objects and write mark would cost
+	 * the create three durable steps and a data-server round trip, and an
+	 * empty file (`: > f`, lock and marker files) would hold objects for
+	 * nothing.  LAYOUTTRYLATER there only drops the OPEN's layout
+	 * (pnfs_parse_lgopen); the first write sends its own LAYOUTGET.
+	 */
+	if (rw && !at.size && nfs41_compound_ran_op(c, OP_OPEN)) {
+		struct mds_file_map m0;
+		if (!mds_data_map(mds, at.ino, &m0) && !m0.laid_out) {
+			pthread_mutex_lock(&lo->mu);
+			lo->lgopen_deferred++;
+			pthread_mutex_unlock(&lo->mu);
+			return NFS4ERR_LAYOUTTRYLATER;
+		}
+	}
 
 	pthread_mutex_lock(&lo->mu);
 	struct lo_file *f = lo_file_get(lo, at.ino);

@@ -854,6 +854,15 @@ int32_t nfs41_compound_next_op(const struct nfs41_compound *c)
 	return c->opidx + 1 < x->nargs ? x->args[c->opidx + 1].argop : -1;
 }
 
+bool nfs41_compound_ran_op(const struct nfs41_compound *c, int32_t op)
+{
+	const struct cpd *x = (const struct cpd *)c;
+	for (unsigned i = 0; i < c->opidx && i < x->nargs; i++)
+		if ((int32_t)x->args[i].argop == op)
+			return true;
+	return false;
+}
+
 nfsstat4 nfs41_compound_stateid(struct nfs41_compound *c, stateid4 *sid)
 {
 	static const uint8_t zero[NFS4_OTHER_SIZE];

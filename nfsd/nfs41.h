@@ -264,6 +264,8 @@ void nfs41_compound_set_fh(struct nfs41_compound *c, const void *fh, uint32_t le
  * filehandle operation decides by it whether to report NFS4ERR_WRONGSEC
  * (RFC 8881 §2.6.3.1.1). */
 int32_t nfs41_compound_next_op(const struct nfs41_compound *c);
+/* Whether an operation before the running one is op (nfs_opnum4). */
+bool nfs41_compound_ran_op(const struct nfs41_compound *c, int32_t op);
 /* Record the stateid an op returned as the current stateid. */
 void nfs41_compound_set_stateid(struct nfs41_compound *c, const stateid4 *sid);
 /* Replace the special "current stateid" (seqid 1, other all zero) in *sid

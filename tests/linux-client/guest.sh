@@ -263,7 +263,7 @@ trace_report() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|mds_ec_[a-z_]*|ds_ec_[a-z_]*|ds_(written|read)_bytes_total|mds_layoutgets_delayed_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|mds_delegations_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|mds_ec_[a-z_]*|ds_ec_[a-z_]*|ds_(written|read)_bytes_total|mds_layoutgets_de(layed|ferred)_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|mds_delegations_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"

@@ -931,12 +931,20 @@ def judge_pnfs(check, log, mdsm, dsm, files):
     delayed = int(mdsm.get("braid_mds_layoutgets_delayed_total", 0))
     if delayed:
         note("NOTE: braid-mds delayed %d duplicate LAYOUTGET(s)" % delayed)
+    # The LAYOUTGET Linux sends inside the OPEN of a file it creates, for a
+    # file with no byte and no placement yet, is answered LAYOUTTRYLATER
+    # (braid_mds_layoutgets_deferred_total): the file is placed at its first
+    # write, whose own LAYOUTGET must succeed.  Those are no failure either.
+    deferred = int(mdsm.get("braid_mds_layoutgets_deferred_total", 0))
+    if deferred:
+        note("NOTE: braid-mds deferred %d LAYOUTGET(s) sent inside OPEN to the first write"
+             % deferred)
     ms_lg_err = [int(l.split()[-1]) for l in ms if l.split() and l.split()[0] == "LAYOUTGET:"]
     for op in ("LAYOUTGET", "LAYOUTCOMMIT", "LAYOUTRETURN", "GETDEVICEINFO", "LAYOUTERROR"):
         n = sum(v for k, v in mdsm.items()
                 if k.startswith("braid_nfs4_op_errors_total{") and 'op="%s"' % op in k)
         if op == "LAYOUTGET":
-            n -= delayed
+            n -= delayed + deferred
         if n and op == "LAYOUTGET" and check == "mirror" and ms_lg_err and not any(ms_lg_err):
             note("NOTE: braid-mds refused %d LAYOUTGET(s) sent inside OPEN during"
                   " the outage; none of the client's own LAYOUTGETs failed" % n)
@@ -1162,8 +1170,10 @@ for check in checks:
             # ENOSPC comes from a data server that runs out mid-file, or
             # from placement when both are below their reserve
             refused = sum(int(dsm[i].get("braid_ds_nospc_total", 0)) for i in range(1, nds + 1))
+            # (less the OPENs' LAYOUTGETs deferred to the first write)
             lgerr = sum(v for k, v in mdsm.items()
-                        if k.startswith("braid_nfs4_op_errors_total{") and 'op="LAYOUTGET"' in k)
+                        if k.startswith("braid_nfs4_op_errors_total{") and 'op="LAYOUTGET"' in k) \
+                - int(mdsm.get("braid_mds_layoutgets_deferred_total", 0))
             if refused > 0:
                 ok("the data servers refused %d writes for space (braid_ds_nospc_total)" % refused)
             elif lgerr > 0:

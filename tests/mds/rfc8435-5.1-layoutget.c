@@ -18,6 +18,11 @@
  *  - GETDEVICEINFO: every advertised address, the versions with 1 MiB
  *    rsize/wsize, both notifications granted, NFS4ERR_TOOSMALL with the
  *    size needed, NFS4ERR_NOENT for a device that is not ours;
+ *  - the LAYOUTGET inside an OPEN's COMPOUND, as Linux sends it when it
+ *    creates a file: LAYOUTTRYLATER while the file has no byte and no
+ *    placement (nothing placed, no object made, the counter moves); the
+ *    first write's own LAYOUTGET places it; once placed, or with bytes,
+ *    the OPEN's LAYOUTGET is granted;
  *  - the errors: BADIOMODE, UNKNOWN_LAYOUTTYPE, INVAL, TOOSMALL (maxcount),
  *    BAD_STATEID (special, ahead of the state, another file's), OPENMODE
  *    (RW under a read-only open), BADLAYOUT (minlength past the segment;
@@ -32,6 +37,8 @@
 #include "mds/data.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
+#include "dataserver/ds.h"
+#include "dataserver/store.h"
 
 #define CONF "heartbeat_interval = 1s\nds_timeout = 3s\n"
 
@@ -429,6 +436,113 @@ static void t_inherited(struct nfs41c_session *s)
 	CHECK_EQ(lt_return_all(s, &a.fh, &l.sid), NFS4_OK);
 }
 
+/* {PUTROOTFH, OPEN name for RW (created if absent), GETFH, LAYOUTGET RW
+ * [0, ALL) with the current stateid}, as Linux 6.1 sends a creating open
+ * (pnfs_lgopen_prepare): the LAYOUTGET's status; the OPEN's in *out. */
+static nfsstat4 open_lgopen(struct nfs41c_session *s, const char *name, struct ts_openres *out,
+			    struct lt_layout *l)
+{
+	struct ts_attrs ab;
+	nfs_argop4 ops[4] = {ts_op(OP_PUTROOTFH), ts_op(OP_OPEN), ts_op(OP_GETFH),
+			     ts_op(OP_LAYOUTGET)};
+	OPEN4args *oa = &ops[1].u.opopen;
+	oa->share_access = OPEN4_SHARE_ACCESS_BOTH;
+	oa->share_deny = OPEN4_SHARE_DENY_NONE;
+	oa->owner.owner = xdr_opaque_of("lgopen-owner", 12);
+	oa->claim.claim = CLAIM_NULL;
+	oa->claim.u.file = xdr_opaque_of(name, strlen(name));
+	oa->openhow.opentype = OPEN4_CREATE;
+	oa->openhow.u.how.mode = UNCHECKED4;
+	oa->openhow.u.how.u.createattrs = ts_fattr(&ab, 0644, -1);
+	LAYOUTGET4args *a = &ops[3].u.oplayoutget;
+	a->loga_layout_type = LAYOUT4_FLEX_FILES;
+	a->loga_iomode = LAYOUTIOMODE4_RW;
+	a->loga_offset = 0;
+	a->loga_length = NFS4_UINT64_MAX;
+	a->loga_minlength = 0;
+	a->loga_stateid = ts_sid_special(1, 0); /* the current stateid */
+	a->loga_maxcount = 4096;
+	COMPOUND4res res;
+	struct xdr_arena ar;
+	ts_run(s, ops, 4, &res, &ar);
+	CHECK_EQ(ts_st(&res, 1), NFS4_OK);
+	CHECK_EQ(ts_st(&res, 2), NFS4_OK);
+	memset(out, 0, sizeof(*out));
+	out->sid = res.resarray.val[2].u.opopen.u.resok4.stateid;
+	const nfs_fh4 *f = &res.resarray.val[3].u.opgetfh.u.resok4.object;
+	CHECK(f->len <= NFS4_FHSIZE);
+	memcpy(out->fh.b, f->val, f->len);
+	out->fh.len = f->len;
+	nfsstat4 st = ts_st(&res, 3);
+	if (!st && l) {
+		const LAYOUTGET4resok *ok = &res.resarray.val[4].u.oplayoutget.u.logr_resok4;
+		memset(l, 0, sizeof(*l));
+		l->sid = ok->logr_stateid;
+		CHECK(ok->logr_layout.len >= 1);
+		l->offset = ok->logr_layout.val[0].lo_offset;
+		l->length = ok->logr_layout.val[0].lo_length;
+		l->iomode = ok->logr_layout.val[0].lo_iomode;
+	}
+	return st;
+}
+
+/* The OPEN's LAYOUTGET of a file with no byte and no placement waits for
+ * the first write's (a create costs no placement, no object, no write
+ * mark); with a placement, or bytes, it is granted. */
+static void t_lgopen(struct nfs41c_session *s)
+{
+	struct ts_openres o;
+	struct lt_layout l;
+	uint64_t d0 = mds_layout_lgopen_deferred(L.m.mds);
+	CHECK_EQ(open_lgopen(s, "lgopen", &o, &l), NFS4ERR_LAYOUTTRYLATER);
+	CHECK_EQ(mds_layout_lgopen_deferred(L.m.mds), d0 + 1);
+	uint64_t ino = lt_ino(&L, &o.fh);
+	struct mds_file_map m;
+	CHECK_EQ(mds_data_map(L.m.mds, ino, &m), 0);
+	CHECK(!m.laid_out);
+	/* no object made for the empty file */
+	struct mds_attr at = cl_attr(&L.m, ino);
+	struct ds_objid id;
+	mds_data_objid(&at, &id);
+	for (unsigned i = 0; i < L.nds; i++) {
+		struct ds_obj_stat os;
+		CHECK_EQ(ds_store_stat(braid_ds_store(L.ds[i].ds), &id, &os), -ENOENT);
+	}
+	/* opened again (UNCHECKED4: the same file), still nothing to place */
+	struct ts_openres o2;
+	CHECK_EQ(open_lgopen(s, "lgopen", &o2, &l), NFS4ERR_LAYOUTTRYLATER);
+	CHECK_EQ(mds_layout_lgopen_deferred(L.m.mds), d0 + 2);
+	/* the first write's own LAYOUTGET places the file and is granted */
+	struct lt_layout w;
+	CHECK_EQ(lt_get_page(s, &o.fh, LAYOUTIOMODE4_RW, 0, &o2.sid, &w), NFS4_OK);
+	CHECK_EQ(mds_data_map(L.m.mds, ino, &m), 0);
+	CHECK(m.laid_out);
+	struct cds *d = lt_ds_of_dev(&L, s, w.ds[0].dev);
+	dt_fill(buf, 0, 64 << 10, 77);
+	CHECK_EQ(lt_ds_write(d, &w.ds[0], 0, buf, 64 << 10, FILE_SYNC, w.ds[0].uid, w.ds[0].gid),
+		 NFS3_OK);
+	uint64_t size = 0;
+	CHECK_EQ(lt_layoutcommit(s, &o.fh, 0, 64 << 10, &w.sid, (64 << 10) - 1, NULL, &size),
+		 NFS4_OK);
+	CHECK_EQ(size, 64u << 10);
+	/* returned (Linux sends no LAYOUTGET in OPEN while it holds a layout) */
+	CHECK_EQ(lt_return_all(s, &o.fh, &w.sid), NFS4_OK);
+	/* placed and written: the OPEN's LAYOUTGET is granted [0, ALL) */
+	struct ts_openres o3;
+	CHECK_EQ(open_lgopen(s, "lgopen", &o3, &l), NFS4_OK);
+	CHECK(l.offset == 0 && l.length == NFS4_UINT64_MAX && l.iomode == LAYOUTIOMODE4_RW);
+	CHECK_EQ(mds_layout_lgopen_deferred(L.m.mds), d0 + 2);
+	/* placed but still empty: granted as well (nothing left to defer) */
+	struct ts_openres e;
+	CHECK_EQ(open_lgopen(s, "lgopen-empty", &e, &l), NFS4ERR_LAYOUTTRYLATER);
+	CHECK_EQ(lt_return_all(s, &o.fh, &l.sid), NFS4_OK);
+	CHECK_EQ(lt_get_page(s, &e.fh, LAYOUTIOMODE4_RW, 0, &e.sid, &w), NFS4_OK);
+	CHECK_EQ(lt_return_all(s, &e.fh, &w.sid), NFS4_OK);
+	CHECK_EQ(open_lgopen(s, "lgopen-empty", &e, &l), NFS4_OK);
+	CHECK_EQ(mds_layout_lgopen_deferred(L.m.mds), d0 + 3);
+	CHECK_EQ(lt_return_all(s, &e.fh, &l.sid), NFS4_OK);
+}
+
 /* The MDS's own writes lay out segments as LAYOUTGET does, and a later
  * LAYOUTGET names what they laid out. */
 static void t_proxy_lays_out(struct nfs41c_session *s)
@@ -468,6 +582,7 @@ int main(void)
 	t_striped(s);
 	t_inherited(s);
 	t_proxy_lays_out(s);
+	t_lgopen(s);
 	nfs41c_session_destroy(s);
 	lt_finish(&L);
 	free(buf);
