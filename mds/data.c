@@ -36,6 +36,7 @@
 #include "mds/mds_impl.h"
 #include "mds/space.h"
 #include "mds/state.h"
+#include "nfsd/rpc.h"
 
 #define OBJ_LOCKS      64
 #define SWEEP_BATCH    1024
@@ -49,6 +50,13 @@
 struct mds_data {
 	pthread_mutex_t obj_mu[OBJ_LOCKS];
 	pthread_rwlock_t gate[OBJ_LOCKS]; /* mds_data_write_gate */
+	/* the releaser (mds_data_release_later): a ring of inodes */
+	pthread_mutex_t rel_mu;
+	pthread_cond_t rel_cv;
+	pthread_t rel_thread;
+	bool rel_running, rel_stop;
+	uint64_t rel_q[MDS_DATA_RELEASE_QUEUE];
+	unsigned rel_head, rel_n;
 };
 
 struct mds_data *mds_data_new(void)
@@ -57,6 +65,10 @@ struct mds_data *mds_data_new(void)
 	for (int i = 0; d && i < OBJ_LOCKS; i++) {
 		pthread_mutex_init(&d->obj_mu[i], NULL);
 		pthread_rwlock_init(&d->gate[i], NULL);
+	}
+	if (d) {
+		pthread_mutex_init(&d->rel_mu, NULL);
+		pthread_cond_init(&d->rel_cv, NULL);
 	}
 	return d;
 }
@@ -80,6 +92,8 @@ void mds_data_free(struct mds_data *d)
 		pthread_mutex_destroy(&d->obj_mu[i]);
 		pthread_rwlock_destroy(&d->gate[i]);
 	}
+	pthread_cond_destroy(&d->rel_cv);
+	pthread_mutex_destroy(&d->rel_mu);
 	free(d);
 }
 
@@ -977,17 +991,19 @@ static void data_space_freed(struct braid_mds *mds, uint32_t ds_id)
 	mds_layout_ds_space_freed(mds, ds_id);
 }
 
-void mds_data_release(struct braid_mds *mds, uint64_t ino)
+/* mds_data_release, the inode's reap only with reap: true when its
+ * objects are gone and the reap is what is left to do. */
+static bool release(struct braid_mds *mds, uint64_t ino, bool reap)
 {
 	struct mds_attr a;
 	if (!mds->dsreg || mds_inode_getattr(mds->store, ino, &a) || a.nlink || a.type != MDS_REG)
-		return;
+		return false;
 	if (mds_state_ino_open(mds, ino))
-		return; /* the last CLOSE calls again */
+		return false; /* the last CLOSE calls again */
 	/* clients may still write through layouts: the objects go once those
 	 * are returned or fenced, and the layout layer calls again */
 	if (mds_layout_release_hold(mds, ino))
-		return;
+		return false;
 	pthread_mutex_t *mu = obj_lock(mds, ino);
 	pthread_mutex_lock(mu);
 	struct ds_set s;
@@ -1016,9 +1032,93 @@ void mds_data_release(struct braid_mds *mds, uint64_t ino)
 	/* an erasure-coded file's parity objects (mds/ec.h) go with it */
 	if (!left && !rc && mds_ec_objects_remove(mds, &a))
 		left = true;
-	if (!left && (rc = mds_inode_reap(mds->store, ino)) && rc != -ESTALE && rc != -EBUSY)
+	if (!left && reap && (rc = mds_inode_reap(mds->store, ino)) && rc != -ESTALE &&
+	    rc != -EBUSY)
 		mds_log("inode %llu: reap: %s", (unsigned long long)ino, strerror(-rc));
 	pthread_mutex_unlock(mu);
+	return !left && !reap;
+}
+
+void mds_data_release(struct braid_mds *mds, uint64_t ino)
+{
+	release(mds, ino, true);
+}
+
+static void *releaser_main(void *arg)
+{
+	struct braid_mds *mds = arg;
+	struct mds_data *d = mds->data;
+	nfsd_thread_block_signals();
+	pthread_mutex_lock(&d->rel_mu);
+	for (;;) {
+		while (!d->rel_stop && !d->rel_n)
+			pthread_cond_wait(&d->rel_cv, &d->rel_mu);
+		if (d->rel_stop)
+			break;
+		uint64_t ino = d->rel_q[d->rel_head];
+		d->rel_head = (d->rel_head + 1) % MDS_DATA_RELEASE_QUEUE;
+		d->rel_n--;
+		pthread_mutex_unlock(&d->rel_mu);
+		mds_data_release(mds, ino);
+		pthread_mutex_lock(&d->rel_mu);
+	}
+	pthread_mutex_unlock(&d->rel_mu);
+	return NULL;
+}
+
+int mds_data_releaser_start(struct braid_mds *mds)
+{
+	struct mds_data *d = mds->data;
+	int rc = pthread_create(&d->rel_thread, NULL, releaser_main, mds);
+	if (rc)
+		return -rc;
+	pthread_mutex_lock(&d->rel_mu);
+	d->rel_running = true;
+	pthread_mutex_unlock(&d->rel_mu);
+	return 0;
+}
+
+void mds_data_releaser_stop(struct braid_mds *mds)
+{
+	struct mds_data *d = mds->data;
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->rel_mu);
+	bool running = d->rel_running;
+	d->rel_stop = true;
+	d->rel_n = 0; /* the next start's orphan sweep takes them */
+	pthread_cond_signal(&d->rel_cv);
+	pthread_mutex_unlock(&d->rel_mu);
+	if (running)
+		pthread_join(d->rel_thread, NULL);
+	pthread_mutex_lock(&d->rel_mu);
+	d->rel_running = false;
+	pthread_mutex_unlock(&d->rel_mu);
+}
+
+void mds_data_release_later(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_data *d = mds->data;
+	/* the objects now, so that their space is free when the client hears
+	 * of the unlink (a full cluster's rm, then write, must work); the
+	 * reap's commit is the releaser's (it runs the whole release again:
+	 * nothing can bring an object back unnoticed meanwhile) */
+	if (!release(mds, ino, false))
+		return;
+	pthread_mutex_lock(&d->rel_mu);
+	if (d->rel_stop) {
+		pthread_mutex_unlock(&d->rel_mu); /* stopping: the sweep's */
+		return;
+	}
+	bool queued = d->rel_running && d->rel_n < MDS_DATA_RELEASE_QUEUE;
+	if (queued) {
+		d->rel_q[(d->rel_head + d->rel_n) % MDS_DATA_RELEASE_QUEUE] = ino;
+		d->rel_n++;
+		pthread_cond_signal(&d->rel_cv);
+	}
+	pthread_mutex_unlock(&d->rel_mu);
+	if (!queued)
+		mds_data_release(mds, ino);
 }
 
 int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino)

@@ -188,6 +188,22 @@ int mds_data_fence_apply(struct braid_mds *mds, const struct mds_attr *a);
  * Best effort: failures leave it in mds_orphan_list() for a later retry.
  */
 void mds_data_release(struct braid_mds *mds, uint64_t ino);
+/*
+ * The same with the reap off the caller's reply path: REMOVE, RENAME over
+ * a file and the last CLOSE remove the objects (so their space is free at
+ * once) and hand the orphan to the releaser thread for the reap's commit,
+ * so the client waits for the unlink's one durable step and the removals
+ * (none for a file never written).  Nothing is lost by a crash or a stop
+ * meanwhile: the orphan is in the store, and the sweep below takes it.
+ * With the queue full (MDS_DATA_RELEASE_QUEUE), or the thread not
+ * running, the caller reaps it itself.
+ */
+#define MDS_DATA_RELEASE_QUEUE 4096
+void mds_data_release_later(struct braid_mds *mds, uint64_t ino);
+/* The releaser thread: started once the data-server registry is, stopped
+ * (what is queued is left to the next start's sweep) before it goes. */
+int mds_data_releaser_start(struct braid_mds *mds);
+void mds_data_releaser_stop(struct braid_mds *mds);
 /* The later retry: mds_data_release() of each orphan (a batch at a time),
  * until stop(arg) is true.  The data-server thread (dsreg.c) calls it. */
 void mds_data_orphan_sweep(struct braid_mds *mds, bool (*stop)(void *arg), void *arg);

@@ -912,6 +912,10 @@ int braid_mds_start(const struct mds_settings *set, struct braid_mds **out, char
 	    (rc = mds_mount_init(mds, msg, msglen)) || (rc = mds_nlm_init(mds, msg, msglen)) ||
 	    (rc = mds_admin_init(mds, msg, msglen)))
 		goto fail;
+	if ((rc = mds_data_releaser_start(mds))) {
+		snprintf(msg, msglen, "the releaser thread: %s", strerror(-rc));
+		goto fail;
+	}
 
 	struct nfs41_server_opts no = {
 		.so_major = mds->so_major,
@@ -996,6 +1000,7 @@ void braid_mds_stop(struct braid_mds *mds)
 	nfsd_metrics_http_stop(mds->metrics_http); /* no render runs a collector past here */
 	if (mds->srv && mds->nports)
 		mds_mount_rpcbind_unset(mds);
+	mds_data_releaser_stop(mds); /* it calls data servers and the layout layer */
 	mds_resilver_stop(mds); /* its thread calls data servers and the layout layer */
 	mds_ec_scrub_stop(mds); /* the scrub calls data servers and holds files */
 	mds_ec_stop(mds);	/* so does the sealer */

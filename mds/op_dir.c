@@ -523,7 +523,7 @@ nfsstat4 mds_ns_remove(struct braid_mds *mds, const struct mds_cred *cr, const s
 	if ((rc = mds_dir_remove(mds->store, &ra, rr)))
 		return mds_nfs4_status(rc);
 	if (rr->victim.orphaned)
-		mds_data_release(mds, rr->victim.ino);
+		mds_data_release_later(mds, rr->victim.ino);
 	return NFS4_OK;
 }
 
@@ -604,7 +604,7 @@ nfsstat4 mds_ns_rename(struct braid_mds *mds, const struct mds_cred *scr,
 	if ((rc = mds_dir_rename(mds->store, &ar, rr)))
 		return mds_nfs4_status(rc);
 	if (rr->replaced && rr->victim.orphaned)
-		mds_data_release(mds, rr->victim.ino);
+		mds_data_release_later(mds, rr->victim.ino);
 	return NFS4_OK;
 }
 

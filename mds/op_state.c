@@ -573,7 +573,7 @@ static void orphan_release(struct braid_mds *mds, uint64_t ino)
 	if (mds_state_ino_open(mds, ino))
 		return;
 	if (!mds_inode_getattr(mds->store, ino, &a) && a.type == MDS_REG && a.nlink == 0)
-		mds_data_release(mds, ino);
+		mds_data_release_later(mds, ino);
 }
 
 /* RFC 8881 §8.3: the lease ran out (or the client ID was destroyed or

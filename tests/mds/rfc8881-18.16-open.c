@@ -419,8 +419,13 @@ static void preserve_unlinked(struct mt *t, struct nfs41c_session *a)
 	CHECK_EQ(ts_close(a, &r.fh, &r.sid, NULL), NFS4_OK);
 	CHECK_EQ(attr_of(t, ino).nlink, 0); /* still open by pu2 */
 	CHECK_EQ(ts_close(a, &r2.fh, &r2.sid, NULL), NFS4_OK);
+	/* reaped by the releaser thread, off the CLOSE's reply path */
 	struct mds_attr gone;
-	CHECK_EQ(mds_inode_getattr(braid_mds_store(t->mds), ino, &gone), -ESTALE);
+	double t0 = ts_now();
+	while (mds_inode_getattr(braid_mds_store(t->mds), ino, &gone) != -ESTALE) {
+		CHECK(ts_now() - t0 < 10.0);
+		usleep(10 * 1000);
+	}
 }
 
 /* With "/" no longer exported the root is the pseudo fs (§7.3): it shows

@@ -339,9 +339,14 @@ static void t_open_stateids(struct nfs41c_session *s)
 	CHECK_EQ(cl_do_read(s, &f, 0, 8192, rbuf, &n, &eof), NFS4_OK);
 	CHECK(n == 8192 && eof && dt_check(rbuf, 0, 8192, 5));
 	CHECK_EQ(ts_close(s, &ro.fh, &rw.sid, NULL), NFS4_OK);
-	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), -ENOENT);
+	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), -ENOENT); /* removed before CLOSE's reply */
+	/* reaped by the releaser thread, off the CLOSE's reply path */
 	struct mds_attr a;
-	CHECK_EQ(mds_inode_getattr(st, f.ino, &a), -ESTALE);
+	double t0 = cl_now();
+	while (mds_inode_getattr(st, f.ino, &a) != -ESTALE) {
+		CHECK(cl_now() - t0 < 10.0);
+		usleep(10 * 1000);
+	}
 }
 
 /*
