@@ -1073,8 +1073,16 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 		sa.mask |= MDS_SET_SIZE_MAX;
 		sa.size = lwo + 1;
 	}
+	/*
+	 * Outside a reclaim the client holds an RW layout, so the file's write
+	 * mark is durable and stays until every layout is back (its clearing
+	 * is a durable step after this one): a crash that undid this change
+	 * leaves the mark, and the restart reconciles size and mtime from the
+	 * data servers.  So it returns once applied, one fdatasync sooner.
+	 */
 	struct mds_setattr_res sr;
-	int rc = mds_inode_setattr(mds->store, &sa, &sr);
+	int rc = a->loca_reclaim ? mds_inode_setattr(mds->store, &sa, &sr)
+				 : mds_inode_setattr_applied(mds->store, &sa, &sr);
 	if (rc)
 		return mds_nfs4_status(rc);
 	mds_space_note(mds, at.ino); /* what the client wrote is on its data servers */

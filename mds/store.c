@@ -11,7 +11,9 @@
  * once the next fdatasync returns.  The writer therefore completes batch
  * N-1 right after commit N, and when the queue is empty it calls
  * mdb_env_sync() to complete N.  Under load that is one fdatasync per
- * batch; alone, an op costs two (as LMDB's default does).  A transaction
+ * batch; alone, an op costs two (as LMDB's default does).  An op marked
+ * applied_only is done at its own commit, before the sync that makes it
+ * durable (the idle sync still follows).  A transaction
  * reuses only pages freed before its predecessor, so the pages of the last
  * synced meta page stay intact: a crash at any moment leaves a consistent
  * store holding every completed op.  A failed sync is final (-EIO for
@@ -719,9 +721,6 @@ static void writer_batch(struct mds_store *s, struct mds_op *batch, unsigned n)
 	uint64_t t0 = BRAID_TRACE_ENABLED(store__commit) ? nfsd_now_ns() : 0;
 	unsigned commits = writer_apply(s, batch);
 	BRAID_TRACE(store__commit, n, commits, BRAID_TRACE_US(t0, nfsd_now_ns()), s->failed);
-	struct mds_op *tail = batch;
-	while (tail->next)
-		tail = tail->next;
 	if (s->failed) {
 		struct mds_op *done = s->unacked;
 		s->unacked = NULL;
@@ -730,19 +729,40 @@ static void writer_batch(struct mds_store *s, struct mds_op *batch, unsigned n)
 		writer_complete(s, batch, s->failed);
 		return;
 	}
+	/* applied_only ops are done now: their transaction is committed */
+	struct mds_op *applied = NULL, **ap = &applied, **pp = &batch, *tail = NULL;
+	while (*pp) {
+		struct mds_op *op = *pp;
+		if (op->applied_only) {
+			*pp = op->next;
+			op->next = NULL;
+			*ap = op;
+			ap = &op->next;
+		} else {
+			tail = op;
+			pp = &op->next;
+		}
+	}
 	if (commits) {
 		/* Its fdatasync made everything committed before it durable. */
+		s->unsynced = true;
 		stat_add(&s->st_batches, 1);
 		stat_add(&s->st_syncs, commits);
 		struct mds_op *done = s->unacked;
-		s->unacked = batch;
-		s->unacked_tail = &tail->next;
+		if (batch) {
+			s->unacked = batch;
+			s->unacked_tail = &tail->next;
+		} else {
+			s->unacked = NULL;
+			s->unacked_tail = &s->unacked;
+		}
 		writer_complete(s, done, 0);
-	} else {
+	} else if (batch) {
 		/* Nothing written: these depend only on what is already committed. */
 		*s->unacked_tail = batch;
 		s->unacked_tail = &tail->next;
 	}
+	writer_complete(s, applied, 0);
 }
 
 /* The queue is empty: make the last commit durable and complete its ops. */
@@ -751,6 +771,7 @@ static void writer_sync(struct mds_store *s)
 	uint64_t t0 = BRAID_TRACE_ENABLED(store__sync) ? nfsd_now_ns() : 0;
 	int rc = mdb_env_sync(s->env, 1);
 	stat_add(&s->st_syncs, 1);
+	s->unsynced = false;
 	if (rc)
 		s->failed = -EIO;
 	unsigned n = 0;
@@ -771,7 +792,7 @@ static void *store_writer_main(void *arg)
 	pthread_mutex_lock(&s->qlock);
 	for (;;) {
 		if (!s->qhead) {
-			if (s->unacked) {
+			if (s->unacked || s->unsynced) {
 				pthread_mutex_unlock(&s->qlock);
 				writer_sync(s);
 				pthread_mutex_lock(&s->qlock);
@@ -877,6 +898,16 @@ int mds_inode_setattr(struct mds_store *s, const struct mds_setattr_args *a,
 		      struct mds_setattr_res *res)
 {
 	struct mds_op op = {.type = MDS_OP_SETATTR, .args.setattr = *a};
+	int rc = mds_store_run(s, &op);
+	if (res)
+		*res = op.res.setattr;
+	return rc;
+}
+
+int mds_inode_setattr_applied(struct mds_store *s, const struct mds_setattr_args *a,
+			      struct mds_setattr_res *res)
+{
+	struct mds_op op = {.type = MDS_OP_SETATTR, .args.setattr = *a, .applied_only = true};
 	int rc = mds_store_run(s, &op);
 	if (res)
 		*res = op.res.setattr;

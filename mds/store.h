@@ -427,6 +427,14 @@ struct mds_op {
 	} res;
 	void (*done)(struct mds_op *op);
 	void *priv;	     /* the caller's */
+	/* done() once the op's transaction is committed (visible to every
+	 * reader, its pages written and synced) instead of once it is durable
+	 * (its meta page synced by the next commit or the idle sync): one
+	 * fdatasync less for a lone op, and a crash may undo it.  Only for
+	 * changes that something else restores after a crash (LAYOUTCOMMIT's
+	 * size: the write mark makes the restart reconcile it from the data
+	 * servers). */
+	bool applied_only;
 	struct mds_op *next; /* store-private queue link */
 };
 
@@ -459,6 +467,9 @@ int mds_dir_link(struct mds_store *s, const struct mds_link_args *a, struct mds_
 /* -EISDIR / -EINVAL for a size on a directory / non-regular file. */
 int mds_inode_setattr(struct mds_store *s, const struct mds_setattr_args *a,
 		      struct mds_setattr_res *res);
+/* The same, returning once applied, not durable (mds_op.applied_only). */
+int mds_inode_setattr_applied(struct mds_store *s, const struct mds_setattr_args *a,
+			      struct mds_setattr_res *res);
 /*
  * Deletes an orphan (its attributes, layout maps and xattrs) once its
  * data-server objects are gone.  -EBUSY: it has links.

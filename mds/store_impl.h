@@ -71,6 +71,7 @@ struct mds_store {
 	uint64_t next_ino;
 	/* Committed, not yet covered by a sync; completed after the next one. */
 	struct mds_op *unacked, **unacked_tail;
+	bool unsynced; /* writer only: a commit whose meta page is not yet synced */
 	int failed; /* -EIO once a sync failed: every later op fails */
 
 	/*
