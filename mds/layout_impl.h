@@ -16,6 +16,7 @@
 #ifndef BRAID_MDS_LAYOUT_IMPL_H
 #define BRAID_MDS_LAYOUT_IMPL_H
 
+#include <semaphore.h>
 #include <time.h>
 
 #include "layout/policy.h"
@@ -221,9 +222,22 @@ bool lo_state_holds(const struct lo_state *s);
 void lo_state_free(struct mds_layout *lo, struct lo_state *s);
 /* After a state of f went: a recall ends, a waiting release runs. */
 void lo_file_settle(struct mds_layout *lo, struct lo_file *f);
-/* Without lo->mu, f pinned, before an RW grant: the store's mark that f
- * may hold uncounted data is durable (0), or -errno. */
-int lo_wmark_ensure(struct mds_layout *lo, struct lo_file *f);
+/*
+ * Without lo->mu, f pinned, before an RW grant: the store's mark that f
+ * may hold uncounted data made durable (end's 0), or -errno.  In two
+ * halves, so that an RW LAYOUTGET's placement commits with the mark (the
+ * store applies ops in order: both are durable when the later is): begin
+ * submits the mark if the file has none (or waits for another thread's
+ * marking), end waits for it.  Every begin is ended before w goes out of
+ * scope.
+ */
+struct lo_wmark_wait {
+	struct mds_op op;
+	sem_t sem;
+	bool started;
+};
+void lo_wmark_begin(struct mds_layout *lo, struct lo_file *f, struct lo_wmark_wait *w);
+int lo_wmark_end(struct mds_layout *lo, struct lo_file *f, struct lo_wmark_wait *w);
 bool lo_state_names_ds(const struct lo_state *s, uint32_t id);
 void lo_state_note_ds(struct lo_state *s, uint32_t id);
 

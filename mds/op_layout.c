@@ -756,10 +756,11 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 		f->wpending = false;
 		pthread_mutex_unlock(&lo->mu);
 	}
-	if (rw && (rc = lo_wmark_ensure(lo, f))) {
-		unpin(lo, f);
-		return layout_errno(rc);
-	}
+	/* the mark is submitted now and waited for once the segment is
+	 * placed: one commit usually carries both */
+	struct lo_wmark_wait ww = {.started = false};
+	if (rw)
+		lo_wmark_begin(lo, f, &ww);
 	/* the segment holding loga_offset, laid out if need be */
 	struct mds_file_map map;
 	struct mds_layout_seg seg;
@@ -771,20 +772,23 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	 * writes to the data servers, which the MDS never sees */
 	if (!rc && rw)
 		rc = mds_ec_write_begin(mds, at.ino, &map.pol);
-	if (rc) {
-		unpin(lo, f);
-		return layout_errno(rc);
+	uint64_t n = 0, s0 = 0, len = 0;
+	nfsstat4 early = NFS4_OK;
+	if (!rc) {
+		n = layout_seg_index(&map.pol, a->loga_offset);
+		layout_seg_bounds(&map.pol, n, &s0, &len);
+		/* §18.43.3: at least minlength from the offset, or nothing */
+		if (len != LAYOUT_ALL && a->loga_minlength > s0 + len - a->loga_offset)
+			early = NFS4ERR_BADLAYOUT;
+		else
+			rc = mds_data_segment(mds, &at, n, true, avoid, navoid, &map, &seg);
 	}
-	uint64_t n = layout_seg_index(&map.pol, a->loga_offset), s0, len;
-	layout_seg_bounds(&map.pol, n, &s0, &len);
-	/* §18.43.3: at least minlength from the offset, or nothing */
-	if (len != LAYOUT_ALL && a->loga_minlength > s0 + len - a->loga_offset) {
+	int mrc = lo_wmark_end(lo, f, &ww);
+	if (!rc && !early)
+		rc = mrc;
+	if (rc || early) {
 		unpin(lo, f);
-		return NFS4ERR_BADLAYOUT;
-	}
-	if ((rc = mds_data_segment(mds, &at, n, true, avoid, navoid, &map, &seg))) {
-		unpin(lo, f);
-		return layout_errno(rc);
+		return rc ? layout_errno(rc) : early;
 	}
 	unsigned S = map.pol.stripes, W = layout_seg_width(&map.pol);
 	unsigned M = seg.nds / S < map.pol.mirrors ? seg.nds / S : map.pol.mirrors;
