@@ -303,7 +303,7 @@ static unsigned stripe_apart(struct braid_mds *mds, uint64_t ino, const struct l
 
 static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, uint64_t n,
 			       const uint32_t *avoid, unsigned navoid, struct mds_file_map *m,
-			       struct mds_layout_seg *seg)
+			       struct mds_layout_seg *seg, uint32_t *failed)
 {
 	int rc = mds_data_map(mds, a->ino, m);
 	if (rc)
@@ -387,8 +387,10 @@ static int segment_make_locked(struct braid_mds *mds, const struct mds_attr *a, 
 			continue; /* its resilver makes it */
 		if (i < m->nset && (m->set[i] & MDS_LAYOUT_CREATED))
 			continue;
-		if ((rc = obj_create(mds, seg->ds[j], &cur, m->epoch)))
+		if ((rc = obj_create(mds, seg->ds[j], &cur, m->epoch))) {
+			*failed = seg->ds[j];
 			break;
+		}
 		/* one segment: nothing would ever ask again */
 		if (i < m->nset && m->pol.seg_shift) {
 			m->set[i] |= MDS_LAYOUT_CREATED;
@@ -417,11 +419,31 @@ int mds_data_segment(struct braid_mds *mds, const struct mds_attr *a, uint64_t n
 	rc = mds_layout_get(mds->store, a->ino, n, seg);
 	if (rc != -ENOENT || !create)
 		return rc;
+	/*
+	 * A data server that does not answer the CREATE (died before the MDS
+	 * counts it down, ds_timeout after its last heartbeat) is left out of
+	 * a new try, twice at most: a new file's first write is placed on the
+	 * servers that answer.  A segment of a file whose set already names
+	 * the server goes there again, and fails (repaired on use later).
+	 */
+	uint32_t av[64 + 2];
+	unsigned nav = navoid < 64 ? navoid : 64;
+	if (nav)
+		memcpy(av, avoid, nav * sizeof(av[0]));
 	pthread_mutex_t *mu = obj_lock(mds, a->ino);
-	pthread_mutex_lock(mu);
-	rc = segment_make_locked(mds, a, n, avoid, navoid, map, seg);
-	pthread_mutex_unlock(mu);
-	return rc;
+	for (unsigned tries = 0;; tries++) {
+		uint32_t failed = 0;
+		pthread_mutex_lock(mu);
+		rc = segment_make_locked(mds, a, n, av, nav, map, seg, &failed);
+		pthread_mutex_unlock(mu);
+		if (!rc || !failed || tries == 2 ||
+		    (rc != -ECONNREFUSED && rc != -ETIMEDOUT && rc != -EAGAIN &&
+		     rc != -EHOSTUNREACH && rc != -ECONNRESET && rc != -ENOTCONN))
+			return rc;
+		mds_log("inode %llu: data server %u did not answer the CREATE of its object (%s):"
+			" placed without it", (unsigned long long)a->ino, failed, strerror(-rc));
+		av[nav++] = failed;
+	}
 }
 
 int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create,
@@ -1195,9 +1217,10 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 		struct mds_layout_seg seg;
 		struct mds_file_map m;
 		uint64_t n = attr->size ? attr->size - 1 : 0;
+		uint32_t failed = 0;
 		if (attr->size <= old_size || (rc = mds_data_map(mds, attr->ino, &m)) ||
 		    segment_make_locked(mds, attr, layout_seg_index(&m.pol, n), NULL, 0, &m,
-					&seg)) {
+					&seg, &failed)) {
 			pthread_mutex_unlock(mu);
 			mds_data_write_gate(mds, attr->ino, MDS_GATE_OPEN);
 			return 0;

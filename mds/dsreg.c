@@ -28,6 +28,9 @@
  * its first TCP control address, over one reconnecting client made at the
  * first use after each REGISTER; each call times out after ds_timeout
  * (between 5 and 30 s), so a dead data server costs a caller at most that.
+ * One whose port refuses (a braid-ds that died, before ds_timeout counts it
+ * down) fails calls at once (fail_unreachable): placement then leaves it
+ * out of a new file's segment (mds_data_segment).
  *
  * A background thread notes data servers going down and, outside the grace
  * period, retries the removal of orphans' objects (mds_data_orphan_sweep:
@@ -983,7 +986,10 @@ struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err
 		*err = -ENOMEM;
 		return NULL;
 	}
-	struct nfsd_clnt_opts o = {.timeout_ms = r->call_timeout_ms, .reconnect = true};
+	/* a data server that died (its port refuses) fails calls at once, not
+	 * at ds_timeout: a placement then moves on, a release is swept later */
+	struct nfsd_clnt_opts o = {
+	    .timeout_ms = r->call_timeout_ms, .reconnect = true, .fail_unreachable = true};
 	int rc = 0;
 	/* connect outside the lock: it may take a while */
 	if (!(dc->clnt = nfsd_clnt_new(r->eng, (const struct sockaddr *)&sa, salen, &o, &rc))) {

@@ -422,16 +422,19 @@ void nfsd_clnt_conn_dead(struct nfsd_conn *c)
 	cl->conn = NULL;
 	c->clnt = NULL;
 	nfsd_conn_put(c); /* the client's reference */
-	if (cl->closed || !cl->opts.reconnect) {
-		/* No reconnect: everything waiting fails now. */
+	if (cl->closed || !cl->opts.reconnect ||
+	    (cl->opts.fail_unreachable && c->connect_failed)) {
+		/* No reconnect, or none possible now: everything waiting fails */
+		int err = cl->closed || !cl->opts.reconnect ? -ECONNRESET : -ECONNREFUSED;
 		while (cl->unsent) {
 			struct nfsd_call *call = cl->unsent;
 			cl->unsent = call->hnext;
-			call_complete(c->loop, call, -ECONNRESET, NULL);
+			call_complete(c->loop, call, err, NULL);
 		}
 		cl->unsent_tail = NULL;
-		clnt_authwait_fail(cl, -ECONNRESET);
-		return;
+		clnt_authwait_fail(cl, err);
+		if (cl->closed || !cl->opts.reconnect)
+			return;
 	}
 	cl->backoff_ms = cl->backoff_ms ? cl->backoff_ms * 2 : 50;
 	if (cl->backoff_ms > 2000)

@@ -168,6 +168,7 @@ struct nfsd_conn {
 	 * nfsd_req_unbulk, which a worker may call) */
 	atomic_uint bulk_out;
 	bool eof, dead, recv_armed, connecting, closed_fd;
+	bool connect_failed; /* its connect was refused or timed out (a client's) */
 	unsigned ops_pending; /* io_uring operations not yet completed */
 	struct nfsd_op recv_op, send_op, conn_op;
 

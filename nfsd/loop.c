@@ -862,6 +862,7 @@ static void conn_connect_done(struct nfsd_conn *c)
 	if (c->dead)
 		return;
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+		c->connect_failed = true; /* refused or unreachable: nfsd_clnt_conn_dead */
 		nfsd_conn_kill(c);
 		return;
 	}

@@ -464,6 +464,11 @@ struct nfsd_clnt;
 struct nfsd_clnt_opts {
 	unsigned timeout_ms;   /* per call default, 0 = none */
 	bool reconnect;        /* reconnect and resend pending calls */
+	/* With reconnect: a reconnect whose connect fails (the peer refuses
+	 * or cannot be reached: a server that died, not a slow one) fails the
+	 * calls waiting for it at once with -ECONNREFUSED instead of at their
+	 * timeouts; later calls try again after the backoff. */
+	bool fail_unreachable;
 	unsigned max_inflight; /* calls outstanding before callers wait */
 	const struct nfsd_program *backchannel; /* serve calls from the server */
 	void *backchannel_priv;

@@ -3,7 +3,10 @@
  * The client side: pipelined calls, RPC errors surfaced to the caller,
  * timeouts, asynchronous server procedures, a server calling its client back
  * on the client's own connection (the NFSv4.1 backchannel's shape), and
- * reconnect with resend after the server drops the connection.  Both backends.
+ * reconnect with resend after the server drops the connection, and a
+ * reconnecting client whose server died (its port refuses): with
+ * fail_unreachable the call fails with ECONNREFUSED, not at its timeout.
+ * Both backends.
  */
 #include "config.h"
 
@@ -166,6 +169,25 @@ static void run(int backend)
 		usleep(10000);
 	CHECK_EQ(atomic_load(&c2.ok) + atomic_load(&c2.err), 10);
 	nfsd_clnt_free(c);
+
+	/* a reconnecting client whose server died: the resend's connect is
+	 * refused; with fail_unreachable the call fails so, else it waits
+	 * for its timeout */
+	for (int fu = 0; fu < 2; fu++) {
+		struct nfsd_server *s3 = tsrv_start(backend, NULL, &port);
+		struct sockaddr_in sa3 = {.sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		struct nfsd_clnt_opts co = {.reconnect = true, .fail_unreachable = fu};
+		c = nfsd_clnt_new(eng, (struct sockaddr *)&sa3, sizeof(sa3), &co, &err);
+		CHECK(c);
+		o.proc = TP_NULL;
+		o.timeout_ms = 1500;
+		CHECK_EQ(nfsd_clnt_call(c, &o, NULL, NULL, NULL), 0);
+		nfsd_server_free(s3);
+		CHECK_EQ(nfsd_clnt_call(c, &o, NULL, NULL, NULL), fu ? -ECONNREFUSED : -ETIMEDOUT);
+		nfsd_clnt_free(c);
+	}
 
 	/* connecting to nothing reports the error at once */
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
