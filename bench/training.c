@@ -21,7 +21,7 @@
  * as a host's processes share its kernel client).  A trial starts N,
  * waits until every one has its first batch (the start-up fill, which a
  * 500-step run amortises, is left out), then measures a window
- * (--window, 4 s; 1.5 s with --quick): each accelerator's AU is its
+ * (--window, 3 s; 1.5 s with --quick): each accelerator's AU is its
  * compute time inside the window over the window, and N is sustained when
  * the mean AU over the N keeps the target.  The search runs N = 1, 2, 4,
  * ... (to 64) while it is sustained, then bisects; every trial's AU is
@@ -30,8 +30,8 @@
  * consumed per second in the window (each second of compute consumes
  * batch / compute samples) over what one accelerator consumes at the
  * target (batch x target / compute), i.e. the sum of the N AUs over the
- * target; a search's capacity is its best trial's.  <w>_accel_vs_ganesha compares the integer counts when both are
- * at least 1 (basis "integer"), else the capacities (basis "capacity").
+ * target; a search's capacity is its best trial's.  <w>_accel_vs_ganesha compares the integer
+ * counts when both are at least 1 (basis "integer"), else the capacities (basis "capacity").
  *
  * The box is small, so the data sets are scaled down, and say so: unet3d's
  * samples (sizes drawn from the normal distribution above, kept within 10%
@@ -44,16 +44,20 @@
  * memory): both servers alike.
  *
  * The servers, both up for the whole run and measured in turn, in rounds
- * (--rounds, 3; 2 with --quick; within a round each workload runs on
- * braid, then on Ganesha, then the next workload), every round reported:
+ * (--rounds, 5; 3 with --quick; within a round each workload runs on
+ * braid, then on Ganesha, then the next workload), every round reported;
+ * a figure over the rounds is their median (the lower middle one for an
+ * even count), so that one round slowed by another load on a shared box
+ * does not decide it:
  *
  *  - braid: braid-mds and 4 braid-ds as child processes (bench/cluster.h),
- *    the data sets under a directory given the policy "segments" (16 MiB
- *    segments round-robin over all 4 data servers, as braidctl(8)'s
- *    example does for data sets: a file larger than a segment is read from
- *    several servers at once; a smaller one lives on one), read and written
- *    through ffclient's pNFS path (flexfiles layouts, I/O straight to the
- *    data servers);
+ *    the data sets under a directory given the policy
+ *    segments,segment_size=16M,width=4 (the mode braidctl(8)'s example
+ *    gives a data set directory, with braid.conf's default segment size,
+ *    round-robin over all 4 data servers, one copy): a file larger than a
+ *    segment is read from several servers at once, a smaller one lives on
+ *    one; read and written through ffclient's pNFS path (flexfiles
+ *    layouts, I/O straight to the data servers);
  *  - NFS-Ganesha (bench/ganesha.h; FSAL VFS over a directory of the work
  *    directory, NFSv4.1, MaxRead/MaxWrite 1 MiB), mounted by the same
  *    client with the same options: it offers no flexfiles layouts, so the
@@ -92,7 +96,7 @@
 #define MiB	     (1ull << 20)
 #define ROUNDS_MAX   10
 #define NDS	     4
-#define POLICY	     "segments"
+#define POLICY	     "segments,segment_size=16M,width=4"
 #define POLICY_SAYS  "segments (16 MiB segments round-robin over all 4 data servers)"
 #define TOP	     "/training"
 #define CKPT_DIR     TOP "/checkpoint"
@@ -145,8 +149,8 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 	bool have_rounds = false, have_window = false, have_ckpt = false;
 	const char *tmp = getenv("TMPDIR");
 	memset(o, 0, sizeof(*o));
-	o->rounds = 3;
-	o->window_s = 4;
+	o->rounds = 5;
+	o->window_s = 3;
 	o->ckpt_bytes = 512 * MiB;
 	o->work = tmp && *tmp ? tmp : "/var/tmp";
 	bench_cluster_opts_init(&o->cl);
@@ -189,7 +193,7 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 	}
 	if (o->quick) {
 		if (!have_rounds)
-			o->rounds = 2;
+			o->rounds = 3;
 		if (!have_window)
 			o->window_s = 1.5;
 		if (!have_ckpt)
@@ -204,10 +208,10 @@ enum { S_BRAID, S_GANESHA, S_COUNT };
 /* One server under test and what was measured on it. */
 struct server {
 	const char *name;
-	bool up;	/* started and mounted, and still running */
-	char why[512];	/* why not */
-	struct ffc *c;	/* the one mount every phase uses */
-	double write_mbps;		    /* the data sets' write */
+	bool up;	   /* started and mounted, and still running */
+	char why[512];	   /* why not */
+	struct ffc *c;	   /* the one mount every phase uses */
+	double write_mbps; /* the data sets' write */
 	struct tr_search res[ROUNDS_MAX][W_COUNT];
 	bool ckpt_ok[ROUNDS_MAX];
 	double ckpt_gbps[ROUNDS_MAX];
@@ -306,8 +310,7 @@ static void ganesha_up(struct nfsd_server *eng)
 	}
 	int rc = ffc_mkdir(s->c, TOP, 0755);
 	if (rc) {
-		bench_strfmt(s->why, sizeof(s->why), "mkdir %s on ganesha: %s", TOP,
-			     strerror(-rc));
+		bench_strfmt(s->why, sizeof(s->why), "mkdir %s on ganesha: %s", TOP, strerror(-rc));
 		return;
 	}
 	s->up = true;
@@ -344,10 +347,11 @@ static int datasets_plan(void)
 		for (unsigned f = 0; f < d->nfiles; f++) {
 			double v = smp;
 			if (w->sample_sd_mb > 0) {
-				double m = w->sample_mb, x = m + w->sample_sd_mb * normal_draw(&rng);
-				x = x < 0.1 * m ? 0.1 * m : x > m + 2 * w->sample_sd_mb
-								? m + 2 * w->sample_sd_mb
-								: x;
+				double m = w->sample_mb,
+				       x = m + w->sample_sd_mb * normal_draw(&rng);
+				x = x < 0.1 * m			  ? 0.1 * m
+				    : x > m + 2 * w->sample_sd_mb ? m + 2 * w->sample_sd_mb
+								  : x;
 				v = x * MB * sc->scale;
 			}
 			d->size[f] = d->spf > 1 ? d->sample_bytes * d->spf : (uint64_t)v;
@@ -386,10 +390,10 @@ struct wjob {
 	const uint64_t *size; /* each file's bytes */
 	unsigned nfiles;
 	atomic_uint next;
-	bool fsync;	/* ffc_fsync before close, timed (a checkpoint) */
-	double t_sync;	/* the last fsync's end (mu) */
+	bool fsync;    /* ffc_fsync before close, timed (a checkpoint) */
+	double t_sync; /* the last fsync's end (mu) */
 	pthread_mutex_t mu;
-	int err;	/* the first failure (mu), why in why */
+	int err; /* the first failure (mu), why in why */
 	char why[256];
 };
 
@@ -415,8 +419,8 @@ static int file_write(struct wjob *j, unsigned i)
 	}
 	int rc = 0;
 	for (uint64_t off = 0; off < j->size[i] && !rc; off += TR_READ_CHUNK) {
-		size_t n = j->size[i] - off < TR_READ_CHUNK ? (size_t)(j->size[i] - off)
-							     : TR_READ_CHUNK;
+		size_t n =
+		    j->size[i] - off < TR_READ_CHUNK ? (size_t)(j->size[i] - off) : TR_READ_CHUNK;
 		ssize_t w = ffc_pwrite(f, b.wbuf, n, off);
 		if (w != (ssize_t)n)
 			wjob_fail(j, rc = w < 0 ? (int)w : -EIO, "write", path);
@@ -477,8 +481,7 @@ static void datasets_write(struct server *s)
 		struct tr_dataset *d = &b.ds[i];
 		int rc = ffc_mkdir(s->c, d->dir, 0755);
 		if (rc) {
-			bench_strfmt(s->why, sizeof(s->why), "mkdir %s: %s", d->dir,
-				     strerror(-rc));
+			bench_strfmt(s->why, sizeof(s->why), "mkdir %s: %s", d->dir, strerror(-rc));
 			s->up = false;
 			break;
 		}
@@ -525,7 +528,8 @@ static void checkpoint_run(struct server *s, unsigned r)
 	uint64_t size[CKPT_WRITERS];
 	for (unsigned i = 0; i < CKPT_WRITERS; i++)
 		size[i] = b.o.ckpt_bytes;
-	struct wjob j = {.c = s->c, .dir = dir, .size = size, .nfiles = CKPT_WRITERS, .fsync = true};
+	struct wjob j = {
+	    .c = s->c, .dir = dir, .size = size, .nfiles = CKPT_WRITERS, .fsync = true};
 	sync(); /* the last phase's writeback is not this one's */
 	double t0 = bench_now_s();
 	if (wjob_run(&j, CKPT_WRITERS)) {
@@ -546,8 +550,9 @@ static void round_run(unsigned r)
 {
 	double busy = bench_settle(3);
 	if (busy >= 0.1)
-		fprintf(stderr, "%s: round %u: the box was still %.0f%% busy after 3 s; measuring "
-				"anyway\n",
+		fprintf(stderr,
+			"%s: round %u: the box was still %.0f%% busy after 3 s; measuring "
+			"anyway\n",
 			bench_prog, r + 1, busy * 100);
 	for (int w = 0; w < W_COUNT; w++)
 		for (int k = 0; k < S_COUNT; k++) {
@@ -555,7 +560,8 @@ static void round_run(unsigned r)
 			if (!server_alive(s))
 				continue;
 			/* the same seed for both servers: the same file orders */
-			uint64_t seed = 0x7261696e00000000ull + r * 0x10000ull + (uint64_t)w * 0x100;
+			uint64_t seed =
+			    0x7261696e00000000ull + r * 0x10000ull + (uint64_t)w * 0x100;
 			struct tr_search *x = &s->res[r][w];
 			tr_search_run(s->c, &b.ds[w], b.o.window_s, WARMUP_MAX_S, seed, x,
 				      trial_progress, s);
@@ -726,8 +732,7 @@ static void trials_print(void)
 					       r + 1, b.s[k].name, workloads[w].name, t->n,
 					       t->au_mean * 100, t->au_min * 100, t->samples_s,
 					       t->mbps, t->capacity, t->warmup_s,
-					       t->au_mean >= workloads[w].au_target ? " kept"
-										    : "");
+					       t->au_mean >= workloads[w].au_target ? " kept" : "");
 				}
 			}
 }
@@ -756,7 +761,8 @@ static void rounds_print(void)
 
 static void summary_print(void)
 {
-	printf("\nover the rounds (lower median): accelerators sustained per client, capacity, "
+	printf("\nover the rounds (median; the lower middle one for an even count): accelerators "
+	       "sustained per client, capacity, "
 	       "braid over Ganesha\n");
 	printf("%-10s %6s %8s %8s %9s %9s %7s %s\n", "workload", "target", "braid", "ganesha",
 	       "braid cap", "gan. cap", "ratio", "basis");
@@ -765,8 +771,8 @@ static void summary_print(void)
 		double v;
 		const char *basis;
 		for (int i = 0; i < 4; i++) {
-			bool ok = fig_of(&b.s[i / 2 ? S_GANESHA : S_BRAID], w, i % 2 ? F_CAP : F_ACCEL,
-					 &v);
+			bool ok = fig_of(&b.s[i / 2 ? S_GANESHA : S_BRAID], w,
+					 i % 2 ? F_CAP : F_ACCEL, &v);
 			fig_str(f[i], sizeof(f[i]), ok, v, i % 2 ? 2 : 0);
 		}
 		bool ok = ratio_of(w, &v, &basis);
@@ -798,8 +804,8 @@ static void summary_print(void)
 		printf("%s: data sets written at %.0f MB/s; the client moved %.1f GB, %.1f%% of it "
 		       "straight to or from data servers (%llu LAYOUTGETs)%s%s\n",
 		       s->name, s->write_mbps, (double)all / 1e9, all ? 100.0 * ds / all : 0,
-		       (unsigned long long)st->layoutget, st->pnfs ? "" : "; no layouts: ",
-		       st->pnfs ? "" : st->pnfs_why);
+		       (unsigned long long)st->layoutget,
+		       st->pnfs ? "" : "; no layouts: ", st->pnfs ? "" : st->pnfs_why);
 	}
 }
 
@@ -882,8 +888,8 @@ static void json_print(void)
 	bool okx = ckpt_of(&b.s[S_BRAID], &x), oky = ckpt_of(&b.s[S_GANESHA], &y);
 	bench_json_num("checkpoint_GBps_braid", okx, x, 3);
 	bench_json_num("checkpoint_GBps_ganesha", oky, y, 3);
-	bench_json_num("checkpoint_vs_ganesha", okx && oky && y > 0, okx && oky && y > 0 ? x / y : 0,
-		       3);
+	bench_json_num("checkpoint_vs_ganesha", okx && oky && y > 0,
+		       okx && oky && y > 0 ? x / y : 0, 3);
 	for (int s = 0; s < S_COUNT; s++) {
 		bench_strfmt(k, sizeof(k), "checkpoint_GBps_%s_rounds", b.s[s].name);
 		bench_json_key(k);

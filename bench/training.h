@@ -22,11 +22,11 @@
 
 #include "client/ffclient.h"
 
-#define TR_ACCEL_MAX  64 /* emulated accelerators in one trial, at most */
-#define TR_TRIALS_MAX 16 /* trials in one search (doubling, then bisecting) */
-#define TR_READERS_MAX 8 /* reader threads per accelerator, at most */
-#define TR_READ_CHUNK (16u << 20) /* one ffc_pread of a whole-file read: 16 RPCs in flight */
-#define TR_JOIN_MAX_S 120.0	  /* a thread not ended by then: a server hangs */
+#define TR_ACCEL_MAX   64	   /* emulated accelerators in one trial, at most */
+#define TR_TRIALS_MAX  16	   /* trials in one search (doubling, then bisecting) */
+#define TR_READERS_MAX 8	   /* reader threads per accelerator, at most */
+#define TR_READ_CHUNK  (16u << 20) /* one ffc_pread of a whole-file read: 16 RPCs in flight */
+#define TR_JOIN_MAX_S  120.0	   /* a thread not ended by then: a server hangs */
 
 /* A workload as MLPerf Storage's DLIO configurations run it (H100), and
  * the scale it is run at here. */
@@ -44,27 +44,27 @@ struct tr_workload {
  * and frees size[]. */
 struct tr_dataset {
 	const struct tr_workload *w;
-	char dir[64];		/* "/training/unet3d" */
+	char dir[64]; /* "/training/unet3d" */
 	unsigned nfiles;
-	uint64_t *size;		/* each file's bytes */
-	unsigned spf;		/* samples per file (1: the file is the sample) */
-	uint64_t sample_bytes;	/* with spf > 1: each sample's bytes */
-	double compute_s;	/* per step, scaled as the samples are */
-	uint64_t bytes;		/* all files */
+	uint64_t *size;	       /* each file's bytes */
+	unsigned spf;	       /* samples per file (1: the file is the sample) */
+	uint64_t sample_bytes; /* with spf > 1: each sample's bytes */
+	double compute_s;      /* per step, scaled as the samples are */
+	uint64_t bytes;	       /* all files */
 };
 
 /* One trial: n accelerators for a measured window. */
 struct tr_trial {
 	unsigned n;
-	bool ok;	    /* it ran (its figures mean something) */
-	char why[256];	    /* why not: a read failed, a thread hung */
-	double au_mean;	    /* mean over the accelerators of compute / window */
-	double au_min;	    /* the worst accelerator's */
-	double samples_s;   /* samples consumed per s: compute time in the window x batch / compute */
-	double mbps;	    /* bytes read by all readers in the window, MB/s */
-	double warmup_s;    /* start to the last accelerator's first batch */
-	double window_s;    /* the measured window */
-	double capacity;    /* samples_s over what one accelerator takes at the target */
+	bool ok;	  /* it ran (its figures mean something) */
+	char why[256];	  /* why not: a read failed, a thread hung */
+	double au_mean;	  /* mean over the accelerators of compute / window */
+	double au_min;	  /* the worst accelerator's */
+	double samples_s; /* samples consumed per s: compute time in the window x batch / compute */
+	double mbps;	  /* bytes read by all readers in the window, MB/s */
+	double warmup_s;  /* start to the last accelerator's first batch */
+	double window_s;  /* the measured window */
+	double capacity;  /* samples_s over what one accelerator takes at the target */
 };
 
 /* A search over n for one workload on one server. */
@@ -94,9 +94,10 @@ void tr_trial_run(struct ffc *c, const struct tr_dataset *d, unsigned n, double 
  * run too, for the capacity.  progress (may be NULL) is called after each
  * trial.
  */
-void tr_search_run(struct ffc *c, const struct tr_dataset *d, double window_s,
-		   double warmup_max_s, uint64_t seed, struct tr_search *s,
-		   void (*progress)(const struct tr_dataset *d, const struct tr_trial *t, void *arg),
+void tr_search_run(struct ffc *c, const struct tr_dataset *d, double window_s, double warmup_max_s,
+		   uint64_t seed, struct tr_search *s,
+		   void (*progress)(const struct tr_dataset *d, const struct tr_trial *t,
+				    void *arg),
 		   void *arg);
 
 /* pthread_create with a small stack; false when it failed. */

@@ -119,8 +119,8 @@ static void slot_done(struct accel *a, bool read)
 	pthread_mutex_unlock(&a->mu);
 }
 
-static int chunk_read(struct trial *x, struct ffc_file *f, uint8_t *buf, uint64_t off,
-		      uint64_t len, const char *path)
+static int chunk_read(struct trial *x, struct ffc_file *f, uint8_t *buf, uint64_t off, uint64_t len,
+		      const char *path)
 {
 	while (len) {
 		size_t n = len < x->buf_bytes ? (size_t)len : (size_t)x->buf_bytes;
@@ -274,8 +274,9 @@ void tr_thread_join(pthread_t th, const char *what)
 	int rc = pthread_timedjoin_np(th, NULL, &ts);
 	if (rc) {
 		fflush(stdout);
-		fprintf(stderr, "%s: FAILED: a %s thread did not end within %.0f s (%s): a server "
-				"hangs\n",
+		fprintf(stderr,
+			"%s: FAILED: a %s thread did not end within %.0f s (%s): a server "
+			"hangs\n",
 			bench_prog, what, TR_JOIN_MAX_S, strerror(rc));
 		_exit(99);
 	}
@@ -417,9 +418,10 @@ void tr_trial_run(struct ffc *c, const struct tr_dataset *d, unsigned n, double 
 	free(x.a);
 }
 
-void tr_search_run(struct ffc *c, const struct tr_dataset *d, double window_s,
-		   double warmup_max_s, uint64_t seed, struct tr_search *s,
-		   void (*progress)(const struct tr_dataset *d, const struct tr_trial *t, void *arg),
+void tr_search_run(struct ffc *c, const struct tr_dataset *d, double window_s, double warmup_max_s,
+		   uint64_t seed, struct tr_search *s,
+		   void (*progress)(const struct tr_dataset *d, const struct tr_trial *t,
+				    void *arg),
 		   void *arg)
 {
 	memset(s, 0, sizeof(*s));
