@@ -760,6 +760,25 @@ double bench_settle(double max_s)
 	return busy;
 }
 
+bool bench_uint_parse(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(s, &end, 10);
+	if (end == s || *end || errno || *s == '-' || n < min || n > max)
+		return false;
+	*out = (unsigned)n;
+	return true;
+}
+
+void bench_fig_str(char *out, size_t len, bool ok, double v, int prec)
+{
+	if (ok)
+		bench_strfmt(out, len, "%.*f", prec, v);
+	else
+		bench_strfmt(out, len, "-");
+}
+
 bool bench_size_parse(const char *s, uint64_t *bytes)
 {
 	char *end;

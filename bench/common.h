@@ -39,6 +39,10 @@ uint64_t bench_rand64(uint64_t *state);
 /* "1.5G", "64MiB", "512k", "4096B": bytes (k, M, G are powers of 1024);
  * false when it does not parse or is not positive. */
 bool bench_size_parse(const char *s, uint64_t *bytes);
+/* A whole number from min to max ("8"); false when s is not one. */
+bool bench_uint_parse(const char *s, unsigned min, unsigned max, unsigned *out);
+/* v with prec decimals, or "-" when it was not measured (ok false). */
+void bench_fig_str(char *out, size_t len, bool ok, double v, int prec);
 void bench_sleep_s(double s);
 /* CPU seconds (user + system, all threads) used so far by process pid. */
 double bench_proc_cpu_s(pid_t pid);

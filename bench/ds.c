@@ -1168,11 +1168,8 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 				usage();
 			i++;
 		} else if (!strcmp(a, "--rounds")) {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
-			if (*end || n < 1 || n > ROUNDS_MAX)
+			if (!bench_uint_parse(v, 1, ROUNDS_MAX, &o->rounds))
 				usage();
-			o->rounds = (unsigned)n;
 			have_rounds = true;
 			i++;
 		} else if (!strcmp(a, "--dir")) {
