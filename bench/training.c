@@ -164,11 +164,8 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 		} else if (!v) {
 			usage();
 		} else if (!strcmp(a, "--rounds")) {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
-			if (*end || n < 1 || n > ROUNDS_MAX)
+			if (!bench_uint_parse(v, 1, ROUNDS_MAX, &o->rounds))
 				usage();
-			o->rounds = (unsigned)n;
 			have_rounds = true;
 			i++;
 		} else if (!strcmp(a, "--window")) {
@@ -211,6 +208,7 @@ struct server {
 	bool up;	   /* started and mounted, and still running */
 	char why[512];	   /* why not */
 	struct ffc *c;	   /* the one mount every phase uses */
+	bool stuck;	   /* threads were left in calls to it: c is never unmounted */
 	double write_mbps; /* the data sets' write */
 	struct tr_search res[ROUNDS_MAX][W_COUNT];
 	bool ckpt_ok[ROUNDS_MAX];
@@ -232,12 +230,15 @@ static struct {
 	double run_s;
 } b;
 
-static void server_down(struct server *s, const char *fmt, const char *what, const char *log)
+/* s is down: what (a process of it, log its log) exited with status st. */
+static void server_down(struct server *s, const char *what, int st, const char *log)
 {
-	char last[300];
+	char last[300], sb[64];
+	bench_status_str(st, sb, sizeof(sb));
 	bench_log_tail_errors(log, s == &b.s[S_GANESHA] ? bench_ganesha_err_marks : NULL, last,
 			      sizeof(last));
-	bench_strfmt(s->why, sizeof(s->why), fmt, what, last[0] ? last : "nothing logged");
+	bench_strfmt(s->why, sizeof(s->why), "%s exited during the run (%s); its log: %s", what, sb,
+		     last[0] ? last : "nothing logged");
 	s->up = false;
 	fprintf(stderr, "%s: %s: %s\n", bench_prog, s->name, s->why);
 }
@@ -246,20 +247,27 @@ static void server_down(struct server *s, const char *fmt, const char *what, con
 static bool server_alive(struct server *s)
 {
 	int st;
+	char what[64];
 	if (!s->up)
 		return false;
 	if (s == &b.s[S_GANESHA]) {
 		if (bench_child_exited(&b.g.ch, &st))
-			server_down(s, "%s exited during the run: %s", "ganesha.nfsd", b.g.log);
+			server_down(s, "ganesha.nfsd", st, b.g.log);
 		return s->up;
 	}
 	if (bench_child_exited(&b.k->mds, &st))
-		server_down(s, "%s exited during the run: %s", "braid-mds", b.k->mds_log);
+		server_down(s, "braid-mds", st, b.k->mds_log);
 	for (unsigned i = 0; s->up && i < b.k->nstarted; i++)
-		if (bench_child_exited(&b.k->ds[i].ch, &st))
-			server_down(s, "%s exited during the run: %s", b.k->ds[i].host,
-				    b.k->ds[i].log);
+		if (bench_child_exited(&b.k->ds[i].ch, &st)) {
+			bench_strfmt(what, sizeof(what), "braid-ds %s", b.k->ds[i].host);
+			server_down(s, what, st, b.k->ds[i].log);
+		}
 	return s->up;
+}
+
+static bool server_alive_cb(void *arg)
+{
+	return server_alive(arg);
 }
 
 static void braid_up(void)
@@ -383,18 +391,22 @@ static double demand_mbps(const struct tr_dataset *d)
 	return d->w->batch * sample / d->compute_s / MB;
 }
 
-/* Writers of files: each takes the next file (or, for a checkpoint, its own). */
+/*
+ * Writers of files, each taking the next file.  wjob_run's, or, when
+ * writers are left stuck in calls to the server, theirs (never freed).
+ */
 struct wjob {
 	struct ffc *c;
-	const char *dir;
-	const uint64_t *size; /* each file's bytes */
+	char dir[64];
 	unsigned nfiles;
 	atomic_uint next;
-	bool fsync;    /* ffc_fsync before close, timed (a checkpoint) */
-	double t_sync; /* the last fsync's end (mu) */
+	atomic_uint done; /* writers ended */
+	bool fsync;	  /* ffc_fsync before close, timed (a checkpoint) */
 	pthread_mutex_t mu;
-	int err; /* the first failure (mu), why in why */
+	double t_sync; /* the last fsync's end (mu) */
+	int err;       /* the first failure (mu), why in why */
 	char why[256];
+	uint64_t size[]; /* each file's bytes */
 };
 
 static void wjob_fail(struct wjob *j, int err, const char *what, const char *path)
@@ -451,32 +463,79 @@ static void *writer_main(void *arg)
 		if (failed || file_write(j, i))
 			break;
 	}
+	atomic_fetch_add(&j->done, 1);
 	return NULL;
 }
 
-/* j's files by nthreads writers; 0 or the first failure (j->why). */
-static int wjob_run(struct wjob *j, unsigned nthreads)
+/*
+ * nfiles files in dir (size[] bytes each) written to s by nthreads
+ * writers, the server's processes checked every 0.1 s: 0 and (with fsync)
+ * *secs from the start to the last fsync's end; or -errno and why.  When
+ * writers are still in calls to the server TR_JOIN_MAX_S after a failure,
+ * they are left running and s->stuck is set.
+ */
+static int wjob_run(struct server *s, const char *dir, const uint64_t *size, unsigned nfiles,
+		    bool fsync, unsigned nthreads, double *secs, char *why, size_t len)
 {
+	struct wjob *j = calloc(1, sizeof(*j) + nfiles * sizeof(uint64_t));
+	if (!j) {
+		bench_strfmt(why, len, "no memory");
+		return -ENOMEM;
+	}
+	j->c = s->c;
+	bench_strfmt(j->dir, sizeof(j->dir), "%s", dir);
+	memcpy(j->size, size, nfiles * sizeof(uint64_t));
+	j->nfiles = nfiles;
+	j->fsync = fsync;
+	pthread_mutex_init(&j->mu, NULL);
 	pthread_t th[CKPT_WRITERS > WRITERS ? CKPT_WRITERS : WRITERS];
 	unsigned n = 0;
-	pthread_mutex_init(&j->mu, NULL);
-	atomic_init(&j->next, 0);
+	double t0 = bench_now_s(), next_check = t0 + 0.1;
 	for (; n < nthreads; n++)
 		if (!tr_thread_start(&th[n], writer_main, j)) {
 			wjob_fail(j, -EAGAIN, "start a writer for", j->dir);
 			break;
 		}
+	while (atomic_load(&j->done) < n) {
+		bench_sleep_s(0.01);
+		if (bench_now_s() < next_check)
+			continue;
+		if (!server_alive(s)) {
+			wjob_fail(j, -ECONNRESET, "the server stopped while writing", j->dir);
+			break;
+		}
+		next_check = bench_now_s() + 0.1;
+	}
+	double deadline = bench_now_s() + TR_JOIN_MAX_S;
+	unsigned stuck = 0;
 	for (unsigned i = 0; i < n; i++)
-		tr_thread_join(th[i], "writer");
+		stuck += !tr_thread_join(th[i], deadline);
+	pthread_mutex_lock(&j->mu);
+	int rc = j->err;
+	bench_strfmt(why, len, "%s", rc ? j->why : "");
+	if (stuck) {
+		size_t l = strlen(why);
+		bench_strfmt(why + l, len - l,
+			     "%s%u writers still in calls to the server %.0f s later",
+			     rc ? "; " : "", stuck, TR_JOIN_MAX_S);
+		j->err = rc = rc ? rc : -ETIMEDOUT;
+		s->stuck = true;
+	}
+	*secs = j->t_sync - t0;
+	pthread_mutex_unlock(&j->mu);
+	if (stuck)
+		return rc; /* j stays with the writers */
 	pthread_mutex_destroy(&j->mu);
-	return j->err;
+	free(j);
+	return rc;
 }
 
 /* Every data set, written to s through its mount. */
 static void datasets_write(struct server *s)
 {
 	uint64_t bytes = 0;
-	double t0 = bench_now_s();
+	double t0 = bench_now_s(), secs;
+	char why[400];
 	for (int i = 0; i < W_COUNT && s->up; i++) {
 		struct tr_dataset *d = &b.ds[i];
 		int rc = ffc_mkdir(s->c, d->dir, 0755);
@@ -485,15 +544,15 @@ static void datasets_write(struct server *s)
 			s->up = false;
 			break;
 		}
-		struct wjob j = {.c = s->c, .dir = d->dir, .size = d->size, .nfiles = d->nfiles};
-		if (wjob_run(&j, WRITERS)) {
-			bench_strfmt(s->why, sizeof(s->why), "writing the %s data set: %s",
-				     d->w->name, j.why);
+		if (wjob_run(s, d->dir, d->size, d->nfiles, false, WRITERS, &secs, why,
+			     sizeof(why))) {
+			if (s->up)
+				bench_strfmt(s->why, sizeof(s->why), "writing the %s data set: %s",
+					     d->w->name, why);
 			s->up = false;
 			break;
 		}
 		bytes += d->bytes;
-		server_alive(s);
 	}
 	if (s->up)
 		s->write_mbps = (double)bytes / (bench_now_s() - t0) / MB;
@@ -528,15 +587,18 @@ static void checkpoint_run(struct server *s, unsigned r)
 	uint64_t size[CKPT_WRITERS];
 	for (unsigned i = 0; i < CKPT_WRITERS; i++)
 		size[i] = b.o.ckpt_bytes;
-	struct wjob j = {
-	    .c = s->c, .dir = dir, .size = size, .nfiles = CKPT_WRITERS, .fsync = true};
 	sync(); /* the last phase's writeback is not this one's */
-	double t0 = bench_now_s();
-	if (wjob_run(&j, CKPT_WRITERS)) {
-		bench_strfmt(s->ckpt_why, sizeof(s->ckpt_why), "%s", j.why);
+	double secs = 0;
+	char why[400];
+	if (wjob_run(s, dir, size, CKPT_WRITERS, true, CKPT_WRITERS, &secs, why, sizeof(why))) {
+		bench_strfmt(s->ckpt_why, sizeof(s->ckpt_why), "%s", why);
+		if (s->stuck) {
+			s->up = false;
+			return;
+		}
 	} else {
 		s->ckpt_ok[r] = true;
-		s->ckpt_gbps[r] = (double)b.o.ckpt_bytes * CKPT_WRITERS / (j.t_sync - t0) / 1e9;
+		s->ckpt_gbps[r] = (double)b.o.ckpt_bytes * CKPT_WRITERS / secs / 1e9;
 	}
 	for (unsigned i = 0; i < CKPT_WRITERS; i++) {
 		char path[128];
@@ -563,9 +625,18 @@ static void round_run(unsigned r)
 			uint64_t seed =
 			    0x7261696e00000000ull + r * 0x10000ull + (uint64_t)w * 0x100;
 			struct tr_search *x = &s->res[r][w];
-			tr_search_run(s->c, &b.ds[w], b.o.window_s, WARMUP_MAX_S, seed, x,
-				      trial_progress, s);
-			server_alive(s);
+			struct tr_target g = {.c = s->c,
+					      .alive = server_alive_cb,
+					      .progress = trial_progress,
+					      .arg = s};
+			tr_search_run(&g, &b.ds[w], b.o.window_s, WARMUP_MAX_S, seed, x);
+			if (x->stuck) {
+				s->stuck = true;
+				if (server_alive(s))
+					bench_strfmt(s->why, sizeof(s->why), "%s: %s",
+						     workloads[w].name, x->why);
+				s->up = false;
+			}
 		}
 	for (int k = 0; k < S_COUNT; k++) {
 		struct server *s = &b.s[k];
@@ -661,14 +732,6 @@ static bool ckpt_of(const struct server *s, double *out)
 
 /* ---------------------------------------------------------------- report */
 
-static void fig_str(char *out, size_t len, bool ok, double v, int prec)
-{
-	if (ok)
-		bench_strfmt(out, len, "%.*f", prec, v);
-	else
-		bench_strfmt(out, len, "-");
-}
-
 static void search_str(char *out, size_t len, const struct tr_search *x)
 {
 	if (!x->nt)
@@ -748,13 +811,14 @@ static void rounds_print(void)
 			bool ok = round_ratio(r, w, &v);
 			search_str(x, sizeof(x), &b.s[S_BRAID].res[r][w]);
 			search_str(y, sizeof(y), &b.s[S_GANESHA].res[r][w]);
-			fig_str(q, sizeof(q), ok, v, 2);
+			bench_fig_str(q, sizeof(q), ok, v, 2);
 			printf("%-5u %-10s %14s %14s %7s\n", r + 1, workloads[w].name, x, y, q);
 		}
 	for (unsigned r = 0; r < b.nrounds; r++) {
 		char x[16], y[16];
-		fig_str(x, sizeof(x), b.s[S_BRAID].ckpt_ok[r], b.s[S_BRAID].ckpt_gbps[r], 2);
-		fig_str(y, sizeof(y), b.s[S_GANESHA].ckpt_ok[r], b.s[S_GANESHA].ckpt_gbps[r], 2);
+		bench_fig_str(x, sizeof(x), b.s[S_BRAID].ckpt_ok[r], b.s[S_BRAID].ckpt_gbps[r], 2);
+		bench_fig_str(y, sizeof(y), b.s[S_GANESHA].ckpt_ok[r], b.s[S_GANESHA].ckpt_gbps[r],
+			      2);
 		printf("%-5u %-10s %9s GB/s %9s GB/s\n", r + 1, "checkpoint", x, y);
 	}
 }
@@ -773,10 +837,10 @@ static void summary_print(void)
 		for (int i = 0; i < 4; i++) {
 			bool ok = fig_of(&b.s[i / 2 ? S_GANESHA : S_BRAID], w,
 					 i % 2 ? F_CAP : F_ACCEL, &v);
-			fig_str(f[i], sizeof(f[i]), ok, v, i % 2 ? 2 : 0);
+			bench_fig_str(f[i], sizeof(f[i]), ok, v, i % 2 ? 2 : 0);
 		}
 		bool ok = ratio_of(w, &v, &basis);
-		fig_str(q, sizeof(q), ok, v, 2);
+		bench_fig_str(q, sizeof(q), ok, v, 2);
 		printf("%-10s %5.0f%% %8s %8s %9s %9s %7s %s\n", workloads[w].name,
 		       workloads[w].au_target * 100, f[0], f[2], f[1], f[3], q,
 		       basis ? basis : "-");
@@ -784,9 +848,9 @@ static void summary_print(void)
 	double x, y;
 	bool okx = ckpt_of(&b.s[S_BRAID], &x), oky = ckpt_of(&b.s[S_GANESHA], &y);
 	char fx[16], fy[16], q[16];
-	fig_str(fx, sizeof(fx), okx, x, 2);
-	fig_str(fy, sizeof(fy), oky, y, 2);
-	fig_str(q, sizeof(q), okx && oky && y > 0, okx && oky && y > 0 ? x / y : 0, 2);
+	bench_fig_str(fx, sizeof(fx), okx, x, 2);
+	bench_fig_str(fy, sizeof(fy), oky, y, 2);
+	bench_fig_str(q, sizeof(q), okx && oky && y > 0, okx && oky && y > 0 ? x / y : 0, 2);
 	printf("%-10s %d writers x %.0f MiB, pwrite + fsync: braid %s GB/s, ganesha %s GB/s, "
 	       "ratio %s\n",
 	       "checkpoint", CKPT_WRITERS, (double)b.o.ckpt_bytes / MiB, fx, fy, q);
@@ -960,10 +1024,10 @@ int main(int argc, char **argv)
 	bool failed = false;
 	for (int k = 0; k < S_COUNT; k++) {
 		struct server *s = &b.s[k];
-		if (s->c) {
+		if (s->c)
 			ffc_stats_get(s->c, &s->st);
+		if (s->c && !s->stuck)
 			ffc_unmount(s->c);
-		}
 		/* a server that went down during the run, or a search that failed */
 		failed |= s->up && !server_alive(s);
 		failed |= s->c && !s->up;

@@ -52,12 +52,15 @@ struct accel {
 	atomic_bool started; /* its first batch taken */
 };
 
+/* A trial's state: tr_trial_run's, or, once its threads are left stuck in
+ * calls to a server, theirs (never freed). */
 struct trial {
 	struct ffc *c;
 	const struct tr_dataset *d;
-	struct accel *a;
+	struct accel *a; /* n of them */
 	unsigned n;
 	atomic_bool stop;
+	unsigned *orders;	    /* every accelerator's order[], one allocation */
 	atomic_uint_fast64_t bytes; /* read by every reader so far */
 	pthread_mutex_t err_mu;
 	int err; /* the first failure (guarded by err_mu), why in t->why */
@@ -266,20 +269,15 @@ static void trial_stop(struct trial *x)
 	}
 }
 
-void tr_thread_join(pthread_t th, const char *what)
+bool tr_thread_join(pthread_t th, double deadline)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)TR_JOIN_MAX_S;
-	int rc = pthread_timedjoin_np(th, NULL, &ts);
-	if (rc) {
-		fflush(stdout);
-		fprintf(stderr,
-			"%s: FAILED: a %s thread did not end within %.0f s (%s): a server "
-			"hangs\n",
-			bench_prog, what, TR_JOIN_MAX_S, strerror(rc));
-		_exit(99);
-	}
+	double left = deadline - bench_now_s();
+	long long ns = (long long)ts.tv_nsec + (left > 0 ? (long long)(left * 1e9) : 0);
+	ts.tv_sec += (time_t)(ns / 1000000000ll);
+	ts.tv_nsec = (long)(ns % 1000000000ll);
+	return pthread_timedjoin_np(th, NULL, &ts) == 0;
 }
 
 bool tr_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
@@ -313,33 +311,104 @@ static uint64_t dataset_max_file(const struct tr_dataset *d)
 	return m;
 }
 
-void tr_trial_run(struct ffc *c, const struct tr_dataset *d, unsigned n, double window_s,
-		  double warmup_max_s, uint64_t seed, struct tr_trial *t)
+/*
+ * Wait until until (bench_now_s()), or the trial stops, or (with all) every
+ * accelerator has its first batch; the server's processes are checked
+ * every 0.1 s.
+ */
+static void trial_wait(struct trial *x, const struct tr_target *g, double until, bool all)
+{
+	double next_check = 0;
+	for (double now = bench_now_s(); !atomic_load(&x->stop) && now < until;
+	     now = bench_now_s()) {
+		unsigned k = 0;
+		while (all && k < x->n && atomic_load(&x->a[k].started))
+			k++;
+		if (all && k == x->n)
+			return;
+		if (now >= next_check) {
+			if (g->alive && !g->alive(g->arg))
+				trial_fail(x, -ECONNRESET, "the server stopped running", NULL);
+			next_check = now + 0.1;
+		}
+		bench_sleep_s(all ? 0.002 : 0.01);
+	}
+}
+
+/* Every thread joined, or (false) some still in calls to the server after
+ * TR_JOIN_MAX_S: x is then left to them, and no more failures are taken. */
+static bool trial_join(struct trial *x, unsigned started)
+{
+	double deadline = bench_now_s() + TR_JOIN_MAX_S;
+	unsigned stuck = 0;
+	for (unsigned i = 0; i < started; i++) {
+		stuck += !tr_thread_join(x->a[i].th, deadline);
+		for (unsigned r = 0; r < x->a[i].nrd; r++)
+			stuck += !tr_thread_join(x->a[i].rd[r], deadline);
+	}
+	if (!stuck)
+		return true;
+	pthread_mutex_lock(&x->err_mu);
+	char first[sizeof(x->t->why)];
+	bench_strfmt(first, sizeof(first), "%s", x->t->why);
+	bench_strfmt(x->t->why, sizeof(x->t->why),
+		     "%u threads still in calls to the server %.0f s after the trial stopped%s%s",
+		     stuck, TR_JOIN_MAX_S, x->err ? "; first: " : "", x->err ? first : "");
+	x->err = x->err ? x->err : -ETIMEDOUT;
+	pthread_mutex_unlock(&x->err_mu);
+	return false;
+}
+
+static void trial_free(struct trial *x)
+{
+	for (unsigned i = 0; i < x->n; i++) {
+		struct accel *a = &x->a[i];
+		free(a->take);
+		pthread_mutex_destroy(&a->mu);
+		pthread_cond_destroy(&a->have);
+		pthread_cond_destroy(&a->space);
+	}
+	pthread_mutex_destroy(&x->err_mu);
+	free(x->orders);
+	free(x->a);
+	free(x);
+}
+
+void tr_trial_run(const struct tr_target *g, const struct tr_dataset *d, unsigned n,
+		  double window_s, double warmup_max_s, uint64_t seed, struct tr_trial *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->n = n;
-	struct trial x = {.c = c, .d = d, .n = n, .t = t};
-	pthread_mutex_init(&x.err_mu, NULL);
-	uint64_t big = d->spf > 1 ? d->sample_bytes : dataset_max_file(d);
-	x.buf_bytes = big < TR_READ_CHUNK ? big : TR_READ_CHUNK;
-	x.a = calloc(n, sizeof(*x.a));
-	unsigned *orders = calloc((size_t)n * d->nfiles, sizeof(unsigned));
-	if (!x.a || !orders) {
+	struct trial *x = calloc(1, sizeof(*x));
+	if (x) {
+		x->a = calloc(n, sizeof(*x->a));
+		x->orders = calloc((size_t)n * d->nfiles, sizeof(unsigned));
+	}
+	if (!x || !x->a || !x->orders) {
 		bench_strfmt(t->why, sizeof(t->why), "no memory");
-		free(x.a);
-		free(orders);
+		if (x) {
+			free(x->a);
+			free(x->orders);
+		}
+		free(x);
 		return;
 	}
+	x->c = g->c;
+	x->d = d;
+	x->n = n;
+	x->t = t;
+	pthread_mutex_init(&x->err_mu, NULL);
+	uint64_t big = d->spf > 1 ? d->sample_bytes : dataset_max_file(d);
+	x->buf_bytes = big < TR_READ_CHUNK ? big : TR_READ_CHUNK;
 	const struct tr_workload *w = d->w;
 	/* readers prefetch up to 2 batches, and never fewer than 2 samples each */
 	unsigned cap = 2 * w->batch > 2 * w->readers ? 2 * w->batch : 2 * w->readers;
-	unsigned started = 0;
 	for (unsigned i = 0; i < n; i++) {
-		struct accel *a = &x.a[i];
-		a->x = &x;
+		struct accel *a = &x->a[i];
+		a->x = x;
 		a->idx = i;
 		a->cap = cap;
-		a->order = orders + (size_t)i * d->nfiles;
+		a->order = x->orders + (size_t)i * d->nfiles;
 		for (unsigned j = 0; j < d->nfiles; j++)
 			a->order[j] = j;
 		a->pos = d->nfiles; /* shuffle before the first */
@@ -348,49 +417,39 @@ void tr_trial_run(struct ffc *c, const struct tr_dataset *d, unsigned n, double 
 		pthread_cond_init(&a->have, NULL);
 		pthread_cond_init(&a->space, NULL);
 	}
+	unsigned started = 0;
 	double t0 = bench_now_s();
-	for (unsigned i = 0; i < n && !atomic_load(&x.stop); i++) {
-		struct accel *a = &x.a[i];
+	for (unsigned i = 0; i < n && !atomic_load(&x->stop); i++) {
+		struct accel *a = &x->a[i];
 		if (!tr_thread_start(&a->th, accel_main, a)) {
-			trial_fail(&x, -EAGAIN, "start a thread", NULL);
+			trial_fail(x, -EAGAIN, "start a thread", NULL);
 			break;
 		}
 		started = i + 1;
 		for (unsigned r = 0; r < w->readers; r++) {
 			if (!tr_thread_start(&a->rd[r], reader_main, a)) {
-				trial_fail(&x, -EAGAIN, "start a thread", NULL);
+				trial_fail(x, -EAGAIN, "start a thread", NULL);
 				break;
 			}
 			a->nrd = r + 1;
 		}
 	}
-	/* warm-up: until every accelerator has its first batch */
-	double now = bench_now_s();
-	for (; !atomic_load(&x.stop) && now - t0 < warmup_max_s; now = bench_now_s()) {
-		unsigned k = 0;
-		while (k < n && atomic_load(&x.a[k].started))
-			k++;
-		if (k == n)
-			break;
-		bench_sleep_s(0.002);
-	}
+	/* warm-up: until every accelerator has its first batch; then the window */
+	trial_wait(x, g, t0 + warmup_max_s, true);
 	double w0 = bench_now_s();
-	uint64_t b0 = atomic_load(&x.bytes);
-	double w1 = w0 + window_s;
-	while (!atomic_load(&x.stop) && bench_now_s() < w1)
-		bench_sleep_s(0.01);
-	w1 = bench_now_s();
-	uint64_t b1 = atomic_load(&x.bytes);
-	trial_stop(&x);
-	for (unsigned i = 0; i < started; i++) {
-		tr_thread_join(x.a[i].th, "accelerator");
-		for (unsigned r = 0; r < x.a[i].nrd; r++)
-			tr_thread_join(x.a[i].rd[r], "reader");
+	uint64_t b0 = atomic_load(&x->bytes);
+	trial_wait(x, g, w0 + window_s, false);
+	double w1 = bench_now_s();
+	uint64_t b1 = atomic_load(&x->bytes);
+	trial_stop(x);
+	if (!trial_join(x, started)) {
+		t->stuck = true;
+		return; /* x stays with the threads */
 	}
-	if (!x.err && started == n) {
+	if (!x->err && started == n) {
 		double au_sum = 0, min = 1e9, win = w1 - w0;
 		for (unsigned i = 0; i < n; i++) {
-			double au = accel_busy(&x.a[i], d->compute_s, w0, w1) / win;
+			double au = accel_busy(&x->a[i], d->compute_s, w0, w1) / win;
 			au_sum += au;
 			min = au < min ? au : min;
 		}
@@ -406,23 +465,11 @@ void tr_trial_run(struct ffc *c, const struct tr_dataset *d, unsigned n, double 
 		/* one accelerator at the target takes batch x target / compute_s */
 		t->capacity = au_sum / w->au_target;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		struct accel *a = &x.a[i];
-		free(a->take);
-		pthread_mutex_destroy(&a->mu);
-		pthread_cond_destroy(&a->have);
-		pthread_cond_destroy(&a->space);
-	}
-	pthread_mutex_destroy(&x.err_mu);
-	free(orders);
-	free(x.a);
+	trial_free(x);
 }
 
-void tr_search_run(struct ffc *c, const struct tr_dataset *d, double window_s, double warmup_max_s,
-		   uint64_t seed, struct tr_search *s,
-		   void (*progress)(const struct tr_dataset *d, const struct tr_trial *t,
-				    void *arg),
-		   void *arg)
+void tr_search_run(const struct tr_target *g, const struct tr_dataset *d, double window_s,
+		   double warmup_max_s, uint64_t seed, struct tr_search *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->ok = true;
@@ -431,11 +478,12 @@ void tr_search_run(struct ffc *c, const struct tr_dataset *d, double window_s, d
 	while (s->nt < TR_TRIALS_MAX) {
 		struct tr_trial *t = &s->t[s->nt++];
 		/* the same orders on every server: the seed is the caller's and n's */
-		tr_trial_run(c, d, n, window_s, warmup_max_s, seed + n, t);
-		if (progress)
-			progress(d, t, arg);
+		tr_trial_run(g, d, n, window_s, warmup_max_s, seed + n, t);
+		if (g->progress)
+			g->progress(d, t, g->arg);
 		if (!t->ok) {
 			s->ok = false;
+			s->stuck = t->stuck;
 			bench_strfmt(s->why, sizeof(s->why), "%u accelerators: %s", n, t->why);
 			break;
 		}
