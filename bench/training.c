@@ -35,7 +35,8 @@
  *
  * The box is small, so the data sets are scaled down, and say so: unet3d's
  * samples (sizes drawn from the normal distribution above, kept within 10%
- * of the mean and mean + 2 sd) and its compute time are both scaled by 1/4
+ * of the mean and mean + 2 sd, then brought back to the mean as a whole)
+ * and its compute time are both scaled by 1/4
  * (1/8 with --quick), which keeps the bytes per second one accelerator
  * demands the real workload's; resnet50's files hold 313 (156) of their
  * 1251 records; cosmoflow's and retinanet's files are their real size.
@@ -334,6 +335,15 @@ static double normal_draw(uint64_t *rng)
 	return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
 }
 
+/* A sample's size in MB: the mean, or with an sd a normal draw kept
+ * within 10% of the mean and the mean + 2 sd. */
+static double sample_draw(const struct tr_workload *w, uint64_t *rng)
+{
+	double m = w->sample_mb, sd = w->sample_sd_mb;
+	double x = sd > 0 ? m + sd * normal_draw(rng) : m;
+	return x < 0.1 * m ? 0.1 * m : x > m + 2 * sd ? m + 2 * sd : x;
+}
+
 /* The data sets' shape, the same for both servers: file sizes drawn once. */
 static int datasets_plan(void)
 {
@@ -352,19 +362,24 @@ static int datasets_plan(void)
 			return -ENOMEM;
 		double smp = w->sample_mb * MB * sc->scale;
 		d->sample_bytes = d->spf > 1 ? (uint64_t)smp : 0;
-		for (unsigned f = 0; f < d->nfiles; f++) {
-			double v = smp;
-			if (w->sample_sd_mb > 0) {
-				double m = w->sample_mb,
-				       x = m + w->sample_sd_mb * normal_draw(&rng);
-				x = x < 0.1 * m			  ? 0.1 * m
-				    : x > m + 2 * w->sample_sd_mb ? m + 2 * w->sample_sd_mb
-								  : x;
-				v = x * MB * sc->scale;
+		/* a few draws, cut at both ends, brought back to the real mean (a
+		 * second pass over the same draws), so that an accelerator demands
+		 * the real bytes per second */
+		double sum = 0, scale = 1;
+		for (int pass = 0; pass < 2; pass++) {
+			uint64_t r = rng;
+			for (unsigned f = 0; f < d->nfiles; f++) {
+				double v = sample_draw(w, &r) * scale;
+				sum += pass ? 0 : v;
+				d->size[f] = d->spf > 1 ? d->sample_bytes * d->spf
+							: (uint64_t)(v * MB * sc->scale);
 			}
-			d->size[f] = d->spf > 1 ? d->sample_bytes * d->spf : (uint64_t)v;
-			d->bytes += d->size[f];
+			scale = w->sample_mb * d->nfiles / sum;
+			if (pass)
+				rng = r;
 		}
+		for (unsigned f = 0; f < d->nfiles; f++)
+			d->bytes += d->size[f];
 	}
 	return 0;
 }
