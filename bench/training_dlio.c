@@ -34,7 +34,6 @@ struct trial;
  */
 struct accel {
 	struct trial *x;
-	unsigned idx;
 	pthread_t th;
 	pthread_t rd[TR_READERS_MAX];
 	unsigned nrd; /* readers started */
@@ -406,7 +405,6 @@ void tr_trial_run(const struct tr_target *g, const struct tr_dataset *d, unsigne
 	for (unsigned i = 0; i < n; i++) {
 		struct accel *a = &x->a[i];
 		a->x = x;
-		a->idx = i;
 		a->cap = cap;
 		a->order = x->orders + (size_t)i * d->nfiles;
 		for (unsigned j = 0; j < d->nfiles; j++)
