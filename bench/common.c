@@ -345,8 +345,6 @@ void bench_log_tail_errors(const char *log, const char *const *marks, char *out,
 	fclose(f);
 }
 
-const char *const bench_ganesha_err_marks[] = {":CRIT :", ":MAJ :", ":FATAL :", "exec failed",
-					       NULL};
 
 /* ------------------------------------------------------------ ports, files */
 
@@ -519,64 +517,6 @@ void bench_child_not_ready(struct bench_child *ch, int rc, int st, const char *c
 	bench_strfmt(why, len, "%s failed (%s): %s", what, sb, last[0] ? last : none_logged);
 	bench_child_stop(ch, 10);
 	bench_log_dump(ch->name, ch->log);
-}
-
-int bench_ganesha_find(char *exe, size_t exe_len, char *why, size_t len)
-{
-	if (!bench_exe_find("ganesha.nfsd", exe, exe_len)) {
-		bench_strfmt(
-		    why, len,
-		    "ganesha.nfsd not installed (nfs-ganesha nfs-ganesha-vfs: tools/install-deps)");
-		return -ENOENT;
-	}
-	if (geteuid() != 0) {
-		/* FSAL_VFS opens files by handle: CAP_DAC_READ_SEARCH */
-		bench_strfmt(why, len, "ganesha.nfsd (FSAL VFS) must run as root");
-		return -EPERM;
-	}
-	return 0;
-}
-
-/*
- * Ganesha 4.3 registers NFSv3 and MOUNT with rpcbind and exits when it
- * cannot ("Cannot register NFS V3 on TCP"); it has no switch to skip that.
- * Use the rpcbind that runs, or start Debian's in the foreground.
- */
-int bench_rpcbind_ensure(struct bench_child *rpcb, const char *dir, char *why, size_t len)
-{
-	if (bench_port_accepts(111))
-		return 0;
-	char exe[PATH_MAX];
-	if (!bench_exe_find("rpcbind", exe, sizeof(exe))) {
-		bench_strfmt(
-		    why, len,
-		    "ganesha needs rpcbind, none runs and none is installed (tools/install-deps)");
-		return -ENOENT;
-	}
-	char log[PATH_MAX + 16];
-	bench_strfmt(log, sizeof(log), "%s/rpcbind.log", dir);
-	char *argv[] = {exe, "-f", NULL};
-	int rc = bench_child_spawn(rpcb, "rpcbind", argv, log, -1);
-	if (rc) {
-		bench_strfmt(why, len, "cannot start rpcbind: %s", strerror(-rc));
-		return rc;
-	}
-	for (double end = bench_now_s() + 10; bench_now_s() < end; bench_sleep_s(0.05)) {
-		int st;
-		if (bench_child_exited(rpcb, &st)) {
-			char sb[64];
-			bench_status_str(st, sb, sizeof(sb));
-			bench_strfmt(why, len, "rpcbind exited (%s)", sb);
-			bench_log_dump("rpcbind", log);
-			return -ECHILD;
-		}
-		if (bench_port_accepts(111))
-			return 0;
-	}
-	bench_strfmt(why, len, "rpcbind did not come up");
-	bench_child_stop(rpcb, 5);
-	bench_log_dump("rpcbind", log);
-	return -ETIMEDOUT;
 }
 
 /* ------------------------------------------------------------ loopback TCP */
@@ -818,6 +758,25 @@ double bench_settle(double max_s)
 			break;
 	}
 	return busy;
+}
+
+bool bench_uint_parse(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(s, &end, 10);
+	if (end == s || *end || errno || *s == '-' || n < min || n > max)
+		return false;
+	*out = (unsigned)n;
+	return true;
+}
+
+void bench_fig_str(char *out, size_t len, bool ok, double v, int prec)
+{
+	if (ok)
+		bench_strfmt(out, len, "%.*f", prec, v);
+	else
+		bench_strfmt(out, len, "-");
 }
 
 bool bench_size_parse(const char *s, uint64_t *bytes)

@@ -39,6 +39,10 @@ uint64_t bench_rand64(uint64_t *state);
 /* "1.5G", "64MiB", "512k", "4096B": bytes (k, M, G are powers of 1024);
  * false when it does not parse or is not positive. */
 bool bench_size_parse(const char *s, uint64_t *bytes);
+/* A whole number from min to max ("8"); false when s is not one. */
+bool bench_uint_parse(const char *s, unsigned min, unsigned max, unsigned *out);
+/* v with prec decimals, or "-" when it was not measured (ok false). */
+void bench_fig_str(char *out, size_t len, bool ok, double v, int prec);
 void bench_sleep_s(double s);
 /* CPU seconds (user + system, all threads) used so far by process pid. */
 double bench_proc_cpu_s(pid_t pid);
@@ -97,8 +101,6 @@ void bench_log_dump(const char *what, const char *log);
 /* The last log line holding one of marks (NULL-terminated), or with marks
  * NULL the last line: a one-line reason. */
 void bench_log_tail_errors(const char *log, const char *const *marks, char *out, size_t len);
-/* What NFS-Ganesha's log lines that matter look like. */
-extern const char *const bench_ganesha_err_marks[];
 
 /* ------------------------------------------------------------ ports, files */
 
@@ -146,15 +148,6 @@ int bench_daemon_ready(int ready_fd, double timeout, int *port, char *line, size
  */
 void bench_child_not_ready(struct bench_child *ch, int rc, int st, const char *const *marks,
 			   const char *what, const char *none_logged, char *why, size_t len);
-/* Where ganesha.nfsd is (into exe), and that we may run it (FSAL VFS needs
- * root); -ENOENT or -EPERM with why. */
-int bench_ganesha_find(char *exe, size_t exe_len, char *why, size_t len);
-/*
- * An rpcbind on 127.0.0.1:111, which Ganesha needs to serve NFSv3: the one
- * that runs, or one we start as rpcb (its log in dir; rpcb->pid 0 when
- * none was started), for the caller to stop.  -errno with why.
- */
-int bench_rpcbind_ensure(struct bench_child *rpcb, const char *dir, char *why, size_t len);
 
 /* ------------------------------------------------------------ loopback TCP */
 

@@ -64,6 +64,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/ganesha.h"
 #include "bench/nfs3load.h"
 #include "nfsd/rpc.h"
 #include "nfsd/xdr/mount_prot.h"
@@ -470,55 +471,11 @@ static void fio_run(struct bench *b, const char *fio, bool write, double secs, i
 /* -------------------------------------------------------------- NFS-Ganesha */
 
 struct ganesha {
-	struct bench_child ch;
-	struct bench_child rpcb; /* rpcbind, when we had to start one */
-	int nfs_port, mnt_port;
-	char dir[PATH_MAX]; /* config, log, pid */
-	char log[PATH_MAX + 16];
+	struct bench_ganesha srv;
 	uint8_t fh[NFS3_FHSIZE];
 	uint32_t fhlen;
 	char why[512];
 };
-
-static int ganesha_conf_write(struct bench *b, struct ganesha *g, const char *conf,
-			      const char *export_dir)
-{
-	FILE *f = fopen(conf, "w");
-	if (!f)
-		return -errno;
-	fprintf(f,
-		"# Written by bench/ds: NFSv3 over TCP on 127.0.0.1 only, one VFS export.\n"
-		"NFS_CORE_PARAM {\n"
-		"\tProtocols = 3;\n"
-		"\tNFS_Port = %d;\n"
-		"\tMNT_Port = %d;\n"
-		"\tBind_addr = 127.0.0.1;\n"
-		"\tEnable_NLM = false;\n"
-		"\tEnable_RQUOTA = false;\n"
-		"\tEnable_UDP = false;\n"
-		"}\n"
-		"# No grace period: nothing to recover, and v3 only.\n"
-		"NFSv4 {\n"
-		"\tGraceless = true;\n"
-		"}\n"
-		"EXPORT {\n"
-		"\tExport_Id = 1;\n"
-		"\tPath = \"%s\";\n"
-		"\tPseudo = /bench;\n"
-		"\tProtocols = 3;\n"
-		"\tTransports = TCP;\n"
-		"\tAccess_Type = RW;\n"
-		"\tSquash = None;\n"
-		"\tSecType = sys;\n"
-		"\tMaxRead = %u;\n"
-		"\tMaxWrite = %u;\n"
-		"\tFSAL {\n"
-		"\t\tName = VFS;\n"
-		"\t}\n"
-		"}\n",
-		g->nfs_port, g->mnt_port, export_dir, IOSIZE, IOSIZE);
-	return fclose(f) ? -errno : 0;
-}
 
 /* MOUNT v3 MNT of the export (RFC 1813 §5.2.1), then LOOKUP of the file. */
 static int ganesha_file_fh(struct bench *b, struct ganesha *g, const char *export_dir,
@@ -528,8 +485,8 @@ static int ganesha_file_fh(struct bench *b, struct ganesha *g, const char *expor
 	uint8_t ab[4096];
 	struct xdr_arena ar;
 	xdr_arena_init(&ar, ab, sizeof(ab), 1 << 20);
-	struct nfsd_clnt *mc = bench_clnt_open(b->ctl_eng, g->mnt_port, &err);
-	struct nfsd_clnt *nc = mc ? bench_clnt_open(b->ctl_eng, g->nfs_port, &err) : NULL;
+	struct nfsd_clnt *mc = bench_clnt_open(b->ctl_eng, g->srv.mnt_port, &err);
+	struct nfsd_clnt *nc = mc ? bench_clnt_open(b->ctl_eng, g->srv.port, &err) : NULL;
 	char eb[64];
 	if (!nc) {
 		bench_strfmt(g->why, sizeof(g->why), "connect to ganesha: %s", strerror(-err));
@@ -588,57 +545,25 @@ out:
 	return err;
 }
 
+/* NFSv3 alone (and MOUNT v3), with an rpcbind (one we start if none runs). */
 static int ganesha_start(struct bench *b, struct ganesha *g, const char *export_dir)
 {
-	char exe[PATH_MAX], conf[PATH_MAX + 16], pidf[PATH_MAX + 16];
+	char exe[PATH_MAX], dir[PATH_MAX];
 	int rc = bench_ganesha_find(exe, sizeof(exe), g->why, sizeof(g->why));
 	if (rc)
 		return rc;
-	bench_strfmt(g->dir, sizeof(g->dir), "%s/ganesha", b->work);
-	if (mkdir(g->dir, 0755) && errno != EEXIST) {
-		bench_strfmt(g->why, sizeof(g->why), "mkdir %s: %s", g->dir, strerror(errno));
-		return -errno;
-	}
-	/* (dbus is optional: without it Ganesha logs CRIT lines and serves) */
-	rc = bench_rpcbind_ensure(&g->rpcb, g->dir, g->why, sizeof(g->why));
-	if (rc)
+	bench_strfmt(dir, sizeof(dir), "%s/ganesha", b->work);
+	if ((rc = bench_ganesha_init(&g->srv, dir, export_dir, g->why, sizeof(g->why))) ||
+	    (rc = bench_rpcbind_ensure(&g->srv.rpcb, g->srv.dir, g->why, sizeof(g->why))))
 		return rc;
-	g->nfs_port = bench_port_pick();
-	g->mnt_port = bench_port_pick();
-	while (g->mnt_port == g->nfs_port)
-		g->mnt_port = bench_port_pick();
-	bench_strfmt(conf, sizeof(conf), "%s/ganesha.conf", g->dir);
-	bench_strfmt(g->log, sizeof(g->log), "%s/ganesha.log", g->dir);
-	bench_strfmt(pidf, sizeof(pidf), "%s/ganesha.pid", g->dir);
-	rc = ganesha_conf_write(b, g, conf, export_dir);
-	if (rc) {
-		bench_strfmt(g->why, sizeof(g->why), "write %s: %s", conf, strerror(-rc));
-		return rc;
-	}
-	char *argv[] = {exe, "-F", "-L", g->log, "-f", conf, "-p", pidf, "-N", "NIV_EVENT", NULL};
-	rc = bench_child_spawn(&g->ch, "ganesha.nfsd", argv, g->log, -1);
-	if (rc) {
-		bench_strfmt(g->why, sizeof(g->why), "cannot start ganesha.nfsd: %s",
-			     strerror(-rc));
-		return rc;
-	}
-	int st = 0;
-	rc = bench_wait_null(b->ctl_eng, &g->ch, g->nfs_port, NFS_PROGRAM, NFS_V3, 30, &st);
-	if (!rc)
-		rc = bench_wait_null(b->ctl_eng, &g->ch, g->mnt_port, MOUNT_PROGRAM, MOUNT_V3, 10,
-				     &st);
-	if (rc)
-		bench_child_not_ready(&g->ch, rc, st, bench_ganesha_err_marks, "ganesha.nfsd",
-				      "no error logged", g->why, sizeof(g->why));
-	return rc;
+	struct bench_ganesha_cfg cfg = {.v3 = true, .max_io = IOSIZE};
+	return bench_ganesha_start(b->ctl_eng, &g->srv, exe, &cfg, g->why, sizeof(g->why));
 }
 
 static void ganesha_stop(struct ganesha *g)
 {
-	if (g->ch.pid > 0 && !bench_child_stop(&g->ch, 20))
+	if (!bench_ganesha_stop(&g->srv))
 		fprintf(stderr, "bench/ds: ganesha.nfsd needed SIGKILL\n");
-	if (g->rpcb.pid > 0)
-		bench_child_stop(&g->rpcb, 5);
 }
 
 /* Ganesha up, exporting the pattern file, its handle in g->fh; false and
@@ -672,7 +597,7 @@ static void ganesha_load(struct bench *b, struct ganesha *g, double secs)
 {
 	for (int k = 0; k < 2; k++) {
 		struct nfs3_load_cfg cfg = {
-		    .port = g->nfs_port,
+		    .port = g->srv.port,
 		    .fh = g->fh,
 		    .fhlen = g->fhlen,
 		    .file_size = b->o.size,
@@ -680,7 +605,7 @@ static void ganesha_load(struct bench *b, struct ganesha *g, double secs)
 		    .secs = secs,
 		    .op = NFS3_LOAD_READ,
 		    .random = !b->o.sequential,
-		    .server = g->ch.pid,
+		    .server = g->srv.ch.pid,
 		    .uid = b->o.uid,
 		    .gid = b->o.gid,
 		};
@@ -1243,11 +1168,8 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 				usage();
 			i++;
 		} else if (!strcmp(a, "--rounds")) {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
-			if (*end || n < 1 || n > ROUNDS_MAX)
+			if (!bench_uint_parse(v, 1, ROUNDS_MAX, &o->rounds))
 				usage();
-			o->rounds = (unsigned)n;
 			have_rounds = true;
 			i++;
 		} else if (!strcmp(a, "--dir")) {

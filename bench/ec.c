@@ -162,11 +162,8 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 				usage();
 			i++;
 		} else if (!strcmp(a, "--rounds")) {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
-			if (*end || n < 1 || n > ROUNDS_MAX)
+			if (!bench_uint_parse(v, 1, ROUNDS_MAX, &o->rounds))
 				usage();
-			o->rounds = (unsigned)n;
 			have_rounds = true;
 			i++;
 		} else if (!strcmp(a, "--ec-size")) {
@@ -179,11 +176,8 @@ static void opts_parse(struct bench_opts *o, int argc, char **argv)
 				usage();
 			i++;
 		} else if (!strcmp(a, "--data-servers")) {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
-			if (*end || n < EC_K + EC_M || n > EC_NDS_MAX)
+			if (!bench_uint_parse(v, EC_K + EC_M, EC_NDS_MAX, &c->nds))
 				usage();
-			c->nds = (unsigned)n;
 			i++;
 		} else if (!strcmp(a, "--rebuild-idle")) {
 			c->rebuild_idle_s = atof(v);
@@ -588,15 +582,6 @@ static bool cl_rebuild_mbps(double *v)
 	return true;
 }
 
-/* A figure, or "-" (w wide). */
-static void fig(char *out, size_t len, bool ok, double v, int prec)
-{
-	if (ok)
-		bench_strfmt(out, len, "%.*f", prec, v);
-	else
-		bench_strfmt(out, len, "-");
-}
-
 static void cl_print(const struct bench_opts *o)
 {
 	const struct ec_cluster_opts *c = &o->cl;
@@ -616,13 +601,13 @@ static void cl_print(const struct bench_opts *o)
 		char lo[16], no[16], de[16], q1[16], q2[16];
 		double v = 0;
 		bool ok;
-		fig(lo, sizeof(lo), r->loop_mbps > 0, r->loop_mbps, 0);
-		fig(no, sizeof(no), r->normal_mbps > 0, r->normal_mbps, 0);
-		fig(de, sizeof(de), r->degraded_mbps > 0, r->degraded_mbps, 0);
+		bench_fig_str(lo, sizeof(lo), r->loop_mbps > 0, r->loop_mbps, 0);
+		bench_fig_str(no, sizeof(no), r->normal_mbps > 0, r->normal_mbps, 0);
+		bench_fig_str(de, sizeof(de), r->degraded_mbps > 0, r->degraded_mbps, 0);
 		ok = cl_round_ratio(i, C_DEGRADED, C_NORMAL, &v);
-		fig(q1, sizeof(q1), ok, v, 2);
+		bench_fig_str(q1, sizeof(q1), ok, v, 2);
 		ok = cl_round_ratio(i, C_NORMAL, C_LOOP, &v);
-		fig(q2, sizeof(q2), ok, v, 2);
+		bench_fig_str(q2, sizeof(q2), ok, v, 2);
 		char kil[32];
 		bench_strfmt(kil, sizeof(kil), "%u (%u/%u)", r->killed, r->killed_segs, r->segs);
 		printf("%-6u %9s %9s %9s %8s %8s %12s %7.1f %8llu %10.1f\n", i + 1, lo, no, de, q1,
@@ -636,17 +621,17 @@ static void cl_print(const struct bench_opts *o)
 	bool ok;
 	printf("%-40s %9s %s\n", "figure (rounds whose reads worked)", "MB/s", "ratio");
 	ok = cl_agg(C_LOOP, &v);
-	fig(a, sizeof(a), ok, v, 0);
+	bench_fig_str(a, sizeof(a), ok, v, 0);
 	printf("%-40s %9s (ceiling of one connection)\n", "loopback TCP, 1 stream", a);
 	ok = cl_agg(C_NORMAL, &v);
-	fig(a, sizeof(a), ok, v, 0);
+	bench_fig_str(a, sizeof(a), ok, v, 0);
 	ok = cl_ratio(C_NORMAL, C_LOOP, &w);
-	fig(b, sizeof(b), ok, w, 2);
+	bench_fig_str(b, sizeof(b), ok, w, 2);
 	printf("%-40s %9s %s of loopback\n", "normal read, all data servers up", a, b);
 	ok = cl_agg(C_DEGRADED, &v);
-	fig(a, sizeof(a), ok, v, 0);
+	bench_fig_str(a, sizeof(a), ok, v, 0);
 	ok = cl_ratio(C_DEGRADED, C_NORMAL, &w);
-	fig(b, sizeof(b), ok, w, 2);
+	bench_fig_str(b, sizeof(b), ok, w, 2);
 	printf("%-40s %9s %s of normal (target 0.50)\n", "degraded read, one data server down", a,
 	       b);
 	if (cl_rebuild_mbps(&v))

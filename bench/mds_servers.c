@@ -13,9 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/ganesha.h"
 #include "bench/mds.h"
-#include "nfsd/xdr/mount_prot.h"
-#include "nfsd/xdr/nfs4_prot.h"
 
 /* ------------------------------------------------------------- braid-mds */
 
@@ -121,133 +120,39 @@ static int braid_start(const struct mds_opts *o, const char *work, struct braid 
 /* ---------------------------------------------------------------- Ganesha */
 
 struct ganesha {
-	struct bench_child ch;
-	struct bench_child rpcb; /* rpcbind, when we had to start one */
-	int port, mnt_port;
+	struct bench_ganesha srv;
 	bool v3;	/* serving NFSv3 and MOUNT too */
 	char why3[512]; /* why not */
-	char dir[PATH_MAX], export_dir[PATH_MAX + 16];
-	char conf[PATH_MAX + 16], log[PATH_MAX + 16], pidf[PATH_MAX + 16], recov[PATH_MAX + 16];
 };
 
 /*
- * NFSv4.1 and 4.2, and with g->v3 NFSv3 and MOUNT v3 (on MNT_Port), on
- * 127.0.0.1 only, one VFS export as the pseudo root, no grace period,
- * numeric owners.  NFSv4 alone needs no rpcbind (without one it logs that
- * it cannot register and serves); NFSv3 does (bench_rpcbind_ensure).
- */
-static int ganesha_conf_write(struct ganesha *g)
-{
-	FILE *f = fopen(g->conf, "w");
-	if (!f)
-		return -errno;
-	fprintf(f,
-		"# Written by bench/mds.\n"
-		"NFS_CORE_PARAM {\n"
-		"\tProtocols = %s;\n"
-		"\tNFS_Port = %d;\n"
-		"\tMNT_Port = %d;\n"
-		"\tBind_addr = 127.0.0.1;\n"
-		"\tEnable_NLM = false;\n"
-		"\tEnable_RQUOTA = false;\n"
-		"\tEnable_UDP = false;\n"
-		"}\n"
-		"NFSv4 {\n"
-		"\tGraceless = true;\n"
-		"\tOnly_Numeric_Owners = true;\n"
-		"\tMinor_Versions = 1, 2;\n"
-		"\tRecoveryBackend = fs;\n"
-		"\tRecoveryRoot = \"%s\";\n"
-		"}\n"
-		"NFS_KRB5 {\n"
-		"\tActive_krb5 = false;\n"
-		"}\n"
-		"EXPORT {\n"
-		"\tExport_Id = 1;\n"
-		"\tPath = \"%s\";\n"
-		"\tPseudo = \"/\";\n"
-		"\tProtocols = %s;\n"
-		"\tTransports = TCP;\n"
-		"\tAccess_Type = RW;\n"
-		"\tSquash = No_Root_Squash;\n"
-		"\tSecType = sys;\n"
-		"\tFSAL {\n"
-		"\t\tName = VFS;\n"
-		"\t}\n"
-		"}\n",
-		g->v3 ? "3, 4" : "4", g->port, g->mnt_port, g->recov, g->export_dir,
-		g->v3 ? "3, 4" : "4");
-	return fclose(f) ? -errno : 0;
-}
-
-/* Write the config and start ganesha.nfsd; 0 once it answers NULL on NFSv4
- * (and with g->v3, on NFSv3 and MOUNT v3). */
-static int ganesha_spawn(struct nfsd_server *eng, struct ganesha *g, char *exe, char *why,
-			 size_t len)
-{
-	int rc = ganesha_conf_write(g);
-	if (rc) {
-		bench_strfmt(why, len, "write %s: %s", g->conf, strerror(-rc));
-		return rc;
-	}
-	char *argv[] = {exe,  "-F",    "-L", g->log,	  "-f", g->conf,
-			"-p", g->pidf, "-N", "NIV_EVENT", NULL};
-	rc = bench_child_spawn(&g->ch, "ganesha.nfsd", argv, g->log, -1);
-	if (rc) {
-		bench_strfmt(why, len, "cannot start ganesha.nfsd: %s", strerror(-rc));
-		return rc;
-	}
-	int st = 0;
-	rc = bench_wait_null(eng, &g->ch, g->port, NFS4_PROGRAM, 4, 30, &st);
-	if (!rc && g->v3)
-		rc = bench_wait_null(eng, &g->ch, g->port, NFS4_PROGRAM, 3, 10, &st);
-	if (!rc && g->v3)
-		rc = bench_wait_null(eng, &g->ch, g->mnt_port, MOUNT_PROGRAM, MOUNT_V3, 10, &st);
-	if (rc)
-		bench_child_not_ready(&g->ch, rc, st, bench_ganesha_err_marks, "ganesha.nfsd",
-				      "no error logged", why, len);
-	return rc;
-}
-
-/*
- * Start Ganesha with NFSv3 when it can serve it (an rpcbind runs or we
- * start one); when it cannot, or it fails with NFSv3 on, NFSv4 alone, and
- * g->why3 says why.
+ * Start Ganesha (NFSv4.1 and 4.2) with NFSv3 and MOUNT v3 when it can serve
+ * them (an rpcbind runs or we start one); when it cannot, or it fails with
+ * NFSv3 on, NFSv4 alone, and g->why3 says why.
  */
 static int ganesha_start(struct nfsd_server *eng, const char *work, struct ganesha *g, char *why,
 			 size_t len)
 {
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], dir[PATH_MAX], export_dir[PATH_MAX + 16];
 	int rc = bench_ganesha_find(exe, sizeof(exe), why, len);
 	if (rc)
 		return rc;
-	bench_strfmt(g->dir, sizeof(g->dir), "%s/ganesha", work);
-	bench_strfmt(g->export_dir, sizeof(g->export_dir), "%s/export", g->dir);
-	bench_strfmt(g->recov, sizeof(g->recov), "%s/recov", g->dir);
-	bench_strfmt(g->conf, sizeof(g->conf), "%s/ganesha.conf", g->dir);
-	bench_strfmt(g->log, sizeof(g->log), "%s/ganesha.log", g->dir);
-	bench_strfmt(g->pidf, sizeof(g->pidf), "%s/ganesha.pid", g->dir);
-	const char *mk[] = {g->dir, g->export_dir, g->recov};
-	for (int i = 0; i < 3; i++)
-		if (mkdir(mk[i], 0755) && errno != EEXIST) {
-			bench_strfmt(why, len, "mkdir %s: %s", mk[i], strerror(errno));
-			return -errno;
-		}
-	g->port = bench_port_pick();
-	g->mnt_port = bench_port_pick();
-	while (g->mnt_port == g->port)
-		g->mnt_port = bench_port_pick();
+	bench_strfmt(dir, sizeof(dir), "%s/ganesha", work);
+	bench_strfmt(export_dir, sizeof(export_dir), "%s/export", dir);
+	if ((rc = bench_ganesha_init(&g->srv, dir, export_dir, why, len)))
+		return rc;
 	char w[512];
-	g->v3 = !bench_rpcbind_ensure(&g->rpcb, g->dir, w, sizeof(w));
+	g->v3 = !bench_rpcbind_ensure(&g->srv.rpcb, g->srv.dir, w, sizeof(w));
 	if (!g->v3)
 		bench_strfmt(g->why3, sizeof(g->why3), "no NFSv3: %s", w);
-	rc = ganesha_spawn(eng, g, exe, why, len);
+	struct bench_ganesha_cfg cfg = {.v3 = g->v3, .v4 = true};
+	rc = bench_ganesha_start(eng, &g->srv, exe, &cfg, why, len);
 	if (rc && g->v3) {
 		bench_strfmt(g->why3, sizeof(g->why3), "with NFSv3 on, %s", why);
 		fprintf(stderr, "%s: ganesha.nfsd with NFSv3 failed; again with NFSv4 alone\n",
 			bench_prog);
-		g->v3 = false;
-		rc = ganesha_spawn(eng, g, exe, why, len);
+		g->v3 = cfg.v3 = false;
+		rc = bench_ganesha_start(eng, &g->srv, exe, &cfg, why, len);
 	}
 	return rc;
 }
@@ -295,32 +200,31 @@ void bench_mds_braid_stage(const struct mds_opts *o, struct nfsd_server *eng, co
 void bench_mds_ganesha_stage(const struct mds_opts *o, struct nfsd_server *eng, const char *work)
 {
 	struct ganesha g = {0};
+	struct bench_ganesha *s = &g.srv;
 	char why[512];
 	if (ganesha_start(eng, work, &g, why, sizeof(why))) {
 		bench_mds_series_missing(&ganesha_res, why);
 		bench_mds_series3_missing(&ganesha_res, why);
-		if (g.rpcb.pid > 0)
-			bench_child_stop(&g.rpcb, 5);
+		bench_ganesha_stop(s);
 		return;
 	}
 	if (g.v3)
 		fprintf(stderr, "%s: ganesha.nfsd serving %s on port %d, MOUNT on %d\n", bench_prog,
-			g.export_dir, g.port, g.mnt_port);
+			s->export_dir, s->port, s->mnt_port);
 	else
 		fprintf(stderr, "%s: ganesha.nfsd serving %s on port %d, NFSv4 alone (%s)\n",
-			bench_prog, g.export_dir, g.port, g.why3);
-	bench_mds_stage_run(o, eng, &ganesha_res, g.port, g.ch.pid);
+			bench_prog, s->export_dir, s->port, g.why3);
+	bench_mds_stage_run(o, eng, &ganesha_res, s->port, s->ch.pid);
 	/* MNT takes the export's path */
 	if (g.v3)
-		bench_mds_stage3_run(o, eng, &ganesha_res, g.port, g.mnt_port, g.export_dir,
-				     g.ch.pid);
+		bench_mds_stage3_run(o, eng, &ganesha_res, s->port, s->mnt_port, s->export_dir,
+				     s->ch.pid);
 	else
 		bench_mds_series3_missing(&ganesha_res, g.why3);
-	server_stop(&g.ch, g.log);
-	if (g.rpcb.pid > 0)
-		bench_child_stop(&g.rpcb, 5);
+	server_stop(&s->ch, s->log);
+	bench_ganesha_stop(s);
 	if (!o->keep) {
-		fprintf(stderr, "%s: removing %s\n", bench_prog, g.dir);
-		bench_tree_remove(g.dir);
+		fprintf(stderr, "%s: removing %s\n", bench_prog, s->dir);
+		bench_tree_remove(s->dir);
 	}
 }
