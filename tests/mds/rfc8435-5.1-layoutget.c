@@ -483,6 +483,7 @@ static nfsstat4 open_lgopen(struct nfs41c_session *s, const char *name, struct t
 		l->length = ok->logr_layout.val[0].lo_length;
 		l->iomode = ok->logr_layout.val[0].lo_iomode;
 	}
+	xdr_arena_release(&ar);
 	return st;
 }
 
