@@ -17,7 +17,11 @@
  * TCP ceiling measured in the same run (one stream of 1 MiB writes into a
  * receiver that discards them, as iperf3 -l 1M), with the CPU use of
  * every process, so a run says when the box's cores, not the DS count,
- * are the limit.  The client's counters say whether layouts were used; if
+ * are the limit.  The CPU-seconds each process on the path spent per GiB
+ * moved (this client, braid-mds, the data servers together) are printed
+ * beside the loopback stream's sender plus receiver CPU per GiB, from the
+ * same run (JSON: read_cpu_per_gib_vs_loopback, for the 4-DS many-files
+ * read, and every phase's figures).  The client's counters say whether layouts were used; if
  * the MDS gave none the bench says so and every figure is MDS-proxied I/O.
  *
  * Usage: pnfs [--quick] [--files N] [--size SIZE] [--big SIZE] [--threads N]
@@ -46,6 +50,7 @@
 
 #define MB	    1e6
 #define MiB	    (1ull << 20)
+#define GiB	    (1ull << 30)
 #define CHUNK	    (16u << 20) /* one ffc_pwrite/ffc_pread: 16 RPCs of 1 MiB in flight */
 #define NDS_MAX	    4
 #define NCOUNTS_MAX 3
@@ -103,6 +108,7 @@ struct bench {
 	long ncpu;
 	char work[PATH_MAX];
 	double loopback_mbps;
+	double loopback_cpu_gib; /* sender + receiver CPU-s per GiB */
 	bool loopback_ok;
 	char striping_key[256]; /* a striping setting braid-mds lists, if any */
 	char big_conf[64];	/* what (b)'s MDS is given: "layout = segments" */
@@ -111,8 +117,9 @@ struct bench {
 
 /* ------------------------------------------------------------ loopback TCP */
 
-/* The loopback ceiling: one TCP stream, after a 0.3 s warm-up. */
-static bool loopback_measure(double secs, double *mbps)
+/* The loopback ceiling: one TCP stream, after a 0.3 s warm-up; its
+ * sender's and receiver's CPU-seconds per GiB moved. */
+static bool loopback_measure(double secs, double *mbps, double *cpu_gib)
 {
 	struct bench_loopback_res lr;
 	char why[256];
@@ -122,7 +129,22 @@ static bool loopback_measure(double secs, double *mbps)
 		return false;
 	}
 	*mbps = lr.mbps;
-	return true;
+	double gib = lr.mbps * MB * lr.secs / (double)GiB;
+	*cpu_gib = gib > 0 ? (lr.cpu_s + lr.rcv_cpu_s) / gib : 0;
+	return gib > 0;
+}
+
+/* A phase's GiB moved. */
+static double phase_gib(const struct phase *p)
+{
+	return p->mbps * MB * p->secs / (double)GiB;
+}
+
+/* The whole path's CPU-seconds per GiB (client, MDS, data servers). */
+static double phase_cpu_gib(const struct phase *p)
+{
+	double g = phase_gib(p);
+	return g > 0 ? (p->cpu_self + p->cpu_mds + p->cpu_ds) / g : 0;
 }
 
 /* ---------------------------------------------------------------- daemons */
@@ -686,6 +708,22 @@ static void jutil(struct bench *b, const char *key, int ph, bool *first)
 	printf("}");
 }
 
+/* {"1":x,...}: the whole path's CPU-seconds per GiB of a phase. */
+static void jcpu(struct bench *b, const char *key, int ph, bool *first)
+{
+	printf("%s\"%s\":{", *first ? "" : ",", key);
+	*first = false;
+	bool f2 = true;
+	for (unsigned i = 0; i < b->o.ncounts; i++) {
+		const struct phase *p = phase_of(b, b->o.counts[i], ph);
+		char k[8];
+		bench_strfmt(k, sizeof(k), "%u", b->o.counts[i]);
+		bool ok = p && phase_gib(p) > 0;
+		jnum(k, ok, ok ? phase_cpu_gib(p) : 0, &f2);
+	}
+	printf("}");
+}
+
 static void jbox(struct bench *b, const char *key, int ph, bool *first)
 {
 	printf("%s\"%s\":{", *first ? "" : ",", key);
@@ -787,6 +825,26 @@ static void report(struct bench *b)
 				     : "");
 		}
 	}
+	/* CPU per GiB of every process on the path, beside the loopback's */
+	if (b->loopback_ok)
+		printf("CPU-seconds per GiB moved (the loopback stream's sender + receiver: %.3f)\n",
+		       b->loopback_cpu_gib);
+	printf("%-16s %4s %8s %8s %8s %8s %8s\n", "phase", "DSes", "client", "mds", "DSes",
+	       "total", "vs loop");
+	for (int ph = 0; ph < NPHASES; ph++)
+		for (unsigned i = 0; i < o->ncounts; i++) {
+			const struct phase *p = phase_of(b, o->counts[i], ph);
+			double g = p ? phase_gib(p) : 0;
+			if (!p || g <= 0)
+				continue;
+			char vsl[16] = "-";
+			if (b->loopback_ok && b->loopback_cpu_gib > 0)
+				bench_strfmt(vsl, sizeof(vsl), "%.2f",
+					     phase_cpu_gib(p) / b->loopback_cpu_gib);
+			printf("%-16s %4u %8.3f %8.3f %8.3f %8.3f %8s\n", phase_names[ph],
+			       o->counts[i], p->cpu_self / g, p->cpu_mds / g, p->cpu_ds / g,
+			       phase_cpu_gib(p), vsl);
+		}
 	/* striping: only when the large file actually spread over servers */
 	const struct phase *bw4 = NULL;
 	for (unsigned i = 0; i < o->ncounts; i++)
@@ -873,6 +931,20 @@ static void report(struct bench *b)
 	     dsb + mdsb ? (double)dsb / (double)(dsb + mdsb) : 0, &first);
 	jutil(b, "cpu_util_write", P_WRITE, &first);
 	jutil(b, "cpu_util_read", P_READ, &first);
+	jnum("loopback_cpu_s_per_gib", b->loopback_ok, b->loopback_cpu_gib, &first);
+	jcpu(b, "read_cpu_s_per_gib", P_READ, &first);
+	jcpu(b, "write_cpu_s_per_gib", P_WRITE, &first);
+	jcpu(b, "big_read_cpu_s_per_gib", P_BIG_READ, &first);
+	jcpu(b, "big_write_cpu_s_per_gib", P_BIG_WRITE, &first);
+	bool r4c = r4 && phase_gib(r4) > 0 && b->loopback_ok && b->loopback_cpu_gib > 0;
+	jnum("read_cpu_per_gib_vs_loopback", r4c,
+	     r4c ? phase_cpu_gib(r4) / b->loopback_cpu_gib : 0, &first);
+	if (r4 && phase_gib(r4) > 0) {
+		double g = phase_gib(r4);
+		jnum("read_4ds_client_cpu_s_per_gib", true, r4->cpu_self / g, &first);
+		jnum("read_4ds_mds_cpu_s_per_gib", true, r4->cpu_mds / g, &first);
+		jnum("read_4ds_ds_cpu_s_per_gib", true, r4->cpu_ds / g, &first);
+	}
 	jbox(b, "box_busy_write", P_WRITE, &first);
 	jbox(b, "box_busy_read", P_READ, &first);
 	printf(",\"cpu_bound\":%s,\"thread_bound\":%s", any_cpu_bound ? "true" : "false",
@@ -1078,7 +1150,7 @@ int main(int argc, char **argv)
 		bench_strfmt(b.big_conf, sizeof(b.big_conf), "layout = %s",
 			     b.o.big_layout ? b.o.big_layout : "segments");
 	/* the ceiling first, while nothing else of ours runs */
-	b.loopback_ok = loopback_measure(b.o.lb_secs, &b.loopback_mbps);
+	b.loopback_ok = loopback_measure(b.o.lb_secs, &b.loopback_mbps, &b.loopback_cpu_gib);
 	for (unsigned i = 0; i < b.o.ncounts; i++) {
 		struct run *r = &b.runs[i];
 		r->nds = b.o.counts[i];
