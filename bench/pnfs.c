@@ -694,22 +694,26 @@ static void jcounts(struct bench *b, const char *key, int ph, bool ratio, bool *
 	printf("}");
 }
 
-static void jutil(struct bench *b, const char *key, int ph, bool *first)
+/* A phase's figure: false when it has none. */
+static bool fig_util(const struct phase *p, double *v)
 {
-	printf("%s\"%s\":{", *first ? "" : ",", key);
-	*first = false;
-	bool f2 = true;
-	for (unsigned i = 0; i < b->o.ncounts; i++) {
-		const struct phase *p = phase_of(b, b->o.counts[i], ph);
-		char k[8];
-		bench_strfmt(k, sizeof(k), "%u", b->o.counts[i]);
-		jnum(k, p != NULL, p ? p->util : 0, &f2);
-	}
-	printf("}");
+	*v = p->util;
+	return true;
+}
+static bool fig_box(const struct phase *p, double *v)
+{
+	*v = p->box;
+	return true;
+}
+static bool fig_cpu_gib(const struct phase *p, double *v)
+{
+	*v = phase_cpu_gib(p);
+	return phase_gib(p) > 0;
 }
 
-/* {"1":x,...}: the whole path's CPU-seconds per GiB of a phase. */
-static void jcpu(struct bench *b, const char *key, int ph, bool *first)
+/* {"1":x,"2":y,...}: fig of a phase for each data-server count. */
+static void jper(struct bench *b, const char *key, int ph,
+		 bool (*fig)(const struct phase *p, double *v), bool *first)
 {
 	printf("%s\"%s\":{", *first ? "" : ",", key);
 	*first = false;
@@ -718,22 +722,9 @@ static void jcpu(struct bench *b, const char *key, int ph, bool *first)
 		const struct phase *p = phase_of(b, b->o.counts[i], ph);
 		char k[8];
 		bench_strfmt(k, sizeof(k), "%u", b->o.counts[i]);
-		bool ok = p && phase_gib(p) > 0;
-		jnum(k, ok, ok ? phase_cpu_gib(p) : 0, &f2);
-	}
-	printf("}");
-}
-
-static void jbox(struct bench *b, const char *key, int ph, bool *first)
-{
-	printf("%s\"%s\":{", *first ? "" : ",", key);
-	*first = false;
-	bool f2 = true;
-	for (unsigned i = 0; i < b->o.ncounts; i++) {
-		const struct phase *p = phase_of(b, b->o.counts[i], ph);
-		char k[8];
-		bench_strfmt(k, sizeof(k), "%u", b->o.counts[i]);
-		jnum(k, p != NULL, p ? p->box : 0, &f2);
+		double v = 0;
+		bool ok = p && fig(p, &v);
+		jnum(k, ok, ok ? v : 0, &f2);
 	}
 	printf("}");
 }
@@ -929,13 +920,13 @@ static void report(struct bench *b)
 	       (unsigned long long)fb);
 	jnum("ds_bytes_fraction", dsb + mdsb > 0,
 	     dsb + mdsb ? (double)dsb / (double)(dsb + mdsb) : 0, &first);
-	jutil(b, "cpu_util_write", P_WRITE, &first);
-	jutil(b, "cpu_util_read", P_READ, &first);
+	jper(b, "cpu_util_write", P_WRITE, fig_util, &first);
+	jper(b, "cpu_util_read", P_READ, fig_util, &first);
 	jnum("loopback_cpu_s_per_gib", b->loopback_ok, b->loopback_cpu_gib, &first);
-	jcpu(b, "read_cpu_s_per_gib", P_READ, &first);
-	jcpu(b, "write_cpu_s_per_gib", P_WRITE, &first);
-	jcpu(b, "big_read_cpu_s_per_gib", P_BIG_READ, &first);
-	jcpu(b, "big_write_cpu_s_per_gib", P_BIG_WRITE, &first);
+	jper(b, "read_cpu_s_per_gib", P_READ, fig_cpu_gib, &first);
+	jper(b, "write_cpu_s_per_gib", P_WRITE, fig_cpu_gib, &first);
+	jper(b, "big_read_cpu_s_per_gib", P_BIG_READ, fig_cpu_gib, &first);
+	jper(b, "big_write_cpu_s_per_gib", P_BIG_WRITE, fig_cpu_gib, &first);
 	bool r4c = r4 && phase_gib(r4) > 0 && b->loopback_ok && b->loopback_cpu_gib > 0;
 	jnum("read_cpu_per_gib_vs_loopback", r4c,
 	     r4c ? phase_cpu_gib(r4) / b->loopback_cpu_gib : 0, &first);
@@ -945,8 +936,8 @@ static void report(struct bench *b)
 		jnum("read_4ds_mds_cpu_s_per_gib", true, r4->cpu_mds / g, &first);
 		jnum("read_4ds_ds_cpu_s_per_gib", true, r4->cpu_ds / g, &first);
 	}
-	jbox(b, "box_busy_write", P_WRITE, &first);
-	jbox(b, "box_busy_read", P_READ, &first);
+	jper(b, "box_busy_write", P_WRITE, fig_box, &first);
+	jper(b, "box_busy_read", P_READ, fig_box, &first);
 	printf(",\"cpu_bound\":%s,\"thread_bound\":%s", any_cpu_bound ? "true" : "false",
 	       any_hot ? "true" : "false");
 	printf("}\n");

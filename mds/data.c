@@ -222,43 +222,18 @@ static int map_record(struct braid_mds *mds, uint64_t ino, const struct mds_file
 	return mds_layout_set(mds->store, &la);
 }
 
-/* Two waits for two ops submitted together: one commit usually covers both. */
-struct two_ops {
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
-	int left;
-};
-
-static void two_ops_done(struct mds_op *op)
-{
-	struct two_ops *t = op->priv;
-	pthread_mutex_lock(&t->mu);
-	t->left--;
-	pthread_cond_signal(&t->cond);
-	pthread_mutex_unlock(&t->mu);
-}
-
-/* LAYOUT_SET of a, then of b (in that order), durably; the first error. */
+/* LAYOUT_SET of a, then of b (in that order), durably; the first error.
+ * Submitted together: one commit usually covers both. */
 static int layout_set_two(struct braid_mds *mds, const struct mds_layout_args *a,
 			  const struct mds_layout_args *b)
 {
-	struct two_ops t = {.left = 2};
-	pthread_mutex_init(&t.mu, NULL);
-	pthread_cond_init(&t.cond, NULL);
 	struct mds_op op[2] = {{.type = MDS_OP_LAYOUT_SET, .args.layout = *a},
 			       {.type = MDS_OP_LAYOUT_SET, .args.layout = *b}};
-	for (int i = 0; i < 2; i++) {
-		op[i].done = two_ops_done;
-		op[i].priv = &t;
-		mds_store_submit(mds->store, &op[i]);
-	}
-	pthread_mutex_lock(&t.mu);
-	while (t.left)
-		pthread_cond_wait(&t.cond, &t.mu);
-	pthread_mutex_unlock(&t.mu);
-	pthread_cond_destroy(&t.cond);
-	pthread_mutex_destroy(&t.mu);
-	return op[0].status ? op[0].status : op[1].status;
+	sem_t sem[2];
+	for (int i = 0; i < 2; i++)
+		mds_store_begin(mds->store, &op[i], &sem[i]);
+	int r0 = mds_store_wait(&op[0]), r1 = mds_store_wait(&op[1]);
+	return r0 ? r0 : r1;
 }
 
 static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
@@ -436,9 +411,7 @@ int mds_data_segment(struct braid_mds *mds, const struct mds_attr *a, uint64_t n
 		pthread_mutex_lock(mu);
 		rc = segment_make_locked(mds, a, n, av, nav, map, seg, &failed);
 		pthread_mutex_unlock(mu);
-		if (!rc || !failed || tries == 2 ||
-		    (rc != -ECONNREFUSED && rc != -ETIMEDOUT && rc != -EAGAIN &&
-		     rc != -EHOSTUNREACH && rc != -ECONNRESET && rc != -ENOTCONN))
+		if (!rc || !failed || tries == 2 || !mds_ds_unreachable(rc))
 			return rc;
 		mds_log("inode %llu: data server %u did not answer the CREATE of its object (%s):"
 			" placed without it", (unsigned long long)a->ino, failed, strerror(-rc));

@@ -4,6 +4,7 @@
 #ifndef BRAID_MDS_DSREG_H
 #define BRAID_MDS_DSREG_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -147,6 +148,13 @@ struct mds_ds_conn {
 /* NULL with *err: -EAGAIN (down, or not registered since the MDS started:
  * NFS4ERR_DELAY), -EIO (an id never registered), -errno of the connect. */
 struct mds_ds_conn *mds_ds_conn_get(struct braid_mds *mds, uint32_t id, int *err);
+/* Whether a data-server call failed for want of the server (down,
+ * unreachable, refused, timed out), not for what it said. */
+static inline bool mds_ds_unreachable(int rc)
+{
+	return rc == -EAGAIN || rc == -ETIMEDOUT || rc == -ECONNREFUSED || rc == -ENOTCONN ||
+	       rc == -ECONNRESET || rc == -EHOSTUNREACH;
+}
 void mds_ds_conn_put(struct mds_ds_conn *dc);
 
 #endif

@@ -16,7 +16,6 @@
 #ifndef BRAID_MDS_LAYOUT_IMPL_H
 #define BRAID_MDS_LAYOUT_IMPL_H
 
-#include <semaphore.h>
 #include <time.h>
 
 #include "layout/policy.h"

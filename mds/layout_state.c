@@ -172,11 +172,6 @@ void lo_file_put_unused(struct mds_layout *lo, struct lo_file *f)
 	}
 }
 
-static void wmark_done(struct mds_op *op)
-{
-	sem_post(op->priv);
-}
-
 void lo_wmark_begin(struct mds_layout *lo, struct lo_file *f, struct lo_wmark_wait *w)
 {
 	memset(w, 0, sizeof(*w));
@@ -189,24 +184,18 @@ void lo_wmark_begin(struct mds_layout *lo, struct lo_file *f, struct lo_wmark_wa
 	pthread_mutex_unlock(&lo->mu);
 	if (!mark)
 		return;
-	sem_init(&w->sem, 0, 0);
 	w->op.type = MDS_OP_WLAYOUT_MARK;
 	w->op.args.ino = f->ino;
-	w->op.done = wmark_done;
-	w->op.priv = &w->sem;
 	w->started = true;
-	mds_store_submit(lo->mds->store, &w->op);
+	mds_store_begin(lo->mds->store, &w->op, &w->sem);
 }
 
 int lo_wmark_end(struct mds_layout *lo, struct lo_file *f, struct lo_wmark_wait *w)
 {
 	if (!w->started)
 		return 0;
-	while (sem_wait(&w->sem) && errno == EINTR)
-		;
-	sem_destroy(&w->sem);
+	int rc = mds_store_wait(&w->op);
 	w->started = false;
-	int rc = w->op.status;
 	pthread_mutex_lock(&lo->mu);
 	f->wmark = rc ? LO_WM_NONE : LO_WM_MARKED;
 	pthread_cond_broadcast(&lo->wcv);

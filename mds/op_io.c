@@ -559,7 +559,6 @@ static int read_from(const struct obj *o, struct mds_ds_conn *dc, uint64_t off, 
 	return 0;
 }
 
-static bool unreachable(int rc);
 
 static bool ec_holder_up(void *arg, uint32_t id)
 {
@@ -638,7 +637,7 @@ static int piece_read(struct obj *o, const struct mds_layout_seg *seg, uint64_t 
 		if (gone)
 			rc = -EIO;
 	}
-	if ((rc == -EAGAIN || rc == -EIO || unreachable(rc)) && layout_is_ec(&o->map.pol)) {
+	if ((rc == -EAGAIN || rc == -EIO || mds_ds_unreachable(rc)) && layout_is_ec(&o->map.pol)) {
 		int erc = ec_read(o, off, want, ar, dst, out, ndata);
 		if (erc != -ENOENT)
 			rc = erc;
@@ -748,14 +747,6 @@ static int write_to(struct obj *o, uint32_t id, uint64_t off, const uint8_t *p, 
 	return done ? 0 : rc;
 }
 
-/* A data server call that failed for want of the server (down,
- * unreachable, timed out), not for what it said. */
-static bool unreachable(int rc)
-{
-	return rc == -EAGAIN || rc == -ETIMEDOUT || rc == -ECONNREFUSED || rc == -ENOTCONN ||
-	       rc == -ECONNRESET || rc == -EHOSTUNREACH;
-}
-
 /* ids[0..n) of o's file missed a write the other mirrors took: stale
  * (mds_data_stale_mark), and the layouts naming them recalled. */
 static int mirrors_lost(struct obj *o, const uint32_t *ids, unsigned n)
@@ -804,7 +795,7 @@ static int data_write(struct braid_mds *mds, const struct mds_attr *a, enum mds_
 			if (mds_data_map_stale(&o.map, id))
 				continue; /* brought up to date later, whole */
 			int r = write_to(&o, id, q, p + (q - off), n, stable, &cnt, &committed, &vs);
-			if (unreachable(r) && nm > 1) {
+			if (mds_ds_unreachable(r) && nm > 1) {
 				down[ndown++] = id;
 				continue;
 			}
@@ -859,7 +850,7 @@ static int data_commit(struct braid_mds *mds, const struct mds_attr *a, enum mds
 		 * unstable is lost there, and its mirrors hold it (committed
 		 * here), so it goes stale */
 		if ((rc = conn_get(&o, ids[k], &dc))) {
-			if (unreachable(rc) && o.map.pol.mirrors > 1) {
+			if (mds_ds_unreachable(rc) && o.map.pol.mirrors > 1) {
 				down[ndown++] = ids[k];
 				rc = 0;
 				continue;
@@ -878,7 +869,7 @@ static int data_commit(struct braid_mds *mds, const struct mds_attr *a, enum mds
 			mds_verf(mds, v);
 			rc = 0;
 		}
-		if (unreachable(rc) && o.map.pol.mirrors > 1) {
+		if (mds_ds_unreachable(rc) && o.map.pol.mirrors > 1) {
 			down[ndown++] = ids[k];
 			rc = 0;
 			continue;

@@ -842,17 +842,28 @@ static void store_run_done(struct mds_op *op)
 	sem_post(op->priv);
 }
 
+void mds_store_begin(struct mds_store *s, struct mds_op *op, sem_t *sem)
+{
+	sem_init(sem, 0, 0);
+	op->done = store_run_done;
+	op->priv = sem;
+	mds_store_submit(s, op);
+}
+
+int mds_store_wait(struct mds_op *op)
+{
+	sem_t *sem = op->priv;
+	while (sem_wait(sem) && errno == EINTR)
+		;
+	sem_destroy(sem);
+	return op->status;
+}
+
 int mds_store_run(struct mds_store *s, struct mds_op *op)
 {
 	sem_t sem;
-	sem_init(&sem, 0, 0);
-	op->done = store_run_done;
-	op->priv = &sem;
-	mds_store_submit(s, op);
-	while (sem_wait(&sem) && errno == EINTR)
-		;
-	sem_destroy(&sem);
-	return op->status;
+	mds_store_begin(s, op, &sem);
+	return mds_store_wait(op);
 }
 
 /*

@@ -31,6 +31,7 @@
 #ifndef BRAID_MDS_STORE_H
 #define BRAID_MDS_STORE_H
 
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -441,6 +442,11 @@ struct mds_op {
 void mds_store_submit(struct mds_store *s, struct mds_op *op);
 /* Submits and waits; returns op->status.  Overwrites op->done and op->priv. */
 int mds_store_run(struct mds_store *s, struct mds_op *op);
+/* mds_store_run in two halves, for work to do while op commits: begin
+ * submits it (sem, initialised here, lives until the wait); wait returns
+ * op->status once done.  Every begin is waited for. */
+void mds_store_begin(struct mds_store *s, struct mds_op *op, sem_t *sem);
+int mds_store_wait(struct mds_op *op);
 
 /*
  * Synchronous forms: each submits one op and waits until it is durable.
