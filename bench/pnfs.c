@@ -21,11 +21,16 @@
  * moved (this client, braid-mds, the data servers together) are printed
  * beside the loopback stream's sender plus receiver CPU per GiB, from the
  * same run (JSON: read_cpu_per_gib_vs_loopback, for the 4-DS many-files
- * read, and every phase's figures).  The client's counters say whether layouts were used; if
+ * read, and every phase's figures).  On a shared box that cost drifts
+ * over a run, so the many-files read runs --rounds times (5; 1 with
+ * --quick), each round just after a loopback stream of its own (--seconds,
+ * 2 s); every round's ratio is printed and the median round stands for
+ * the run.  The client's counters say whether layouts were used; if
  * the MDS gave none the bench says so and every figure is MDS-proxied I/O.
  *
  * Usage: pnfs [--quick] [--files N] [--size SIZE] [--big SIZE] [--threads N]
- *             [--counts 1,2,4] [--loops N] [--inflight N] [--seconds S] [--dir PATH]
+ *             [--counts 1,2,4] [--loops N] [--inflight N] [--seconds S] [--rounds R]
+ *             [--dir PATH]
  *             [--keep] [--big-layout whole|segments|striped] [--mds-conf "key = value"]...
  *             [--braid-mds PATH] [--braid-ds PATH]
  * Last line: one JSON object; a figure that could not be measured is null
@@ -56,11 +61,12 @@
 #define NCOUNTS_MAX 3
 #define THREADS_MAX 64
 #define CONF_MAX    16
+#define ROUNDS_MAX  9
 
 struct opts {
 	bool quick, keep;
 	const char *dir;
-	unsigned files, threads, loops, inflight;
+	unsigned files, threads, loops, inflight, rounds;
 	uint64_t size, big;
 	double lb_secs;
 	unsigned counts[NCOUNTS_MAX], ncounts;
@@ -89,6 +95,7 @@ struct phase {
 	char hot[64];			  /* which: "braid-ds#2 (loop)" */
 	unsigned ds_used;		  /* data servers that moved bytes */
 	uint64_t ds_bytes, mds_bytes;
+	double lb_cpu_gib; /* the loopback measured just before it; 0: the run's first */
 };
 
 enum { P_WRITE, P_READ, P_BIG_WRITE, P_BIG_READ, NPHASES };
@@ -99,8 +106,12 @@ struct run {
 	unsigned nds;
 	bool started;
 	char why[256];
-	struct phase p[NPHASES];
+	struct phase p[NPHASES]; /* p[P_READ]: the read round of median ratio */
 	struct ffc_stats st[2]; /* each cluster's client, at its end */
+	/* the many-files read, round by round: its CPU per GiB and that of a
+	 * loopback stream measured just before it */
+	unsigned nrounds;
+	double rd_cpu_gib[ROUNDS_MAX], lb_cpu_gib[ROUNDS_MAX];
 };
 
 struct bench {
@@ -138,6 +149,15 @@ static bool loopback_measure(double secs, double *mbps, double *cpu_gib)
 static double phase_gib(const struct phase *p)
 {
 	return p->mbps * MB * p->secs / (double)GiB;
+}
+
+/* The loopback CPU per GiB a phase is set beside: its round's, else the
+ * run's first (0: not measured). */
+static double phase_lb_cpu_gib(const struct bench *b, const struct phase *p)
+{
+	if (p->lb_cpu_gib > 0)
+		return p->lb_cpu_gib;
+	return b->loopback_ok ? b->loopback_cpu_gib : 0;
 }
 
 /* The whole path's CPU-seconds per GiB (client, MDS, data servers). */
@@ -543,6 +563,55 @@ static void phase_run(struct bench *b, struct cluster *k, struct job *jobs, unsi
 	}
 }
 
+/*
+ * The many-files read, o->rounds times, each round just after a loopback
+ * stream of its own: on a shared box the cost of moving a GiB drifts
+ * over a run, so each round's CPU per GiB is set beside the loopback's
+ * of the same moment, and the round of median ratio stands for the run
+ * (r->p[P_READ]).  A round that fails ends them.
+ */
+static void read_rounds(struct bench *b, struct run *r, struct cluster *k, struct job *jobs)
+{
+	const struct opts *o = &b->o;
+	static struct phase ph[ROUNDS_MAX];
+	double ratio[ROUNDS_MAX];
+	unsigned n = 0;
+	r->nrounds = 0;
+	for (unsigned i = 0; i < o->rounds; i++) {
+		double mbps, lb = 0;
+		if (!loopback_measure(o->lb_secs, &mbps, &lb))
+			lb = 0;
+		phase_run(b, k, jobs, o->files, false, &ph[i]);
+		if (!ph[i].ok) {
+			if (!n)
+				r->p[P_READ] = ph[i];
+			break;
+		}
+		ph[i].lb_cpu_gib = lb;
+		r->rd_cpu_gib[i] = phase_cpu_gib(&ph[i]);
+		r->lb_cpu_gib[i] = lb;
+		ratio[i] = lb > 0 ? r->rd_cpu_gib[i] / lb : 0;
+		n++;
+	}
+	r->nrounds = n;
+	if (!n)
+		return;
+	/* the median: the round with as many ratios below it as above */
+	unsigned med = 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned below = 0, eq = 0;
+		for (unsigned j = 0; j < n; j++) {
+			below += ratio[j] < ratio[i];
+			eq += ratio[j] == ratio[i];
+		}
+		if (below <= (n - 1) / 2 && below + eq > (n - 1) / 2) {
+			med = i;
+			break;
+		}
+	}
+	r->p[P_READ] = ph[med];
+}
+
 static void run_one(struct bench *b, struct run *r)
 {
 	const struct opts *o = &b->o;
@@ -568,10 +637,13 @@ static void run_one(struct bench *b, struct run *r)
 			jobs[i].len = o->size;
 			jobs[i].create = true;
 		}
-		struct phase *p = &r->p[w ? P_WRITE : P_READ];
-		phase_run(b, &k, jobs, o->files, w, p);
-		if (!p->ok)
-			break;
+		if (w) {
+			phase_run(b, &k, jobs, o->files, true, &r->p[P_WRITE]);
+			if (!r->p[P_WRITE].ok)
+				break;
+			continue;
+		}
+		read_rounds(b, r, &k, jobs);
 	}
 	ffc_stats_get(k.c, &r->st[0]);
 	cluster_stop(&k);
@@ -829,13 +901,30 @@ static void report(struct bench *b)
 			if (!p || g <= 0)
 				continue;
 			char vsl[16] = "-";
-			if (b->loopback_ok && b->loopback_cpu_gib > 0)
-				bench_strfmt(vsl, sizeof(vsl), "%.2f",
-					     phase_cpu_gib(p) / b->loopback_cpu_gib);
+			double lb = phase_lb_cpu_gib(b, p);
+			if (lb > 0)
+				bench_strfmt(vsl, sizeof(vsl), "%.2f", phase_cpu_gib(p) / lb);
 			printf("%-16s %4u %8.3f %8.3f %8.3f %8.3f %8s\n", phase_names[ph],
 			       o->counts[i], p->cpu_self / g, p->cpu_mds / g, p->cpu_ds / g,
 			       phase_cpu_gib(p), vsl);
 		}
+	/* the many-files read's rounds, each beside its own loopback */
+	printf("files read, round by round: CPU-s per GiB, the loopback's just before it, "
+	       "ratio (the median round is the row above)\n");
+	for (unsigned i = 0; i < o->ncounts; i++) {
+		const struct run *r = &b->runs[i];
+		if (!r->started || !r->nrounds)
+			continue;
+		printf("  %u DS:", r->nds);
+		for (unsigned j = 0; j < r->nrounds; j++) {
+			if (r->lb_cpu_gib[j] > 0)
+				printf("  %.3f/%.3f=%.2f", r->rd_cpu_gib[j], r->lb_cpu_gib[j],
+				       r->rd_cpu_gib[j] / r->lb_cpu_gib[j]);
+			else
+				printf("  %.3f/-", r->rd_cpu_gib[j]);
+		}
+		printf("\n");
+	}
 	/* striping: only when the large file actually spread over servers */
 	const struct phase *bw4 = NULL;
 	for (unsigned i = 0; i < o->ncounts; i++)
@@ -927,9 +1016,25 @@ static void report(struct bench *b)
 	jper(b, "write_cpu_s_per_gib", P_WRITE, fig_cpu_gib, &first);
 	jper(b, "big_read_cpu_s_per_gib", P_BIG_READ, fig_cpu_gib, &first);
 	jper(b, "big_write_cpu_s_per_gib", P_BIG_WRITE, fig_cpu_gib, &first);
-	bool r4c = r4 && phase_gib(r4) > 0 && b->loopback_ok && b->loopback_cpu_gib > 0;
-	jnum("read_cpu_per_gib_vs_loopback", r4c,
-	     r4c ? phase_cpu_gib(r4) / b->loopback_cpu_gib : 0, &first);
+	double lb4 = r4 ? phase_lb_cpu_gib(b, r4) : 0;
+	bool r4c = r4 && phase_gib(r4) > 0 && lb4 > 0;
+	jnum("read_cpu_per_gib_vs_loopback", r4c, r4c ? phase_cpu_gib(r4) / lb4 : 0, &first);
+	printf(",\"read_cpu_vs_loopback_rounds\":{");
+	for (unsigned i = 0, f2 = 1; i < o->ncounts; i++) {
+		const struct run *r = &b->runs[i];
+		if (!r->started)
+			continue;
+		printf("%s\"%u\":[", f2 ? "" : ",", r->nds);
+		f2 = 0;
+		for (unsigned j = 0; j < r->nrounds; j++) {
+			if (r->lb_cpu_gib[j] > 0)
+				printf("%s%.3f", j ? "," : "", r->rd_cpu_gib[j] / r->lb_cpu_gib[j]);
+			else
+				printf("%snull", j ? "," : "");
+		}
+		printf("]");
+	}
+	printf("}");
 	if (r4 && phase_gib(r4) > 0) {
 		double g = phase_gib(r4);
 		jnum("read_4ds_client_cpu_s_per_gib", true, r4->cpu_self / g, &first);
@@ -950,7 +1055,8 @@ static void usage(void)
 	fprintf(
 	    stderr,
 	    "usage: pnfs [--quick] [--files N] [--size SIZE] [--big SIZE] [--threads N]\n"
-	    "            [--counts 1,2,4] [--loops N] [--inflight N] [--seconds S] [--dir PATH]\n"
+	    "            [--counts 1,2,4] [--loops N] [--inflight N] [--seconds S] [--rounds R]\n"
+	    "            [--dir PATH]\n"
 	    "            [--keep] [--big-layout whole|segments|striped]\n"
 	    "            [--mds-conf \"key = value\"]...\n"
 	    "            [--braid-mds PATH] [--braid-ds PATH]\n");
@@ -991,7 +1097,7 @@ static bool size_parse(const char *s, uint64_t *out)
 static void opts_parse(struct opts *o, int argc, char **argv)
 {
 	bool have_files = false, have_size = false, have_big = false, have_threads = false,
-	     have_secs = false;
+	     have_secs = false, have_rounds = false;
 	o->dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	o->counts[0] = 1, o->counts[1] = 2, o->counts[2] = 4;
 	o->ncounts = 3;
@@ -1032,6 +1138,10 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--seconds")) {
 			o->lb_secs = atof(v);
 			if (!(have_secs = o->lb_secs > 0))
+				usage();
+		} else if (!strcmp(a, "--rounds")) {
+			o->rounds = (unsigned)atoi(v);
+			if (!(have_rounds = o->rounds >= 1 && o->rounds <= ROUNDS_MAX))
 				usage();
 		} else if (!strcmp(a, "--inflight")) {
 			o->inflight = (unsigned)atoi(v);
@@ -1082,7 +1192,9 @@ static void opts_parse(struct opts *o, int argc, char **argv)
 	if (!have_threads)
 		o->threads = o->files;
 	if (!have_secs)
-		o->lb_secs = o->quick ? 1 : 3;
+		o->lb_secs = o->quick ? 1 : 2;
+	if (!have_rounds)
+		o->rounds = o->quick ? 1 : 5;
 }
 
 /* A key of braid-mds --config-keys whose name speaks of striping. */
