@@ -706,6 +706,10 @@ static void ds_collect(void *arg, struct nfsd_metrics_out *o)
 		{"braid_ds_reads_uncached_total", "counter",
 		 "READs on a page-cache store read from disk into a buffer, their pages not cached.",
 		 c.reads_uncached},
+		{"braid_ds_verify_skipped_blocks_total", "counter",
+		 "Blocks READs sent from the page cache without verifying their CRCs again: "
+		 "verified or written since, and the disk not read since.",
+		 c.verify_skipped},
 		{"braid_ds_nospc_total", "counter",
 		 "Writes and creates refused for lack of space (ENOSPC, EDQUOT).", c.nospc},
 		{"braid_ds_full", "gauge",

@@ -255,6 +255,8 @@ static void store_free(struct ds_store *st)
 	pthread_mutex_destroy(&st->ring_mu);
 	if (st->lockfd >= 0)
 		close(st->lockfd); /* releases the flock */
+	if (st->dreads_fd >= 0)
+		close(st->dreads_fd);
 	if (st->dirfd >= 0)
 		close(st->dirfd);
 	free(st);
@@ -276,6 +278,7 @@ int ds_store_open(const char *dir, const struct ds_store_opts *opts, struct ds_s
 	if (!st)
 		return -ENOMEM;
 	st->lockfd = -1;
+	st->dreads_fd = -1;
 	for (unsigned i = 0; i < NSUB; i++)
 		st->subfd[i] = -1;
 	pthread_mutex_init(&st->ring_mu, NULL);
@@ -369,6 +372,8 @@ int ds_store_open(const char *dir, const struct ds_store_opts *opts, struct ds_s
 	st->io = o->io;
 	st->test_mapped_hook = o->test_mapped_hook;
 	st->test_arg = o->test_arg;
+	st->test_disk_reads = o->test_disk_reads;
+	st_disk_reads_open(st, st->dirfd);
 	st->space_changed = o->space_changed;
 	st->space_arg = o->space_arg;
 	st_map_sigbus_install();

@@ -85,9 +85,13 @@ struct ds_store_opts {
 	/* Tests only: called with an object's data file descriptor after a
 	 * mapped READ has checked the file's length and before it verifies the
 	 * blocks, the window where a file cut short behind the store's back
-	 * makes the verify pass fault (SIGBUS). */
+	 * makes the verify pass fault (SIGBUS).  With it set, every mapped
+	 * READ verifies (none is served as known good). */
 	void (*test_mapped_hook)(int data_fd, void *arg);
 	void *test_arg;
+	/* Tests only: the disk-read count (st_disk_reads) instead of the
+	 * device's, with test_arg; return UINT64_MAX for "unknown". */
+	uint64_t (*test_disk_reads)(void *arg);
 };
 
 struct ds_obj_stat {
@@ -118,6 +122,9 @@ struct ds_store_counters {
 	uint64_t crc_errors;  /* blocks that failed verification */
 	uint64_t read_faults; /* mapped READs the kernel could not fill (SIGBUS) */
 	uint64_t reads_uncached; /* READs copied since their pages were not cached */
+	/* blocks mapped READs sent without verifying them again: cached and
+	 * known good since the disk was last read (struct ds_obj's vbits) */
+	uint64_t verify_skipped;
 	uint64_t loads, evictions;
 	uint64_t nospc; /* writes and creates refused for space (ENOSPC, EDQUOT) */
 };

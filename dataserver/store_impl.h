@@ -211,6 +211,15 @@ struct ds_obj {
 	uint64_t hdr_seq, hdr_written;	/* header dirty while they differ */
 	uint64_t write_seq, synced_seq; /* writes done; covered by a whole sync */
 	uint64_t resv_hi; /* [0, resv_hi) of data and its CRC entries is allocated */
+	/*
+	 * Blocks whose page-cache pages hold bytes known good (verified by a
+	 * mapped READ, or written by the store) as of the store's disk-read
+	 * count vmark (st_disk_reads): while the count has not moved, no page
+	 * of the object can have come from the disk since, so a mapped READ of
+	 * such blocks, all cached, need not verify them again (store_mapped.c).
+	 * One bit per block, vbits_nb blocks; set and tested with atomics.
+	 */
+	uint64_t *vbits, vbits_nb, vmark;
 };
 
 struct ds_shard {
@@ -258,6 +267,12 @@ struct ds_store {
 	uint64_t nobjects;
 	void (*test_mapped_hook)(int data_fd, void *arg);
 	void *test_arg;
+	/* The store's block device's statistics (/sys/dev/block/M:m/stat),
+	 * whose sectors read stand for "has any page come from the disk":
+	 * -1 where there is none (tmpfs, a network or multi-device file
+	 * system), and mapped READs always verify. */
+	int dreads_fd;
+	uint64_t (*test_disk_reads)(void *arg);
 };
 
 static inline void ctr_add(uint64_t *c, uint64_t v)
@@ -349,6 +364,18 @@ int st_scan_count(struct ds_store *st, uint64_t *n);
 /* store_mapped.c */
 void st_map_sigbus_install(void);
 void st_obj_vmap_drop(struct ds_obj *o);
+/* The verified blocks (struct ds_obj's vbits): the disk-read count, or
+ * DREADS_NONE where it cannot be known (nothing is then taken as known
+ * good); the count's source, found at open; blocks [b0, b0 + nb) known
+ * good as of mark (a count read before they were verified or written);
+ * forgetting some or all (caller holds o->lock or the range's lock
+ * exclusive, or the object is not shared yet). */
+#define DREADS_NONE UINT64_MAX
+uint64_t st_disk_reads(struct ds_store *st);
+void st_disk_reads_open(struct ds_store *st, int dirfd);
+void st_vbits_set(struct ds_obj *o, uint64_t b0, uint64_t nb, uint64_t mark);
+void st_vbits_forget(struct ds_obj *o, uint64_t b0, uint64_t nb);
+void st_vbits_clear(struct ds_obj *o);
 int st_obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uint64_t off, size_t n,
 	       struct ds_store_map *m, const void **data);
 

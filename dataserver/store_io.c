@@ -224,7 +224,11 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 		goto out;
 	}
 
+	/* the blocks are known good again once written (store_mapped.c);
+	 * the disk-read count as of before any of it is read */
+	uint64_t mark = st->direct ? DREADS_NONE : st_disk_reads(st);
 	st_rl_lock(st, o, a, z, true, &held);
+	st_vbits_forget(o, b0, nb);
 	if ((rc = obj_reserve(st, o, b0, nb)))
 		goto unlock;
 	pthread_mutex_lock(&o->mu);
@@ -322,6 +326,7 @@ static int obj_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 		o->size = end;
 	st_obj_touch_locked(o);
 	pthread_mutex_unlock(&o->mu);
+	st_vbits_set(o, b0, nb, mark);
 unlock:
 	st_rl_unlock(st, &held);
 out:

@@ -7,14 +7,17 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "dataserver/store_impl.h"
@@ -47,6 +50,129 @@ void st_obj_vmap_drop(struct ds_obj *o)
 	o->vmap = NULL;
 	pthread_mutex_unlock(&o->mu);
 	vmap_put(v);
+}
+
+/* ----------------------------------------------------- verified blocks */
+
+/*
+ * Why a cached block verified once need not be verified on every READ.
+ * The CRCs guard against the disk: a block that rots, a write that never
+ * landed, a read that returns another block.  Such bytes enter memory only
+ * when the kernel reads the disk into the page cache, and every such read
+ * moves the store's block device's sectors-read count.  So a block whose
+ * cached pages were verified (or written by the store itself, which
+ * computed the CRC from those very bytes) when the count stood at mark,
+ * and are all still cached now that the count still stands at mark, holds
+ * the bytes that were verified: none of its pages can have been dropped
+ * and read back from the disk in between.  The count is read after the
+ * range was found cached, so a page dropped and read back before that
+ * moves it; one dropped after it is the window every mapped READ already
+ * has (pages dropped between the verify pass and the send).
+ *
+ * What this does not cover, and the verify pass did: bytes changed in the
+ * page cache by another process writing the object's files behind the
+ * store's back (they are the daemon's, mode 0600).  Any disk read on the
+ * device (another object's cold READ, scrub, another program) forgets
+ * every object's verified blocks at their next READ, so a store that is
+ * read from the disk all the time simply verifies as before.  A store on
+ * a file system without one block device of its own (tmpfs, NFS, btrfs
+ * over several devices) always verifies.
+ */
+
+/* The device of the file system that holds dirfd, if it has a statistics
+ * file of its own; else mapped READs always verify. */
+void st_disk_reads_open(struct ds_store *st, int dirfd)
+{
+	struct stat sb;
+	char path[64];
+	st->dreads_fd = -1;
+	if (fstat(dirfd, &sb) || !major(sb.st_dev))
+		return; /* an anonymous device: tmpfs, overlay, NFS, btrfs */
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(sb.st_dev),
+		 minor(sb.st_dev));
+	st->dreads_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (st->dreads_fd >= 0 && st_disk_reads(st) == DREADS_NONE) {
+		close(st->dreads_fd);
+		st->dreads_fd = -1;
+	}
+}
+
+/* The device's sectors read so far (the stat file's third field). */
+uint64_t st_disk_reads(struct ds_store *st)
+{
+	if (st->test_disk_reads)
+		return st->test_disk_reads(st->test_arg);
+	if (st->dreads_fd < 0)
+		return DREADS_NONE;
+	char b[256];
+	ssize_t n = pread(st->dreads_fd, b, sizeof(b) - 1, 0);
+	if (n <= 0)
+		return DREADS_NONE;
+	b[n] = 0;
+	unsigned long long ios, merges, sectors;
+	if (sscanf(b, "%llu %llu %llu", &ios, &merges, &sectors) != 3 || sectors == DREADS_NONE)
+		return DREADS_NONE;
+	return sectors;
+}
+
+#define VB_WORD(b) ((b) >> 6)
+#define VB_BIT(b)  (1ull << ((b) & 63))
+
+void st_vbits_clear(struct ds_obj *o)
+{
+	pthread_mutex_lock(&o->mu);
+	free(o->vbits);
+	o->vbits = NULL;
+	o->vbits_nb = 0;
+	pthread_mutex_unlock(&o->mu);
+}
+
+void st_vbits_forget(struct ds_obj *o, uint64_t b0, uint64_t nb)
+{
+	pthread_mutex_lock(&o->mu);
+	for (uint64_t b = b0; b < b0 + nb && b < o->vbits_nb; b++)
+		__atomic_fetch_and(&o->vbits[VB_WORD(b)], ~VB_BIT(b), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&o->mu);
+}
+
+void st_vbits_set(struct ds_obj *o, uint64_t b0, uint64_t nb, uint64_t mark)
+{
+	if (mark == DREADS_NONE || !nb)
+		return;
+	pthread_mutex_lock(&o->mu);
+	if (o->vmark != mark) {
+		/* known good as of another count: as of this one, nothing is */
+		if (o->vbits)
+			memset(o->vbits, 0, (size_t)((o->vbits_nb + 63) / 64) * 8);
+		o->vmark = mark;
+	}
+	if (b0 + nb > o->vbits_nb) {
+		uint64_t want = (b0 + nb + 63) & ~63ull, have = (o->vbits_nb + 63) / 64;
+		uint64_t *nv = realloc(o->vbits, (size_t)(want / 64) * 8);
+		if (!nv) {
+			pthread_mutex_unlock(&o->mu);
+			return; /* they are verified again, that is all */
+		}
+		memset(nv + have, 0, (size_t)(want / 64 - have) * 8);
+		o->vbits = nv;
+		o->vbits_nb = want;
+	}
+	for (uint64_t b = b0; b < b0 + nb; b++)
+		__atomic_fetch_or(&o->vbits[VB_WORD(b)], VB_BIT(b), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&o->mu);
+}
+
+/* Whether blocks [b0, b0 + nb) are all known good as of mark. */
+static bool vbits_all(struct ds_obj *o, uint64_t b0, uint64_t nb, uint64_t mark)
+{
+	bool all = mark != DREADS_NONE;
+	pthread_mutex_lock(&o->mu);
+	if (o->vmark != mark || b0 + nb > o->vbits_nb)
+		all = false;
+	for (uint64_t b = b0; all && b < b0 + nb; b++)
+		all = __atomic_load_n(&o->vbits[VB_WORD(b)], __ATOMIC_RELAXED) & VB_BIT(b);
+	pthread_mutex_unlock(&o->mu);
+	return all;
 }
 
 /*
@@ -180,6 +306,16 @@ int st_obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uint64_
 		ctr_add(&st->ctr.reads_uncached, 1);
 		return -EOPNOTSUPP;
 	}
+	/* after the range was found cached: see "verified blocks" above */
+	uint64_t mark = st_disk_reads(st);
+	if (!st->test_mapped_hook && vbits_all(o, b0, nb, mark)) {
+		ctr_add(&st->ctr.verify_skipped, nb);
+		m->vmap = vm;
+		m->base = p;
+		m->len = z - a;
+		*data = p + (off - a);
+		return 0;
+	}
 	struct crc_ent *ents = malloc(nb * sizeof(*ents));
 	if (!ents) {
 		vmap_put(vm);
@@ -218,6 +354,7 @@ int st_obj_map(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, uint64_
 		vmap_put(vm);
 		return rc;
 	}
+	st_vbits_set(o, b0, nb, mark);
 	m->vmap = vm;
 	m->base = p;
 	m->len = z - a;

@@ -40,6 +40,7 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 		rc = -errno;
 		goto fail;
 	}
+	st_vbits_clear(o);
 	o->gen = gen;
 	o->uid = uid;
 	o->gid = gid;
@@ -129,6 +130,7 @@ static int obj_unlink(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 		st_log("object %s: unlink data: %s (left as an orphan)", o->name, strerror(errno));
 	unlinkat(sub, tname, 0);
 	st_obj_vmap_drop(o);
+	st_vbits_clear(o);
 	if (o->dfd >= 0)
 		close(o->dfd);
 	if (o->mfd >= 0)
@@ -250,6 +252,7 @@ static int obj_truncate(struct ds_store *st, const struct ds_objid *id, uint64_t
 	/* lock is exclusive: no writer changes size now */
 	uint64_t cur = o->size;
 	if (size != cur) {
+		st_vbits_clear(o);
 		rc = obj_cut(st, r, o, size < cur ? size : cur);
 		if (!rc) {
 			pthread_mutex_lock(&o->mu);
@@ -287,6 +290,7 @@ static int obj_punch(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, u
 		     uint64_t end)
 {
 	uint64_t b0 = off >> st->bs_shift, nb = (end - off) >> st->bs_shift;
+	st_vbits_forget(o, b0, nb);
 	pthread_mutex_lock(&o->mu);
 	if (o->resv_hi > off)
 		o->resv_hi = off;

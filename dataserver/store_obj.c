@@ -36,6 +36,7 @@ static void obj_free(struct ds_obj *o)
 	pthread_rwlock_destroy(&o->lock);
 	pthread_mutex_destroy(&o->hdr_mu);
 	pthread_mutex_destroy(&o->mu);
+	free(o->vbits);
 	free(o);
 }
 

@@ -405,7 +405,10 @@ static void t_crc(void)
 	st_obj_path(path, &id, "", data, sizeof(data));
 	uint64_t bad = 5 * MiB + 100;
 	uint8_t b = (uint8_t)(big[bad] ^ 0x5a);
-	st_poke(data, bad, &b, 1);
+	int fd = open(data, O_RDWR);
+	CHECK(fd >= 0);
+	st_poke_disk(fd, bad, &b, 1);
+	close(fd);
 	struct ds_ctl_copy_args a = args_of(&A, &id);
 	struct ds_ctl_copy_res r;
 	CHECK_EQ(ds_ctl_copy(B.c, &key, &a, &r), -EIO);

@@ -450,7 +450,7 @@ static void t_corrupt(void)
 	uint8_t b;
 	CHECK(pread(fd, &b, 1, 8192 + 5) == 1);
 	b ^= 0x5a;
-	CHECK(pwrite(fd, &b, 1, 8192 + 5) == 1);
+	st_poke_disk(fd, 8192 + 5, &b, 1);
 	close(fd);
 	struct cres c = compute(&F1, 0, 1, 6, 1u << 1, false);
 	CHECK_EQ(c.status, BRAID_CTL_IO);

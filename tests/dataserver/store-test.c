@@ -98,6 +98,27 @@ void st_poke(const char *path, uint64_t off, const void *buf, size_t len)
 	close(fd);
 }
 
+void st_poke_disk(int fd, uint64_t off, const void *buf, size_t len)
+{
+	const uint64_t al = 4096;
+	uint64_t a = off & ~(al - 1), z = (off + len + al - 1) & ~(al - 1);
+	char path[64];
+	CHECK_EQ(fdatasync(fd), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int dfd = open(path, O_RDWR | O_DIRECT);
+	if (dfd < 0 && errno == EINVAL)
+		SKIP("st_poke_disk: the file system refuses O_DIRECT");
+	CHECK(dfd >= 0);
+	uint8_t *b = NULL;
+	CHECK_EQ(posix_memalign((void **)&b, al, z - a), 0);
+	memset(b, 0, z - a);
+	CHECK(pread(dfd, b, z - a, (off_t)a) >= (ssize_t)(off + len - a));
+	memcpy(b + (off - a), buf, len);
+	CHECK_EQ(pwrite(dfd, b, z - a, (off_t)a), (ssize_t)(z - a));
+	free(b);
+	close(dfd);
+}
+
 bool st_direct_possible(const char *dir)
 {
 	char p[4200];

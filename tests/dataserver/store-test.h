@@ -51,6 +51,15 @@ void st_obj_path(const char *dir, const struct ds_objid *id, const char *suffix,
 /* Overwrite bytes of a file behind the store's back (through the page cache). */
 void st_poke(const char *path, uint64_t off, const void *buf, size_t len);
 
+/*
+ * Overwrite bytes of an open file on the disk itself, as a failing disk
+ * changes them: the file synced, then the blocks around the bytes
+ * rewritten with O_DIRECT, which drops their pages from the page cache
+ * (mapped ones too), so the next read of them is the disk's.  Skips the
+ * test (77) where the file system refuses O_DIRECT.
+ */
+void st_poke_disk(int fd, uint64_t off, const void *buf, size_t len);
+
 /* Whether the scratch filesystem takes O_DIRECT; prints why not. */
 bool st_direct_possible(const char *dir);
 
