@@ -245,6 +245,9 @@ struct io {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	unsigned inflight;
+	/* mu: the issuing thread waits for inflight to drop under it (0: it
+	 * does not wait); a completion wakes it only then, not each time */
+	unsigned below;
 	atomic_bool ds_failed; /* a data-server RPC failed for good */
 };
 

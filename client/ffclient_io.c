@@ -23,7 +23,8 @@ static void rpc_done(struct rpc *r)
 		atomic_store(&io->ds_failed, true);
 	pthread_mutex_lock(&io->mu);
 	io->inflight--;
-	pthread_cond_broadcast(&io->cv);
+	if (io->inflight < io->below)
+		pthread_cond_signal(&io->cv);
 	pthread_mutex_unlock(&io->mu);
 }
 
@@ -202,8 +203,10 @@ static void io_release(struct io *io)
 static void io_wait(struct io *io, unsigned below)
 {
 	pthread_mutex_lock(&io->mu);
+	io->below = below;
 	while (io->inflight >= below)
 		pthread_cond_wait(&io->cv, &io->mu);
+	io->below = 0;
 	pthread_mutex_unlock(&io->mu);
 }
 
