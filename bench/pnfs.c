@@ -937,7 +937,6 @@ static void report(struct bench *b)
 				printf("-");
 			printf("\n");
 		}
-		printf("\n");
 	}
 	/* striping: only when the large file actually spread over servers */
 	const struct phase *bw4 = NULL;
