@@ -117,6 +117,9 @@ uint64_t st_disk_reads(struct ds_store *st)
 
 #define VB_WORD(b) ((b) >> 6)
 #define VB_BIT(b)  (1ull << ((b) & 63))
+/* Blocks past this are never known good (always verified): a write far
+ * out in a sparse object must not cost its bitmap gigabytes of memory. */
+#define VB_MAX_BLOCKS (1ull << 22) /* 512 KiB of bitmap per object at most */
 
 void st_vbits_clear(struct ds_obj *o)
 {
@@ -137,8 +140,10 @@ void st_vbits_forget(struct ds_obj *o, uint64_t b0, uint64_t nb)
 
 void st_vbits_set(struct ds_obj *o, uint64_t b0, uint64_t nb, uint64_t mark)
 {
-	if (mark == DREADS_NONE || !nb)
+	if (mark == DREADS_NONE || !nb || b0 >= VB_MAX_BLOCKS)
 		return;
+	if (nb > VB_MAX_BLOCKS - b0)
+		nb = VB_MAX_BLOCKS - b0;
 	pthread_mutex_lock(&o->mu);
 	if (o->vmark != mark) {
 		/* known good as of another count: as of this one, nothing is */

@@ -325,6 +325,34 @@ int main(void)
 	ds_store_unmap(&m);
 	ds_store_counters(st, &k0);
 	CHECK_EQ(k0.verify_skipped, k1.verify_skipped + 1);
+	/* far out in a sparse object (past 2^22 blocks) no block is taken as
+	 * known good, so no write there costs a bitmap of gigabytes */
+	{
+		struct ds_objid far = st_id(6, 1);
+		uint64_t bsz = ds_store_block_size(st), near = 3 * bsz;
+		uint64_t fo = ((1ull << 22) + 3) * bsz;
+		CHECK_EQ(ds_store_create(st, &far, U, U, 0600), 0);
+		st_fill(data, near, bsz, 6);
+		CHECK_EQ(st_write(st, &far, U, U, near, data, bsz, DS_UNSTABLE), (ssize_t)bsz);
+		st_fill(data, fo, bsz, 6);
+		CHECK_EQ(st_write(st, &far, U, U, fo, data, bsz, DS_UNSTABLE), (ssize_t)bsz);
+		for (int i = 0; i < 2; i++) {
+			struct ds_store_counters f0, f1, f2;
+			ds_store_counters(st, &f0);
+			CHECK_EQ(ds_store_read_mapped(st, &far, U, U, near, bsz, &m, &p, &eof),
+				 (ssize_t)bsz);
+			ds_store_unmap(&m);
+			ds_store_counters(st, &f1);
+			CHECK_EQ(f1.verify_skipped, f0.verify_skipped + 1);
+			CHECK_EQ(ds_store_read_mapped(st, &far, U, U, fo, bsz, &m, &p, &eof),
+				 (ssize_t)bsz);
+			CHECK(((const uint8_t *)p)[7] == st_pat(fo + 7, 6));
+			ds_store_unmap(&m);
+			ds_store_counters(st, &f2);
+			CHECK_EQ(f2.verify_skipped, f1.verify_skipped);
+		}
+		CHECK_EQ(ds_store_remove(st, &far), 0);
+	}
 
 	/* a bad byte in block 1, and the disk read since (which is how a bad
 	 * byte reaches the page cache): any range touching block 1 is -EIO */
