@@ -121,12 +121,17 @@ uint64_t st_disk_reads(struct ds_store *st)
  * out in a sparse object must not cost its bitmap gigabytes of memory. */
 #define VB_MAX_BLOCKS (1ull << 22) /* 512 KiB of bitmap per object at most */
 
-void st_vbits_clear(struct ds_obj *o)
+static void vbits_drop_locked(struct ds_obj *o)
 {
-	pthread_mutex_lock(&o->mu);
 	free(o->vbits);
 	o->vbits = NULL;
 	o->vbits_nb = 0;
+}
+
+void st_vbits_clear(struct ds_obj *o)
+{
+	pthread_mutex_lock(&o->mu);
+	vbits_drop_locked(o);
 	pthread_mutex_unlock(&o->mu);
 }
 
@@ -146,9 +151,9 @@ void st_vbits_set(struct ds_obj *o, uint64_t b0, uint64_t nb, uint64_t mark)
 		nb = VB_MAX_BLOCKS - b0;
 	pthread_mutex_lock(&o->mu);
 	if (o->vmark != mark) {
-		/* known good as of another count: as of this one, nothing is */
-		if (o->vbits)
-			memset(o->vbits, 0, (size_t)((o->vbits_nb + 63) / 64) * 8);
+		/* known good as of another count: as of this one, nothing is
+		 * (dropped, not zeroed: only what this call covers is remade) */
+		vbits_drop_locked(o);
 		o->vmark = mark;
 	}
 	if (b0 + nb > o->vbits_nb) {
