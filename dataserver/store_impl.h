@@ -89,6 +89,7 @@
 #define STORE_META_SIZE 64
 #define OBJ_HDR_SIZE	128
 #define OBJ_TABLE_OFF	4096ull
+#define OBJ_HDR_NAME_OWED 1u /* header flags (offset 96): ds_obj.name_owed */
 #define CRC_VALID	0x4b4c4231u /* "1BLK" */
 #define NSUB		256	    /* object directories */
 #define NSHARDS		64	    /* object table shards */
@@ -210,6 +211,10 @@ struct ds_obj {
 	uint64_t change;
 	uint64_t hdr_seq, hdr_written;	/* header dirty while they differ */
 	uint64_t write_seq, synced_seq; /* writes done; covered by a whole sync */
+	/* created and not yet synced: its names (data file, .meta) are not
+	 * known durable, so its first sync syncs its directory too (kept in
+	 * the header, OBJ_HDR_NAME_OWED, across an eviction or a restart) */
+	bool name_owed;
 	uint64_t resv_hi; /* [0, resv_hi) of data and its CRC entries is allocated */
 	/*
 	 * Blocks whose page-cache pages hold bytes known good (verified by a

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Object metadata operations of the braid-ds object store: create,
- * remove, truncate, setfence and stat, each durable on return (the
+ * remove, truncate, setfence and stat, each durable on return but create,
+ * which is durable with the object's first sync (obj_create_files; the
  * store's own store.meta is store.c's).
  */
 #include "config.h"
@@ -52,8 +53,18 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 	o->hdr_seq = 1;
 	o->hdr_written = 0;
 	o->write_seq = o->synced_seq = 0;
+	o->name_owed = true;
 	pthread_mutex_unlock(&o->mu);
-	rc = st_obj_sync(st, r, o, false);
+	/*
+	 * Not synced here: the object's names and header become durable with
+	 * its first sync (st_obj_sync: a stable WRITE, COMMIT, or a metadata
+	 * change), which syncs the directory too.  Until then a crash may undo
+	 * the create, and nothing of the object was acknowledged durable
+	 * (obj_load drops the empty .meta such a crash can leave).  A create
+	 * costs no disk flush, and a file's first write pays one, as on a
+	 * local filesystem.
+	 */
+	rc = st_obj_hdr_write(st, r, o);
 	if (rc)
 		goto fail;
 	if (renameat(sub, tname, sub, mname)) {
@@ -62,16 +73,6 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 	}
 	/* the .meta is in place: an object, durable or not yet */
 	__atomic_add_fetch(&st->nobjects, 1, __ATOMIC_RELAXED);
-	rc = st_io_fsync(st, r, sub, false);
-	if (rc) {
-		/* renamed but not known durable: find out again next time */
-		close(o->dfd);
-		close(o->mfd);
-		o->dfd = o->mfd = -1;
-		o->closes++;
-		o->state = OBJ_UNKNOWN;
-		return rc;
-	}
 	o->state = OBJ_PRESENT;
 	return 0;
 fail:

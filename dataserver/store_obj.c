@@ -201,6 +201,7 @@ int st_obj_hdr_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 	put_le32(b + 72, (uint32_t)o->mtime.tv_nsec);
 	put_le64(b + 80, o->change);
 	put_le64(b + 88, st->boot);
+	put_le32(b + 96, o->name_owed ? OBJ_HDR_NAME_OWED : 0);
 	pthread_mutex_unlock(&o->mu);
 	put_le32(b + 124, crc32c(b, 124));
 	int rc = st_io_pwrite(st, r, o->mfd, b, sizeof(b), 0);
@@ -224,17 +225,21 @@ int st_obj_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, bool d
 {
 	pthread_mutex_lock(&o->mu);
 	uint64_t ws = o->write_seq;
-	bool clean = ws == o->synced_seq && o->hdr_seq == o->hdr_written;
+	bool owed = o->name_owed;
+	bool clean = ws == o->synced_seq && o->hdr_seq == o->hdr_written && !owed;
 	pthread_mutex_unlock(&o->mu);
 	if (clean)
 		return 0;
 	int rc = st_obj_hdr_write(st, r, o);
 	if (rc)
 		return rc;
-	struct iop ops[2];
+	/* a new object's names with its first sync: its directory, alongside */
+	struct iop ops[3];
 	st_iop_sync(&ops[0], datasync, o->dfd);
 	st_iop_sync(&ops[1], datasync, o->mfd);
-	rc = st_io_run(st, r, ops, 2);
+	if (owed)
+		st_iop_sync(&ops[2], false, sub_of(st, o));
+	rc = st_io_run(st, r, ops, owed ? 3 : 2);
 	if (rc) {
 		st_log("object %s: sync: %s", o->name, strerror(-rc));
 		return rc;
@@ -242,6 +247,10 @@ int st_obj_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, bool d
 	pthread_mutex_lock(&o->mu);
 	if (o->synced_seq < ws)
 		o->synced_seq = ws;
+	/* the header on disk says owed until it is next written for another
+	 * reason: a load before that syncs the directory once more, harmless */
+	if (owed)
+		o->name_owed = false;
 	pthread_mutex_unlock(&o->mu);
 	return 0;
 }
@@ -265,6 +274,20 @@ static int obj_load(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 	if (rc) {
 		close(mfd);
 		return rc;
+	}
+	if (!got) {
+		/*
+		 * An empty .meta: a create whose names were never synced, cut
+		 * short by a crash before its header reached the disk (a header
+		 * once synced is never cut: obj_cut keeps the table's offset).
+		 * Nothing of it was ever acknowledged durable: no object.
+		 */
+		st_log("object %s: created but never synced before a crash: removed", o->name);
+		close(mfd);
+		unlinkat(sub, mname, 0);
+		unlinkat(sub, o->name, 0);
+		o->state = OBJ_ABSENT;
+		return 0;
 	}
 	if (got != sizeof(b) || memcmp(b, obj_magic, 8) || get_le32(b + 8) != STORE_VERSION ||
 	    get_le32(b + 124) != crc32c(b, 124) || memcmp(b + 16, o->key, DS_KEY_SIZE) ||
@@ -294,6 +317,7 @@ static int obj_load(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 	o->mtime.tv_sec = (time_t)get_le64(b + 64);
 	o->mtime.tv_nsec = get_le32(b + 72);
 	o->change = get_le64(b + 80);
+	o->name_owed = get_le32(b + 96) & OBJ_HDR_NAME_OWED;
 	o->hdr_seq = o->hdr_written = 0;
 	if (get_le64(b + 88) <= st->last_unclean) {
 		/* the header may lag data written before the crash */
