@@ -72,6 +72,9 @@ struct phase {
 	char why[256];	/* when !ok */
 };
 
+#define CREATE_ROUNDS	 3
+#define CREATE_ROUND_MIN 2000 /* creates in a round, at least */
+
 struct at_size {
 	uint64_t n;
 	bool run;
@@ -79,6 +82,11 @@ struct at_size {
 	bool walk_capped;
 	unsigned walks;	      /* whole READDIR walks timed together */
 	double populate_rate; /* creates/s while growing to it (not timed) */
+	/* the timed creates in rounds (CREATE_ROUNDS, one below
+	 * CREATE_ROUND_MIN creates): each round's creates/s; create is the
+	 * median round's */
+	double create_rounds[CREATE_ROUNDS];
+	unsigned ncreate_rounds;
 };
 
 struct server_res {

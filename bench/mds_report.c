@@ -239,6 +239,29 @@ static void jwalks(const char *k_walks, const char *k_capped, const struct serve
 	}
 }
 
+/* k: {size: [creates/s of each timed round], ...} (null: not run) */
+static void jrounds(const char *k, const struct server_res *r, bool v3)
+{
+	const struct at_size *at = series_of(r, v3);
+	bench_json_key(k);
+	putchar('{');
+	for (unsigned i = 0; i < NSIZES_MAX && at[i].n; i++) {
+		const struct at_size *a = &at[i];
+		char key[24];
+		bench_mds_size_key(a->n, key, sizeof(key));
+		printf("%s\"%s\":", i ? "," : "", key);
+		if (!series_ran(r, v3) || !a->create.ok || !a->ncreate_rounds) {
+			printf("null");
+			continue;
+		}
+		putchar('[');
+		for (unsigned j = 0; j < a->ncreate_rounds; j++)
+			printf("%s%.1f", j ? "," : "", a->create_rounds[j]);
+		putchar(']');
+	}
+	putchar('}');
+}
+
 struct ratio_def {
 	const char *key;
 	const struct server_res *a, *b;
@@ -492,6 +515,8 @@ void bench_mds_json_print(const struct mds_opts *o, const char *fstype, long ncp
 	jobj("lookup_cpu_us", &braid_res, W_LOOKUP, true, false);
 	jobj("readdir_cpu_us_per_entry", &braid_res, W_READDIR, true, false);
 	jwalks("readdir_walks", "readdir_walk_capped", &braid_res, false);
+	jrounds("create_rounds_per_s", &braid_res, false);
+	jrounds("nfs3_create_rounds_per_s", &braid_res, true);
 	/* Ganesha */
 	jobj("ganesha_creates_per_s", &ganesha_res, W_CREATE, false, false);
 	jobj("ganesha_lookups_per_s", &ganesha_res, W_LOOKUP, false, false);
