@@ -238,6 +238,7 @@ struct nfsd_worker_pool {
 	pthread_cond_t cond;
 	struct nfsd_req *head, *tail;
 	unsigned queued;
+	unsigned idle; /* workers waiting on cond */
 	bool stop;
 	pthread_t *thr;
 	unsigned n;
