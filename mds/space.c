@@ -132,9 +132,9 @@ void mds_space_note(struct braid_mds *mds, uint64_t ino)
 		dropped = !sp_push(sp, &sp->fresh, ino,
 				   nfsd_now_ns() + MDS_SPACE_SETTLE_MS * 1000000ull, 0);
 	}
-	if (woke && !dropped)
-		pthread_cond_signal(&sp->cond);
 	pthread_mutex_unlock(&sp->mu);
+	if (woke && !dropped)
+		pthread_cond_signal(&sp->cond); /* after the unlock: one wakeup, not two */
 	if (dropped)
 		nfsd_metric_add(sp->m_dropped, 1);
 }

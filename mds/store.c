@@ -827,14 +827,18 @@ void mds_store_submit(struct mds_store *s, struct mds_op *op)
 	op->next = NULL;
 	op->status = 0;
 	pthread_mutex_lock(&s->qlock);
-	if (s->qtail) {
+	bool wake = !s->qtail;
+	if (s->qtail)
 		s->qtail->next = op;
-	} else {
+	else
 		s->qhead = op;
-		pthread_cond_signal(&s->qcond);
-	}
 	s->qtail = op;
 	pthread_mutex_unlock(&s->qlock);
+	/* after the unlock: signalled under it, the writer would wake only to
+	 * block on qlock and be woken again (the writer looks at the queue
+	 * under qlock before it waits, so nothing is missed) */
+	if (wake)
+		pthread_cond_signal(&s->qcond);
 }
 
 static void store_run_done(struct mds_op *op)
