@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <semaphore.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -851,10 +852,12 @@ int nfsd_conn_call_async(struct nfsd_conn *conn, const struct nfsd_call_opts *o,
 
 /* ------------------------------------------------------------ sync calls */
 
+/* Completed by a semaphore, not a mutex and condition: the waiter is woken
+ * once (a condition signalled under its mutex wakes it into the held mutex
+ * and again at the unlock), and glibc's sem_post may be followed at once by
+ * the waiter's return, which ends the semaphore's life on its stack. */
 struct sync_call {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
+	sem_t sem;
 	int err;
 	xdr_dec_fn dec;
 	void *res;
@@ -883,11 +886,8 @@ static void sync_cb(void *ctx, int err, struct xdr_dec *d)
 				err = -EBADMSG;
 		}
 	}
-	pthread_mutex_lock(&s->lock);
 	s->err = err;
-	s->done = true;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	sem_post(&s->sem);
 }
 
 int nfsd_clnt_call(struct nfsd_clnt *cl, const struct nfsd_call_opts *o, xdr_dec_fn dec_res,
@@ -896,17 +896,13 @@ int nfsd_clnt_call(struct nfsd_clnt *cl, const struct nfsd_call_opts *o, xdr_dec
 	struct sync_call s = { .dec = dec_res, .res = res, .arena = arena };
 	if (nfsd_loop_is_current(cl->loop))
 		return -EDEADLK;
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
+	sem_init(&s.sem, 0, 0);
 	int rc = nfsd_clnt_call_async(cl, o, sync_cb, &s);
 	if (rc == 0) {
-		pthread_mutex_lock(&s.lock);
-		while (!s.done)
-			pthread_cond_wait(&s.cond, &s.lock);
-		pthread_mutex_unlock(&s.lock);
+		while (sem_wait(&s.sem))
+			; /* EINTR */
 		rc = s.err;
 	}
-	pthread_cond_destroy(&s.cond);
-	pthread_mutex_destroy(&s.lock);
+	sem_destroy(&s.sem);
 	return rc;
 }

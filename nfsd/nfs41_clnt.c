@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -211,10 +212,9 @@ static int call_start(struct nfsd_clnt *clnt, struct nfs41c_session *sess, unsig
 	return call_start_auth(clnt, sess, slot, NULL, args, arena, sink, cb, ctx);
 }
 
+/* A semaphore wakes the waiter once (nfsd/clnt.c's sync_call says why). */
 struct c41_sync {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
+	sem_t sem;
 	int rc;
 	COMPOUND4res *out;
 };
@@ -224,32 +224,25 @@ static void sync_done(void *ctx, int rc, COMPOUND4res *res)
 	struct c41_sync *w = ctx;
 	if (res)
 		*w->out = *res; /* points into the caller's arena */
-	pthread_mutex_lock(&w->lock);
 	w->rc = rc;
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	sem_post(&w->sem);
 }
 
 static int sync_wait(struct c41_sync *w, int rc)
 {
 	if (rc == 0) {
-		pthread_mutex_lock(&w->lock);
-		while (!w->done)
-			pthread_cond_wait(&w->cond, &w->lock);
-		pthread_mutex_unlock(&w->lock);
+		while (sem_wait(&w->sem))
+			; /* EINTR */
 		rc = w->rc;
 	}
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
+	sem_destroy(&w->sem);
 	return rc;
 }
 
 static void sync_init(struct c41_sync *w, COMPOUND4res *out)
 {
 	memset(w, 0, sizeof(*w));
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
+	sem_init(&w->sem, 0, 0);
 	w->out = out;
 	memset(out, 0, sizeof(*out));
 }
