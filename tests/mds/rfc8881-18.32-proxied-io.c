@@ -7,12 +7,15 @@
  * for a file without an object, truncation and removal reaching the data
  * server (mds_data_truncate, mds_data_release and the orphan sweep), the
  * data server's write verifier, NFS4ERR_DELAY (never a hang) while the data
- * server is down, and NFS4ERR_PNFS_NO_LAYOUT with [mds] data_io = refuse.
+ * server is down, NFS4ERR_PNFS_NO_LAYOUT with [mds] data_io = refuse, and
+ * an object a data server's crash took before its first sync made again by
+ * the next WRITE.
  */
 #include "config.h"
 
 #include "tests/mds/mds-ds-test.h"
 #include "tests/mds/state-test.h"
+#include "tests/dataserver/store-test.h"
 
 #include "mds/data.h"
 #include "mds/mds_impl.h"
@@ -289,6 +292,41 @@ static void t_ds_down(struct nfs41c_session *s, struct cfile *f)
 }
 
 /*
+ * A data server's crash can take an object whose create and writes were
+ * never synced (braid-ds makes a create durable with the object's first
+ * sync): the map names it, the data server has none, or has the empty
+ * .meta such a crash leaves.  Nothing of it was acknowledged durable (the
+ * write verifier moves, so the client resends what it wrote UNSTABLE);
+ * the file goes on working: the next WRITE makes the object again, and
+ * what was written since reads back.
+ */
+static void t_object_lost(struct nfs41c_session *s)
+{
+	struct cfile f;
+	cl_mkfile(&M, "lost", 0644, &f);
+	uint8_t v0[8], v1[8];
+	dt_fill(buf, 0, 8192, 11);
+	CHECK_EQ(cl_do_write(s, &f, 0, UNSTABLE4, buf, 8192, NULL, NULL, v0), NFS4_OK);
+	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), 0);
+	cds_stop(&A);
+	/* the crash: the names reached the disk, the header did not */
+	struct ds_objid id;
+	mds_data_objid(&f.attr, &id);
+	char p[PATH_MAX];
+	st_obj_path(A.set.store_dir, &id, ".meta", p, sizeof(p));
+	CHECK_EQ(truncate(p, 0), 0);
+	cds_start(&M, &A);
+	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), -ENOENT);
+	dt_fill(buf, 0, 4096, 12);
+	CHECK_EQ(cl_do_write(s, &f, 0, FILE_SYNC4, buf, 4096, NULL, NULL, v1), NFS4_OK);
+	CHECK(memcmp(v0, v1, 8) != 0); /* the client knows to resend the rest */
+	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), 0);
+	/* the size the first WRITE moved stays; its lost bytes read as zeros */
+	CHECK_EQ(cl_attr(&M, f.ino).size, 8192);
+	read_back(s, &f, 8192, 12, 4096);
+}
+
+/*
  * With OPEN's stateids (op_state.c): a read-only open may not WRITE; the
  * current stateid of an OPEN in the same COMPOUND may; a file removed
  * while open keeps its data until its last CLOSE.
@@ -461,6 +499,7 @@ int main(void)
 
 	t_release(&f);
 	t_orphan_sweep(s);
+	t_object_lost(s);
 	t_open_stateids(s);
 	t_mirrors(s);
 
