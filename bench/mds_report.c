@@ -215,6 +215,14 @@ static void jobj(const char *k, const struct server_res *r, enum what w, bool cp
 	putchar('}');
 }
 
+/* The key of size a, the i-th of a JSON object by size: "1e6": */
+static void jsize_key(unsigned i, const struct at_size *a)
+{
+	char key[24];
+	bench_mds_size_key(a->n, key, sizeof(key));
+	printf("%s\"%s\":", i ? "," : "", key);
+}
+
 /* How many whole walks each READDIR figure timed, and whether they were
  * cut at --readdir-cap, by size. */
 static void jwalks(const char *k_walks, const char *k_capped, const struct server_res *r, bool v3)
@@ -225,9 +233,7 @@ static void jwalks(const char *k_walks, const char *k_capped, const struct serve
 		putchar('{');
 		for (unsigned i = 0; i < NSIZES_MAX && at[i].n; i++) {
 			const struct at_size *a = &at[i];
-			char key[24];
-			bench_mds_size_key(a->n, key, sizeof(key));
-			printf("%s\"%s\":", i ? "," : "", key);
+			jsize_key(i, a);
 			if (!series_ran(r, v3) || !a->readdir.ok)
 				printf("null");
 			else if (pass)
@@ -247,9 +253,7 @@ static void jrounds(const char *k, const struct server_res *r, bool v3)
 	putchar('{');
 	for (unsigned i = 0; i < NSIZES_MAX && at[i].n; i++) {
 		const struct at_size *a = &at[i];
-		char key[24];
-		bench_mds_size_key(a->n, key, sizeof(key));
-		printf("%s\"%s\":", i ? "," : "", key);
+		jsize_key(i, a);
 		if (!series_ran(r, v3) || !a->create.ok || !a->ncreate_rounds) {
 			printf("null");
 			continue;
