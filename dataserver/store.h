@@ -18,9 +18,10 @@
  * DS_FILE_SYNC write, and ds_store_commit(), return only after the data and
  * what is needed to read it back (size, CRCs) are on stable storage, with
  * the object's own existence; remove, truncate and setfence are durable on
- * return (braid_ctl.x).  A create is durable with the object's first sync
- * (any of those): a crash before it may undo the create, which loses
- * nothing that was acknowledged durable.  UNSTABLE
+ * return (braid_ctl.x).  A create is durable with the object's first write
+ * (a stable one syncs its names with its data; an UNSTABLE one syncs them
+ * before it) or sync: a crash before it may undo the create of an object
+ * never written, which holds nothing.  UNSTABLE
  * writes may be lost by a crash; the write verifier changes on every open so
  * that clients resend what they did not commit.
  *
@@ -181,8 +182,8 @@ bool ds_store_full(struct ds_store *st, uint64_t avail);
  * Create an empty object owned by uid/gid with permission bits mode (within
  * 0777).  Idempotent: an existing object with this id is left as it is.
  * -EEXIST: the key is held at another generation.  Durable with the
- * object's first sync (a stable write, commit, truncate or setfence), not
- * on return: until then a crash may leave no object (top of this file).
+ * object's first write (or commit, truncate, setfence), not on return:
+ * until then a crash may leave no object (top of this file).
  */
 int ds_store_create(struct ds_store *st, const struct ds_objid *id, uint32_t uid, uint32_t gid,
 		    uint32_t mode);

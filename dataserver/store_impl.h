@@ -344,6 +344,10 @@ int st_obj_release(struct ds_store *st, struct ds_ring *r, struct ds_obj *o);
 void st_obj_touch_locked(struct ds_obj *o);
 int st_obj_hdr_write(struct ds_store *st, struct ds_ring *r, struct ds_obj *o);
 int st_obj_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, bool datasync);
+/* A created object's names and empty header made durable before its first
+ * UNSTABLE write (nothing when they are): a crash then keeps the object
+ * the client's resent writes go to.  Caller holds lock. */
+int st_obj_names_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o);
 int st_obj_lock(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, bool excl);
 int st_obj_access(const struct ds_obj *o, uint32_t uid, uint32_t gid, unsigned want);
 int st_obj_begin(struct ds_store *st, const struct ds_objid *id, bool excl, struct ds_ring **rp,

@@ -355,6 +355,11 @@ ssize_t ds_store_write(struct ds_store *st, const struct ds_objid *id, uint32_t 
 	if (rc)
 		return rc;
 	rc = st_obj_access(o, uid, gid, 2);
+	/* a new object's first UNSTABLE write: its names first, so a crash
+	 * after it leaves the object the client resends to (a stable write
+	 * syncs them with its data, below) */
+	if (!rc && len && how == DS_UNSTABLE)
+		rc = st_obj_names_sync(st, r, o);
 	if (!rc && len)
 		rc = obj_write(st, r, o, off, iov, iovcnt, len);
 	if (!rc && how != DS_UNSTABLE)

@@ -2,7 +2,7 @@
 /*
  * Object metadata operations of the braid-ds object store: create,
  * remove, truncate, setfence and stat, each durable on return but create,
- * which is durable with the object's first sync (obj_create_files; the
+ * which is durable with the object's first write (obj_create_files; the
  * store's own store.meta is store.c's).
  */
 #include "config.h"
@@ -57,12 +57,12 @@ static int obj_create_files(struct ds_store *st, struct ds_ring *r, struct ds_ob
 	pthread_mutex_unlock(&o->mu);
 	/*
 	 * Not synced here: the object's names and header become durable with
-	 * its first sync (st_obj_sync: a stable WRITE, COMMIT, or a metadata
-	 * change), which syncs the directory too.  Until then a crash may undo
-	 * the create, and nothing of the object was acknowledged durable
-	 * (obj_load drops the empty .meta such a crash can leave).  A create
-	 * costs no disk flush, and a file's first write pays one, as on a
-	 * local filesystem.
+	 * its first write (st_obj_sync with a stable one, which syncs the
+	 * directory too; st_obj_names_sync before an UNSTABLE one) or metadata
+	 * change.  Until then a crash may undo the create of an object that
+	 * holds nothing (obj_load drops the empty .meta such a crash can
+	 * leave).  A create costs no disk flush, and a file's first write
+	 * pays one, as on a local filesystem.
 	 */
 	rc = st_obj_hdr_write(st, r, o);
 	if (rc)

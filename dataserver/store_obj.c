@@ -254,6 +254,32 @@ int st_obj_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, bool d
 	pthread_mutex_unlock(&o->mu);
 	return 0;
 }
+int st_obj_names_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
+{
+	pthread_mutex_lock(&o->mu);
+	bool owed = o->name_owed;
+	pthread_mutex_unlock(&o->mu);
+	if (!owed)
+		return 0;
+	/* nothing written yet (a write, truncate or deallocate would have
+	 * synced it whole): the header is the create's, with no CRC to stand
+	 * without its data */
+	int rc = st_obj_hdr_write(st, r, o);
+	if (rc)
+		return rc;
+	struct iop ops[2];
+	st_iop_sync(&ops[0], false, o->mfd);
+	st_iop_sync(&ops[1], false, sub_of(st, o));
+	if ((rc = st_io_run(st, r, ops, 2))) {
+		st_log("object %s: sync of its names: %s", o->name, strerror(-rc));
+		return rc;
+	}
+	pthread_mutex_lock(&o->mu);
+	o->name_owed = false;
+	pthread_mutex_unlock(&o->mu);
+	return 0;
+}
+
 /* Look the object up on disk.  Caller holds lock exclusive; state is UNKNOWN. */
 static int obj_load(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
 {

@@ -3,10 +3,11 @@
  * Durability as promised (RFC 1813 §3.3.7 stable_how, §3.3.21 COMMIT;
  * RFC 8881 §18.32, §18.3): DATA_SYNC and FILE_SYNC writes and COMMIT return
  * only after fdatasync/fsync of the data and of the CRCs and header; an
- * UNSTABLE write syncs nothing; remove, truncate and setfence sync too.  A
- * create syncs nothing: the object's first sync syncs its directory with
- * it, and a crash before that (an empty .meta) leaves no object, never an
- * unreadable one.  The write verifier changes on every open, a crash included, and the
+ * UNSTABLE write syncs nothing (but a new object's first, which syncs its
+ * .meta and directory before it); remove, truncate and setfence sync too.  A
+ * create syncs nothing: the object's first write syncs its directory, and a
+ * crash before that (an empty .meta) leaves no object, never an unreadable
+ * one.  The write verifier changes on every open, a crash included, and the
  * metadata (size, owner, mode, mtime, change) survives a restart; after a
  * crash (a child that exits without closing) what was committed is there and
  * the change value moves on to one never handed out before.  A power cut
@@ -86,10 +87,26 @@ static void synced_files(const char *dir)
 	nsynced = 0;
 	CHECK_EQ(ds_store_create(st, &id, U, U, 0600), 0);
 	CHECK_EQ(nsynced, 0); /* durable with its first sync */
+	CHECK_EQ(st_write(st, &id, U, U, 5, "abc", 3, DS_FILE_SYNC), 3);
+	check_synced(dir, &id, true); /* the first: its names too */
 	CHECK_EQ(st_write(st, &id, U, U, 5, "abc", 3, DS_UNSTABLE), 3);
 	CHECK_EQ(nsynced, 0);
 	CHECK_EQ(st_write(st, &id, U, U, 5, "abc", 3, DS_FILE_SYNC), 3);
-	check_synced(dir, &id, true); /* the first: its names too */
+	check_synced(dir, &id, false);
+	/* a first write UNSTABLE: the .meta and the directory, before it */
+	struct ds_objid id4 = st_id(11, 1);
+	CHECK_EQ(ds_store_create(st, &id4, U, U, 0600), 0);
+	CHECK_EQ(st_write(st, &id4, U, U, 5, "abc", 3, DS_UNSTABLE), 3);
+	{
+		char p[PATH_MAX], meta[PATH_MAX], sub[PATH_MAX];
+		st_obj_path(dir, &id4, ".meta", p, sizeof(p));
+		CHECK(realpath(p, meta));
+		strcpy(sub, meta);
+		*strrchr(sub, '/') = 0;
+		CHECK_EQ(nsynced, 2);
+		CHECK(was_synced(meta) && was_synced(sub));
+		nsynced = 0;
+	}
 	CHECK_EQ(st_write(st, &id, U, U, 9000, "abc", 3, DS_DATA_SYNC), 3);
 	check_synced(dir, &id, false);
 	CHECK_EQ(st_write(st, &id, U, U, 5, "abc", 3, DS_UNSTABLE), 3);
@@ -152,11 +169,20 @@ static void sync_contract(const char *dir, enum ds_store_io io)
 	CHECK_EQ(ds_store_create(st, &id, U, U, 0600), 0);
 	CHECK_SYNCS(st, 0, 0); /* durable with its first sync */
 	CHECK_EQ(st_write(st, &id, U, U, 100, buf, sizeof(buf), DS_UNSTABLE), sizeof(buf));
+	CHECK_SYNCS(st, 2, 0); /* its first UNSTABLE write: .meta and directory first */
+	CHECK_EQ(st_write(st, &id, U, U, 100, buf, sizeof(buf), DS_UNSTABLE), sizeof(buf));
 	CHECK_SYNCS(st, 0, 0);
 	CHECK_EQ(st_write(st, &id, U, U, 7, buf, 5000, DS_DATA_SYNC), 5000);
-	CHECK_SYNCS(st, 1, 2); /* data, CRCs + header; the directory, once */
-	CHECK_EQ(st_write(st, &id, U, U, 7, buf, 5000, DS_DATA_SYNC), 5000);
+	CHECK_SYNCS(st, 0, 2); /* data, CRCs + header */
+	/* a new object's first write stable: the directory with the data */
+	struct ds_objid id3 = st_id(3, 7);
+	CHECK_EQ(ds_store_create(st, &id3, U, U, 0600), 0);
+	CHECK_EQ(st_write(st, &id3, U, U, 0, buf, 5000, DS_DATA_SYNC), 5000);
+	CHECK_SYNCS(st, 1, 2);
+	CHECK_EQ(st_write(st, &id3, U, U, 0, buf, 5000, DS_DATA_SYNC), 5000);
 	CHECK_SYNCS(st, 0, 2);
+	CHECK_EQ(ds_store_remove(st, &id3), 0);
+	mark(st);
 	CHECK_EQ(st_write(st, &id, U, U, 9000, buf, 300, DS_FILE_SYNC), 300);
 	CHECK_SYNCS(st, 2, 0);
 	CHECK_EQ(ds_store_commit(st, &id, 0, 0), 0);
@@ -297,9 +323,10 @@ static void crash(const char *dir)
 }
 
 /*
- * A create whose names and header never reached the disk before a crash:
- * the .meta can come back empty (its header still in the page cache when
- * the rename was journaled).  The object is then absent, as if never
+ * A create whose names and header never reached the disk before a crash
+ * (an object made and not yet written: its first write syncs them): the
+ * .meta can come back empty (its header still in the page cache when the
+ * rename was journaled).  The object is then absent, as if never
  * created (nothing of it was acknowledged durable), never an object that
  * fails with EIO; it can be created again.  The crash is staged by
  * emptying the .meta of an object created and never synced.
@@ -310,8 +337,7 @@ static void unsynced_create(const char *dir)
 	struct ds_objid id = st_id(4, 1), kept = st_id(5, 1);
 	struct ds_obj_stat sb;
 	char p[PATH_MAX], data[PATH_MAX];
-	CHECK_EQ(ds_store_create(st, &id, U, U, 0600), 0);
-	CHECK_EQ(st_write(st, &id, U, U, 0, "lost", 4, DS_UNSTABLE), 4);
+	CHECK_EQ(ds_store_create(st, &id, U, U, 0600), 0); /* and never written */
 	st_obj_path(dir, &id, "", data, sizeof(data));
 	CHECK_EQ(ds_store_create(st, &kept, U, U, 0600), 0);
 	CHECK_EQ(st_write(st, &kept, U, U, 0, "kept", 4, DS_FILE_SYNC), 4);

@@ -8,8 +8,8 @@
  * server (mds_data_truncate, mds_data_release and the orphan sweep), the
  * data server's write verifier, NFS4ERR_DELAY (never a hang) while the data
  * server is down, NFS4ERR_PNFS_NO_LAYOUT with [mds] data_io = refuse, and
- * an object a data server's crash took before its first sync made again by
- * the next WRITE.
+ * an object a data server's crash took before its first write made again
+ * by the next WRITE.
  */
 #include "config.h"
 
@@ -292,22 +292,23 @@ static void t_ds_down(struct nfs41c_session *s, struct cfile *f)
 }
 
 /*
- * A data server's crash can take an object whose create and writes were
- * never synced (braid-ds makes a create durable with the object's first
- * sync): the map names it, the data server has none, or has the empty
- * .meta such a crash leaves.  Nothing of it was acknowledged durable (the
- * write verifier moves, so the client resends what it wrote UNSTABLE);
- * the file goes on working: the next WRITE makes the object again, and
- * what was written since reads back.
+ * A data server's crash can take an object made and not yet written
+ * (braid-ds makes a create durable with the object's first write, which
+ * syncs its names): the map names it, the data server has none, or has
+ * the empty .meta such a crash leaves.  Nothing was written to it, so
+ * nothing is lost; the file goes on working: the next WRITE makes the
+ * object again, and what it wrote reads back.
  */
 static void t_object_lost(struct nfs41c_session *s)
 {
 	struct cfile f;
 	cl_mkfile(&M, "lost", 0644, &f);
-	uint8_t v0[8], v1[8];
-	dt_fill(buf, 0, 8192, 11);
-	CHECK_EQ(cl_do_write(s, &f, 0, UNSTABLE4, buf, 8192, NULL, NULL, v0), NFS4_OK);
+	/* laid out, as a LAYOUTGET does: the object is made, nothing written */
+	struct mds_layout_seg seg;
+	CHECK_EQ(mds_data_object(M.mds, &f.attr, true, &seg), 0);
 	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), 0);
+	uint8_t v0[8], v1[8];
+	CHECK_EQ(cl_do_commit(s, &f, 0, 0, v0), NFS4_OK);
 	cds_stop(&A);
 	/* the crash: the names reached the disk, the header did not */
 	struct ds_objid id;
@@ -319,11 +320,10 @@ static void t_object_lost(struct nfs41c_session *s)
 	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), -ENOENT);
 	dt_fill(buf, 0, 4096, 12);
 	CHECK_EQ(cl_do_write(s, &f, 0, FILE_SYNC4, buf, 4096, NULL, NULL, v1), NFS4_OK);
-	CHECK(memcmp(v0, v1, 8) != 0); /* the client knows to resend the rest */
+	CHECK(memcmp(v0, v1, 8) != 0); /* a new verifier: clients resend */
 	CHECK_EQ(cl_obj_stat(&M, &A, &f, NULL), 0);
-	/* the size the first WRITE moved stays; its lost bytes read as zeros */
-	CHECK_EQ(cl_attr(&M, f.ino).size, 8192);
-	read_back(s, &f, 8192, 12, 4096);
+	CHECK_EQ(cl_attr(&M, f.ino).size, 4096);
+	read_back(s, &f, 4096, 12, UINT64_MAX);
 }
 
 /*
