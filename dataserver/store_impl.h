@@ -170,8 +170,8 @@ enum obj_state {
 };
 
 /*
- * The in-memory handle of one key.  Lock order: lock, then range locks
- * (st->rlocks, in index order), then hdr_mu, then mu.  shard->mu is taken
+ * The in-memory handle of one key.  Lock order: lock, then names_mu, then
+ * range locks (st->rlocks, in index order), then hdr_mu, then mu.  shard->mu is taken
  * holding no object's lock (st_obj_get, st_obj_put); under it, eviction
  * takes an idle object's hdr_mu and mu.
  */
@@ -203,6 +203,9 @@ struct ds_obj {
 
 	/* Serializes header writes, so an older header never lands last. */
 	pthread_mutex_t hdr_mu;
+	/* Serializes st_obj_names_sync, so that a second first write cannot
+	 * sync a .meta the first one has put CRCs in meanwhile. */
+	pthread_mutex_t names_mu;
 
 	/* mu: a leaf lock, for the fields writers update under lock shared. */
 	pthread_mutex_t mu;

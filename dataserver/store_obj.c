@@ -35,6 +35,7 @@ static void obj_free(struct ds_obj *o)
 {
 	pthread_rwlock_destroy(&o->lock);
 	pthread_mutex_destroy(&o->hdr_mu);
+	pthread_mutex_destroy(&o->names_mu);
 	pthread_mutex_destroy(&o->mu);
 	free(o->vbits);
 	free(o);
@@ -56,6 +57,7 @@ static struct ds_obj *obj_alloc(struct ds_store *st, const uint8_t key[DS_KEY_SI
 	pthread_rwlock_init(&o->lock, &a);
 	pthread_rwlockattr_destroy(&a);
 	pthread_mutex_init(&o->hdr_mu, NULL);
+	pthread_mutex_init(&o->names_mu, NULL);
 	pthread_mutex_init(&o->mu, NULL);
 	return o;
 }
@@ -254,30 +256,41 @@ int st_obj_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o, bool d
 	pthread_mutex_unlock(&o->mu);
 	return 0;
 }
-int st_obj_names_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
+static bool names_owed(struct ds_obj *o)
 {
 	pthread_mutex_lock(&o->mu);
 	bool owed = o->name_owed;
 	pthread_mutex_unlock(&o->mu);
-	if (!owed)
-		return 0;
-	/* nothing written yet (a write, truncate or deallocate would have
-	 * synced it whole): the header is the create's, with no CRC to stand
-	 * without its data */
-	int rc = st_obj_hdr_write(st, r, o);
-	if (rc)
-		return rc;
-	struct iop ops[2];
-	st_iop_sync(&ops[0], false, o->mfd);
-	st_iop_sync(&ops[1], false, sub_of(st, o));
-	if ((rc = st_io_run(st, r, ops, 2))) {
-		st_log("object %s: sync of its names: %s", o->name, strerror(-rc));
-		return rc;
+	return owed;
+}
+
+int st_obj_names_sync(struct ds_store *st, struct ds_ring *r, struct ds_obj *o)
+{
+	if (!names_owed(o))
+		return 0; /* every write but an object's first */
+	/*
+	 * Looked at again under names_mu: writers hold lock shared, and a
+	 * second first write that found the debt before this one paid it must
+	 * not sync the .meta once this one has written CRCs there without
+	 * their data.  Owed, nothing was written yet (a write, truncate or
+	 * deallocate syncs it whole): the header is the create's.
+	 */
+	pthread_mutex_lock(&o->names_mu);
+	int rc = 0;
+	if (names_owed(o) && !(rc = st_obj_hdr_write(st, r, o))) {
+		struct iop ops[2];
+		st_iop_sync(&ops[0], false, o->mfd);
+		st_iop_sync(&ops[1], false, sub_of(st, o));
+		if ((rc = st_io_run(st, r, ops, 2))) {
+			st_log("object %s: sync of its names: %s", o->name, strerror(-rc));
+		} else {
+			pthread_mutex_lock(&o->mu);
+			o->name_owed = false;
+			pthread_mutex_unlock(&o->mu);
+		}
 	}
-	pthread_mutex_lock(&o->mu);
-	o->name_owed = false;
-	pthread_mutex_unlock(&o->mu);
-	return 0;
+	pthread_mutex_unlock(&o->names_mu);
+	return rc;
 }
 
 /* Look the object up on disk.  Caller holds lock exclusive; state is UNKNOWN. */
