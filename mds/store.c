@@ -99,10 +99,48 @@ int mds_name_check(const char *name, size_t len)
 	return 0;
 }
 
-/* The top hash_bits of the name's keyed hash; never 0 (cookies 0-2 are reserved). */
+/*
+ * Bits that hold a run of d decimal digits (10^d - 1 < 2^bits): the low
+ * part of an ordered bucket.  Runs of more than NAME_RUN_MAX digits are
+ * hashed whole, so the hashed part keeps at least 53 - 34 = 19 bits.
+ */
+#define NAME_RUN_MAX 10
+static const uint8_t run_bits[NAME_RUN_MAX + 1] = {0, 4, 7, 10, 14, 17, 20, 24, 27, 30, 34};
+
+/*
+ * A name's bucket, never 0 (cookies 0-2 are reserved).  Plain: the top
+ * hash_bits of the name's keyed hash.  Ordered (name_order, see store.h):
+ * a name whose last run of digits has 1..NAME_RUN_MAX of them gets the
+ * keyed hash of everything else (the run's place and length included) in
+ * the high bits and the run's value in the low bits, so img_000041.jpg and
+ * img_000042.jpg are neighbours in the B-tree and a directory filled in
+ * numeric order writes one leaf page after another instead of a random
+ * one per name.
+ */
 uint64_t mds_name_bucket(const struct mds_store *s, const char *name, size_t len)
 {
-	uint64_t b = mds_siphash24(s->hash_key, name, len) >> (64 - s->hash_bits);
+	size_t end = len, start;
+	while (end > 0 && (name[end - 1] < '0' || name[end - 1] > '9'))
+		end--;
+	for (start = end; start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9'; start--)
+		;
+	size_t d = end - start;
+	uint64_t b;
+	if (!s->name_order || d == 0 || d > NAME_RUN_MAX || len > MDS_NAME_MAX) {
+		b = mds_siphash24(s->hash_key, name, len) >> (64 - s->hash_bits);
+	} else {
+		uint8_t buf[3 + MDS_NAME_MAX];
+		uint64_t num = 0;
+		for (size_t i = start; i < end; i++)
+			num = num * 10 + (uint64_t)(name[i] - '0');
+		buf[0] = (uint8_t)d;
+		put_le16(buf + 1, (uint16_t)start);
+		memcpy(buf + 3, name, start);
+		memcpy(buf + 3 + start, name + end, len - end);
+		unsigned nb = run_bits[d];
+		uint64_t h = mds_siphash24(s->hash_key, buf, 3 + len - d);
+		b = (h >> (64 - (s->hash_bits - nb))) << nb | num;
+	}
 	return b ? b : 1;
 }
 
@@ -374,6 +412,9 @@ static int store_init_meta(struct mds_store *s, MDB_txn *txn, unsigned hash_bits
 		if ((rc = meta_put(txn, s->db_meta, "obj_key", kb, sizeof(kb))) ||
 		    (rc = meta_put64(txn, s->db_meta, "format", STORE_FORMAT)) ||
 		    (rc = meta_put64(txn, s->db_meta, "hash_bits", bits)) ||
+		    /* ordered buckets need the whole 53 bits; the test hook's
+		     * tiny hash stays plain */
+		    (rc = meta_put64(txn, s->db_meta, "name_order", bits == HASH_BITS_DEFAULT)) ||
 		    (rc = meta_put64(txn, s->db_meta, "root_ino", 1)) ||
 		    (rc = meta_put64(txn, s->db_meta, "next_ino", 2)) ||
 		    (rc = meta_put64(txn, s->db_meta, "boot_count", 0)))
@@ -395,6 +436,14 @@ static int store_init_meta(struct mds_store *s, MDB_txn *txn, unsigned hash_bits
 	if (bits < 1 || bits > HASH_BITS_DEFAULT || (hash_bits && hash_bits != bits))
 		return -EINVAL;
 	s->hash_bits = (unsigned)bits;
+	/* A store made before ordered buckets has no name_order: plain. */
+	uint64_t order = 0;
+	rc = meta_get64(txn, s->db_meta, "name_order", &order);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (order > 1 || (order && bits != HASH_BITS_DEFAULT))
+		return -EINVAL;
+	s->name_order = order == 1;
 	if ((rc = meta_get(txn, s->db_meta, "hash_key", kb, sizeof(kb))))
 		return rc;
 	key_decode(kb, s->hash_key);

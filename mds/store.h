@@ -151,10 +151,25 @@ int mds_inode_getattr(struct mds_store *s, uint64_t ino, struct mds_attr *attr);
 int mds_inode_readlink(struct mds_store *s, uint64_t ino, char *buf, size_t size, size_t *len);
 
 /*
- * READDIR.  Entries come in cookie order, which is hash order:
+ * READDIR.  Entries come in cookie order, which is bucket order:
  *
  *   cookie = bucket << 10 | collision index
  *   bucket = top 53 bits of SipHash-2-4(store key, name)   (0 becomes 1)
+ *
+ * except in a store made with ordered buckets (every store made since
+ * they exist; its meta says name_order 1), where a name whose last run of
+ * decimal digits has 1 to 10 of them has
+ *
+ *   bucket = top (53 - b) bits of SipHash-2-4(store key, the name without
+ *            that run, with the run's place and length) << b | the run's value
+ *
+ * b being the bits that hold that many digits (4 for one, 34 for ten).
+ * Names that differ only in that number (img_000041.jpg, img_000042.jpg)
+ * are then neighbours in the B-tree and come back in numeric order, and a
+ * directory filled in that order writes one leaf after another instead of
+ * a random leaf per name: creates stay flat as it grows to 10^7 and past.
+ * Other names are hashed whole, as before.  Which scheme a store uses never
+ * changes (entries are found by it).
  *
  * Cookies are unique within a directory, stay < 2^63 (they fit a signed
  * off_t), and are never 0, 1 or 2 (RFC 8881 §18.23.3 reserves those; NFSv3

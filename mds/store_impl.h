@@ -19,6 +19,10 @@
  *             keys (16)                         length (4), data length (4),
  *                                               owner, data
  *   orphans   ino (8)                           empty
+ *
+ *   meta keys: format, hash_key, obj_key, hash_bits, root_ino, next_ino,
+ *   boot_count, and name_order (1: ordered buckets, mds_name_bucket();
+ *   absent in stores made before them, which keep the plain hash)
  */
 #ifndef BRAID_MDS_STORE_IMPL_H
 #define BRAID_MDS_STORE_IMPL_H
@@ -55,6 +59,7 @@ struct mds_store {
 	uint64_t hash_key[2]; /* names -> buckets; never changes */
 	uint64_t obj_key[2];  /* ino -> objkey */
 	unsigned hash_bits;
+	bool name_order; /* buckets keep a name's last number in order (store.h) */
 	unsigned max_batch;
 	uint64_t root;
 	uint64_t boot;
