@@ -15,6 +15,11 @@
  *    cookies (type and fileid of each entry), one request at a time as a
  *    client listing it does; at 10^7 the walk stops at --readdir-cap.
  *
+ * Names are f0000000042 (numbered, as training datasets are), or with
+ * --names random 16 hex digits in no order (braid-mds keeps numbered names
+ * next to each other in its B-tree, mds/store.h, and random ones cannot
+ * be: the JSON's "names" says which ran).
+ *
  * The directory grows by creates to N minus the timed batch, the timed
  * batch brings it to exactly N, then the lookups and the walk run at N.
  * Creates and lookups keep --inflight COMPOUNDs in flight over one NFSv4.1
@@ -42,7 +47,7 @@
  * Usage: mds [--quick] [--max N] [--sizes N,N,...] [--ganesha-max N]
  *            [--dir PATH] [--keep] [--uid N] [--gid N] [--inflight N]
  *            [--conns N] [--lookups N] [--readdir-cap N] [--two-compound]
- *            [--only braid|ganesha] [--braid-mds PATH]
+ *            [--only braid|ganesha] [--braid-mds PATH] [--names seq|random]
  * Last line of output: one JSON object; a figure that could not be measured
  * is null and the reason is printed (never a made-up number; the NFSv3
  * ratios' reasons are in the JSON too, nfs3_why_null).
@@ -92,7 +97,8 @@ static void usage(void)
 	fprintf(stderr, "usage: mds [--quick] [--max N] [--sizes N,N,...] [--ganesha-max N]\n"
 			"           [--dir PATH] [--keep] [--uid N] [--gid N] [--inflight N]\n"
 			"           [--conns N] [--lookups N] [--readdir-cap N] [--two-compound]\n"
-			"           [--only braid|ganesha] [--braid-mds PATH]\n");
+			"           [--only braid|ganesha] [--braid-mds PATH]\n"
+			"           [--names seq|random]\n");
 	exit(2);
 }
 
@@ -196,6 +202,12 @@ static void opts_parse(struct mds_opts *o, int argc, char **argv)
 				o->run_braid = false;
 			else
 				usage();
+		} else if (!strcmp(a, "--names")) {
+			if (!strcmp(v, "random"))
+				o->random_names = true;
+			else if (strcmp(v, "seq"))
+				usage();
+			bench_mds_random_names = o->random_names;
 		} else if (!strcmp(a, "--braid-mds")) {
 			bench_strfmt(o->mds_path, sizeof(o->mds_path), "%s", v);
 		} else {

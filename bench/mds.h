@@ -57,6 +57,7 @@ struct mds_opts {
 	uint64_t lookups;
 	uint64_t walk_cap; /* 0: none */
 	bool two_compound; /* OPEN and CLOSE in two COMPOUNDs on every server */
+	bool random_names; /* --names random: see bench_mds_file_name */
 	bool run_braid, run_ganesha;
 	char mds_path[PATH_MAX];
 };
@@ -139,6 +140,11 @@ struct mds_load_ops {
 };
 
 /* The name of file idx: "f0000000042". */
+/* File idx's name: f0000000042 (--names seq, the default: numbered, as
+ * training datasets are) or, with bench_mds_random_names set (--names
+ * random), 16 hex digits of a bijective mix of idx (r1f3a...: no order a
+ * server could keep). */
+extern bool bench_mds_random_names;
 void bench_mds_file_name(uint32_t idx, char *out, size_t len);
 /* Every phase of a not measured, and with no reason yet, gets why. */
 void bench_mds_at_fail(struct at_size *a, const char *why);

@@ -147,9 +147,20 @@ fattr4 bench_mds4_mode(bool dir)
 	return (fattr4){.attrmask = {2, mode_bits}, .attr_vals = xdr_opaque_of(mode, 4)};
 }
 
+bool bench_mds_random_names;
+
 void bench_mds_file_name(uint32_t idx, char *out, size_t len)
 {
-	bench_strfmt(out, len, "f%010u", idx);
+	if (!bench_mds_random_names) {
+		bench_strfmt(out, len, "f%010u", idx);
+		return;
+	}
+	/* splitmix64's finaliser: a bijection, so names never repeat */
+	uint64_t z = idx + 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	bench_strfmt(out, len, "r%016llx", (unsigned long long)z);
 }
 
 /* A session and the directory it works in: one per server. */

@@ -555,6 +555,7 @@ void bench_mds_json_print(const struct mds_opts *o, const char *fstype, long ncp
 		bench_json_num(k, rs[s]->ran, (double)rs[s]->delays, 0);
 	}
 	json40_print();
+	bench_json_str("names", o->random_names ? "random" : "seq");
 	bench_json_str("braid_mds_missing", braid_res.ran ? NULL : braid_res.why);
 	bench_json_str("ganesha_missing", ganesha_res.ran ? NULL : ganesha_res.why);
 	json3_print(o);
