@@ -119,14 +119,17 @@ static const uint8_t run_bits[NAME_RUN_MAX + 1] = {0, 4, 7, 10, 14, 17, 20, 24, 
  */
 uint64_t mds_name_bucket(const struct mds_store *s, const char *name, size_t len)
 {
-	size_t end = len, start;
-	while (end > 0 && (name[end - 1] < '0' || name[end - 1] > '9'))
-		end--;
-	for (start = end; start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9'; start--)
-		;
+	size_t end = len, start = len;
+	if (s->name_order && len <= MDS_NAME_MAX) {
+		while (end > 0 && (name[end - 1] < '0' || name[end - 1] > '9'))
+			end--;
+		for (start = end; start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9';
+		     start--)
+			;
+	}
 	size_t d = end - start;
 	uint64_t b;
-	if (!s->name_order || d == 0 || d > NAME_RUN_MAX || len > MDS_NAME_MAX) {
+	if (d == 0 || d > NAME_RUN_MAX) {
 		b = mds_siphash24(s->hash_key, name, len) >> (64 - s->hash_bits);
 	} else {
 		uint8_t buf[3 + MDS_NAME_MAX];
@@ -403,6 +406,9 @@ static int store_init_meta(struct mds_store *s, MDB_txn *txn, unsigned hash_bits
 	if (rc == -ENOENT) {
 		/* A new store. */
 		bits = hash_bits ? hash_bits : HASH_BITS_DEFAULT;
+		/* ordered buckets need the whole 53 bits; the test hook's tiny
+		 * hash stays plain */
+		format = bits == HASH_BITS_DEFAULT ? STORE_FORMAT_ORDERED : STORE_FORMAT_PLAIN;
 		if (getrandom(kb, sizeof(kb), 0) != sizeof(kb))
 			return -EIO;
 		if ((rc = meta_put(txn, s->db_meta, "hash_key", kb, sizeof(kb))))
@@ -410,11 +416,8 @@ static int store_init_meta(struct mds_store *s, MDB_txn *txn, unsigned hash_bits
 		if (getrandom(kb, sizeof(kb), 0) != sizeof(kb))
 			return -EIO;
 		if ((rc = meta_put(txn, s->db_meta, "obj_key", kb, sizeof(kb))) ||
-		    (rc = meta_put64(txn, s->db_meta, "format", STORE_FORMAT)) ||
+		    (rc = meta_put64(txn, s->db_meta, "format", format)) ||
 		    (rc = meta_put64(txn, s->db_meta, "hash_bits", bits)) ||
-		    /* ordered buckets need the whole 53 bits; the test hook's
-		     * tiny hash stays plain */
-		    (rc = meta_put64(txn, s->db_meta, "name_order", bits == HASH_BITS_DEFAULT)) ||
 		    (rc = meta_put64(txn, s->db_meta, "root_ino", 1)) ||
 		    (rc = meta_put64(txn, s->db_meta, "next_ino", 2)) ||
 		    (rc = meta_put64(txn, s->db_meta, "boot_count", 0)))
@@ -424,7 +427,7 @@ static int store_init_meta(struct mds_store *s, MDB_txn *txn, unsigned hash_bits
 			return rc;
 	} else if (rc) {
 		return rc;
-	} else if (format != STORE_FORMAT) {
+	} else if (format != STORE_FORMAT_PLAIN && format != STORE_FORMAT_ORDERED) {
 		return -EPROTO;
 	}
 	if ((rc = meta_get64(txn, s->db_meta, "hash_bits", &bits)) ||
@@ -436,14 +439,10 @@ static int store_init_meta(struct mds_store *s, MDB_txn *txn, unsigned hash_bits
 	if (bits < 1 || bits > HASH_BITS_DEFAULT || (hash_bits && hash_bits != bits))
 		return -EINVAL;
 	s->hash_bits = (unsigned)bits;
-	/* A store made before ordered buckets has no name_order: plain. */
-	uint64_t order = 0;
-	rc = meta_get64(txn, s->db_meta, "name_order", &order);
-	if (rc && rc != -ENOENT)
-		return rc;
-	if (order > 1 || (order && bits != HASH_BITS_DEFAULT))
+	/* a store made before ordered buckets (format 1) keeps hashing names whole */
+	if (format == STORE_FORMAT_ORDERED && bits != HASH_BITS_DEFAULT)
 		return -EINVAL;
-	s->name_order = order == 1;
+	s->name_order = format == STORE_FORMAT_ORDERED;
 	if ((rc = meta_get(txn, s->db_meta, "hash_key", kb, sizeof(kb))))
 		return rc;
 	key_decode(kb, s->hash_key);

@@ -156,9 +156,9 @@ int mds_inode_readlink(struct mds_store *s, uint64_t ino, char *buf, size_t size
  *   cookie = bucket << 10 | collision index
  *   bucket = top 53 bits of SipHash-2-4(store key, name)   (0 becomes 1)
  *
- * except in a store made with ordered buckets (every store made since
- * they exist; its meta says name_order 1), where a name whose last run of
- * decimal digits has 1 to 10 of them has
+ * except in a store made with ordered buckets (format 2: every store made
+ * since they exist, but for the test hook's narrow hash), where a name
+ * whose last run of decimal digits has 1 to 10 of them has
  *
  *   bucket = top (53 - b) bits of SipHash-2-4(store key, the name without
  *            that run, with the run's place and length) << b | the run's value
@@ -169,7 +169,8 @@ int mds_inode_readlink(struct mds_store *s, uint64_t ino, char *buf, size_t size
  * directory filled in that order writes one leaf after another instead of
  * a random leaf per name: creates stay flat as it grows to 10^7 and past.
  * Other names are hashed whole, as before.  Which scheme a store uses never
- * changes (entries are found by it).
+ * changes (entries are found by it); a format 1 store keeps hashing every
+ * name whole, and a binary that knows only format 1 refuses format 2.
  *
  * Cookies are unique within a directory, stay < 2^63 (they fit a signed
  * off_t), and are never 0, 1 or 2 (RFC 8881 §18.23.3 reserves those; NFSv3

@@ -20,9 +20,8 @@
  *                                               owner, data
  *   orphans   ino (8)                           empty
  *
- *   meta keys: format, hash_key, obj_key, hash_bits, root_ino, next_ino,
- *   boot_count, and name_order (1: ordered buckets, mds_name_bucket();
- *   absent in stores made before them, which keep the plain hash)
+ *   meta keys: format (STORE_FORMAT_*), hash_key, obj_key, hash_bits,
+ *   root_ino, next_ino, boot_count
  */
 #ifndef BRAID_MDS_STORE_IMPL_H
 #define BRAID_MDS_STORE_IMPL_H
@@ -34,7 +33,11 @@
 #include "mds/store.h"
 #include "nfsd/bytes.h"
 
-#define STORE_FORMAT 1
+/* Formats: 1, names hashed whole; 2, ordered buckets (mds_name_bucket()).
+ * A binary that knows only 1 refuses a 2 (it would look names up in the
+ * wrong buckets). */
+#define STORE_FORMAT_PLAIN   1
+#define STORE_FORMAT_ORDERED 2
 
 /* Cookies: bucket << COOKIE_COLL_BITS | collision index; see store.h. */
 #define COOKIE_COLL_BITS  10
@@ -59,7 +62,7 @@ struct mds_store {
 	uint64_t hash_key[2]; /* names -> buckets; never changes */
 	uint64_t obj_key[2];  /* ino -> objkey */
 	unsigned hash_bits;
-	bool name_order; /* buckets keep a name's last number in order (store.h) */
+	bool name_order; /* STORE_FORMAT_ORDERED: see mds_name_bucket() */
 	unsigned max_batch;
 	uint64_t root;
 	uint64_t boot;

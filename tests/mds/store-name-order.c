@@ -9,8 +9,8 @@
  * ten digits, leading zeros, several runs, the longest name) are found,
  * listed once and removed like any other.  A store made before ordered
  * buckets (no name_order in its meta) keeps its plain hash across
- * reopens, and every entry it made is still found; a bad name_order is
- * refused.
+ * reopens, and every entry it made is still found; a format this
+ * binary does not know is refused.
  */
 #include "config.h"
 
@@ -81,7 +81,8 @@ static int inversions(const struct listing *l)
 	return inv;
 }
 
-static void meta_set(const char *path, const char *key, const uint64_t *val)
+/* Sets one little-endian meta value, as an older or newer binary would have. */
+static void meta_set(const char *path, const char *key, uint64_t val)
 {
 	MDB_env *env;
 	MDB_txn *txn;
@@ -93,15 +94,11 @@ static void meta_set(const char *path, const char *key, const uint64_t *val)
 	CHECK_EQ(mdb_txn_begin(env, NULL, 0, &txn), 0);
 	CHECK_EQ(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
 	MDB_val k = {strlen(key), (void *)key};
-	if (val) {
-		uint8_t b[8];
-		for (int i = 0; i < 8; i++)
-			b[i] = (uint8_t)(*val >> (8 * i));
-		MDB_val v = {8, b};
-		CHECK_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
-	} else {
-		CHECK_EQ(mdb_del(txn, dbi, &k, NULL), 0);
-	}
+	uint8_t b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(val >> (8 * i));
+	MDB_val v = {8, b};
+	CHECK_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
 	CHECK_EQ(mdb_txn_commit(txn), 0);
 	mdb_env_close(env);
 }
@@ -175,10 +172,10 @@ int main(void)
 	CHECK_EQ(inversions(&lst), 0);
 	mds_store_close(s);
 
-	/* 3. A store from before ordered buckets keeps its plain hash. */
+	/* 3. A store from before ordered buckets (format 1) keeps its plain hash. */
 	s = test_open(pold, 0);
 	mds_store_close(s);
-	meta_set(pold, "name_order", NULL);
+	meta_set(pold, "format", 1);
 	s = test_open(pold, 0);
 	d = (uint64_t)t_create(s, mds_store_root(s), "train", MDS_DIR);
 	make_images(s, d, N);
@@ -198,11 +195,14 @@ int main(void)
 	CHECK(inversions(&lst) > N / 4);
 	mds_store_close(s);
 
-	/* 4. A name_order the store does not know is refused. */
-	uint64_t two = 2;
-	meta_set(pold, "name_order", &two);
+	/* 4. A format this binary does not know is refused. */
+	meta_set(pold, "format", 3);
 	struct mds_store_opts o = {.path = pold, .map_size = 4ULL << 30};
 	struct mds_store *bad = NULL;
+	CHECK_EQ(mds_store_open(&o, &bad), -EPROTO);
+	/* ...and so is format 2 with a hash narrower than 53 bits */
+	meta_set(pold, "format", 2);
+	meta_set(pold, "hash_bits", 20);
 	CHECK_EQ(mds_store_open(&o, &bad), -EINVAL);
 
 	printf("store-name-order: ok (plain hash: %d of %d neighbours out of order)\n", inv_old,
