@@ -449,6 +449,70 @@ int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint
 	return rc;
 }
 
+/* Whether a segment on one data server starts below the size. */
+struct seg_below {
+	const struct layout_policy *pol;
+	uint32_t ds;
+	uint64_t size;
+	bool below;
+};
+
+static int seg_below_one(void *arg, uint64_t seg, const struct mds_layout_seg *l)
+{
+	struct seg_below *b = arg;
+	if (seg >= MDS_LAYOUT_SEG_END)
+		return 0; /* the file's record names no segment */
+	uint64_t s0, len;
+	layout_seg_bounds(b->pol, seg, &s0, &len);
+	for (uint32_t k = 0; k < l->nds && k < MDS_LAYOUT_MAX_DS; k++)
+		if (l->ds[k] == b->ds && s0 < b->size) {
+			b->below = true;
+			return 1;
+		}
+	return 0;
+}
+
+int mds_data_object_reported_missing(struct braid_mds *mds, uint64_t ino, uint32_t ds_id)
+{
+	struct mds_attr a;
+	struct mds_file_map m;
+	int rc = mds_inode_getattr(mds->store, ino, &a);
+	if (!rc && a.type != MDS_REG)
+		rc = -EINVAL;
+	if (!rc)
+		rc = mds_data_map(mds, ino, &m);
+	if (rc)
+		return rc;
+	int in = -1;
+	for (unsigned i = 0; i < m.nset; i++)
+		if ((m.set[i] & MDS_LAYOUT_ID) == ds_id)
+			in = (int)i;
+	if (in < 0)
+		return -EINVAL;
+	if (m.set[in] & MDS_LAYOUT_STALE)
+		return 0;
+	struct seg_below b = {.pol = &m.pol, .ds = ds_id, .size = a.size};
+	if ((rc = mds_layout_list(mds->store, ino, seg_below_one, &b)) < 0)
+		return rc;
+	if (!b.below)
+		return mds_data_object_repair(mds, &a, ds_id);
+	/* said only when it is really gone (the report may be wrong, or old) */
+	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ds_id, &rc);
+	if (!dc)
+		return rc;
+	struct ds_objid id;
+	struct ds_ctl_stat st;
+	mds_data_objid(&a, &id);
+	rc = ds_ctl_stat(dc->clnt, &mds->key, &id, &st);
+	mds_ds_conn_put(dc);
+	if (rc != -ENOENT)
+		return rc;
+	mds_log("inode %llu: its object on data server %u is missing, and bytes below the "
+		"size (%llu) may have been there: not made again empty",
+		(unsigned long long)ino, ds_id, (unsigned long long)a.size);
+	return -EIO;
+}
+
 struct ds_set {
 	uint32_t id[RELEASE_MAX_DS];
 	unsigned n;

@@ -97,6 +97,23 @@ int mds_data_object(struct braid_mds *mds, const struct mds_attr *a, bool create
  * recording and creating it): create it again if the inode lives. */
 int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint32_t ds_id);
 /*
+ * A client holding a layout of ino reports NFS4ERR_STALE from data server
+ * ds_id (LAYOUTERROR, or a LAYOUTRETURN's ff_ioerr4): the object there is
+ * missing.  A data server loses only an object made and never written (a
+ * crash between the LAYOUTGET that made it and the first write, see
+ * dataserver/store.h), and the stock client answers STALE from an NFSv3
+ * data server by asking for the layout again and resending to the same
+ * object (ff_layout_async_handle_error_v3: reset to pNFS, in a loop), so
+ * the object is made again here, empty, under the file's fence epoch,
+ * when no byte below the size can be there: every segment the file has on
+ * ds_id starts at or past its size.  0: made again, or there already (a
+ * CREATE of an existing object changes nothing).  -EINVAL: ds_id holds no
+ * object of the file; -EIO: it is missing and may have held data (said in
+ * the log: lost bytes read as an error, never as zeros); 0 too for a stale
+ * mirror (its resilver makes it).
+ */
+int mds_data_object_reported_missing(struct braid_mds *mds, uint64_t ino, uint32_t ds_id);
+/*
  * The MDS's own writes to a file's objects (proxied WRITE, ALLOCATE,
  * DEALLOCATE, truncation) hold its gate shared (MDS_GATE_WRITE); a
  * resilver's last pass holds it exclusive (MDS_GATE_FREEZE), so that no

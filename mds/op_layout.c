@@ -1167,6 +1167,40 @@ static void report_error(struct mds_layout *lo, struct lo_client *cl, uint64_t i
 	}
 }
 
+/*
+ * Data servers a client reported NFS4ERR_STALE from, for one file: its
+ * object there is missing, and is made again once lo->mu is dropped
+ * (mds_data_object_reported_missing), so that the stock client's next
+ * LAYOUTGET and resent write find it.
+ */
+#define STALE_MAX 8
+struct stale_reports {
+	uint32_t ds[STALE_MAX];
+	unsigned n;
+};
+
+static void stale_note(struct stale_reports *sr, uint64_t ino, const struct layout_ioerr *e)
+{
+	uint32_t ds = layout_devid_ds(e->devid);
+	if (!ino || !ds || e->status != NFS4ERR_STALE || sr->n == STALE_MAX)
+		return;
+	for (unsigned i = 0; i < sr->n; i++)
+		if (sr->ds[i] == ds)
+			return;
+	sr->ds[sr->n++] = ds;
+}
+
+static void stale_repair(struct braid_mds *mds, uint64_t ino, const struct stale_reports *sr)
+{
+	for (unsigned i = 0; i < sr->n; i++) {
+		int rc = mds_data_object_reported_missing(mds, ino, sr->ds[i]);
+		if (rc && rc != -EIO && rc != -EINVAL)
+			mds_log("inode %llu: its object on data server %u, reported missing, "
+				"could not be made again: %s",
+				(unsigned long long)ino, sr->ds[i], strerror(-rc));
+	}
+}
+
 static void report_io(struct mds_layout *lo, struct lo_client *cl, const struct layout_iostat *io)
 {
 	uint32_t ds = layout_devid_ds(io->devid);
@@ -1200,6 +1234,7 @@ static nfsstat4 op_layouterror(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 		if (a->lea_errors.val[i].de_status == NFS4_OK)
 			return NFS4ERR_INVAL; /* §15.6.3: errors, not successes */
 	uint64_t now = nfsd_now_ns();
+	struct stale_reports sr = {.n = 0};
 	pthread_mutex_lock(&lo->mu);
 	struct lo_state *ls = sid_check(lo, &sid, c->clientid, at.ino, &st);
 	if (!st && !ls)
@@ -1210,8 +1245,11 @@ static nfsstat4 op_layouterror(struct nfs41_compound *c, nfs_argop4 *arg, nfs_re
 					 .opnum = (uint32_t)de->de_opnum};
 		memcpy(e.devid, de->de_deviceid, NFS4_DEVICEID4_SIZE);
 		report_error(lo, ls->cl, at.ino, &e, now);
+		stale_note(&sr, at.ino, &e);
 	}
 	pthread_mutex_unlock(&lo->mu);
+	if (!st)
+		stale_repair(mds_of(c), at.ino, &sr);
 	return st;
 }
 
@@ -1268,13 +1306,17 @@ static nfsstat4 return_body(struct nfs41_compound *c, const struct layout_type_o
 	if (rc)
 		return rc == -EBADMSG ? NFS4ERR_BADXDR : NFS4ERR_SERVERFAULT;
 	uint64_t now = nfsd_now_ns();
+	struct stale_reports sr = {.n = 0};
 	pthread_mutex_lock(&lo->mu);
 	struct lo_client *cl = lo_client_get(lo, c->clientid);
-	for (unsigned i = 0; i < r.nerrors; i++)
+	for (unsigned i = 0; i < r.nerrors; i++) {
 		report_error(lo, cl, ino, &r.errors[i], now);
+		stale_note(&sr, ino, &r.errors[i]);
+	}
 	for (unsigned i = 0; i < r.nstats; i++)
 		report_io(lo, cl, &r.stats[i]);
 	pthread_mutex_unlock(&lo->mu);
+	stale_repair(mds_of(c), ino, &sr);
 	return NFS4_OK;
 }
 

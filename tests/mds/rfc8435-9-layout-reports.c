@@ -17,12 +17,21 @@
  *    client reports it, then RW gets NFS4ERR_LAYOUTTRYLATER for everybody;
  *    NOSPC and DQUOT make the client's RW layouts of files there fail with
  *    that status until space is freed; LAYOUTSTATS is counted;
+ *  - an object lost before its first write (a data server crash): the
+ *    client's report of NFS4ERR_STALE from it (LAYOUTERROR, or a
+ *    LAYOUTRETURN's ff_ioerr4) makes the MDS create it again, so the
+ *    write it sends next lands, as the stock client's resend does; one
+ *    that may have held bytes below the size is not made again empty, nor
+ *    is an object on a data server that holds nothing of the file;
  *  - GETDEVICELIST pages through every data server's device ID.
  */
 #include "config.h"
 
 #include "tests/mds/layout-test.h"
 
+#include "tests/dataserver/store-test.h"
+
+#include "mds/data.h"
 #include "mds/fh.h"
 #include "mds/layout.h"
 
@@ -132,6 +141,25 @@ static xdr_opaque return_body(const deviceid4 dev, const stateid4 *sid, uint8_t 
 	CHECK_EQ(xdr_enc_ff_layoutreturn4(&e, &r), 0);
 	CHECK(e.len <= size);
 	xdr_enc_flatten(&e, mem + size); /* the caller gave twice the room */
+	return xdr_opaque_of(mem + size, e.len);
+}
+
+/* An ff_layoutreturn4 body with one error: NFS4ERR_STALE from dev on WRITE. */
+static xdr_opaque stale_body(const deviceid4 dev, const stateid4 *sid, uint8_t *mem, size_t size)
+{
+	device_error4 err;
+	memcpy(err.de_deviceid, dev, sizeof(deviceid4));
+	err.de_status = NFS4ERR_STALE;
+	err.de_opnum = OP_WRITE;
+	ff_ioerr4 ie = {
+	    .ffie_offset = 0, .ffie_length = 8192, .ffie_stateid = *sid, .ffie_errors = {1, &err}};
+	ff_layoutreturn4 r = {.fflr_ioerr_report = {1, &ie}, .fflr_iostats_report = {0, NULL}};
+	struct iovec iov[16];
+	struct xdr_enc e;
+	xdr_enc_init(&e, iov, 16, mem, size, NULL);
+	CHECK_EQ(xdr_enc_ff_layoutreturn4(&e, &r), 0);
+	CHECK(e.len <= size);
+	xdr_enc_flatten(&e, mem + size);
 	return xdr_opaque_of(mem + size, e.len);
 }
 
@@ -480,6 +508,103 @@ static void t_devicelist(void)
 	xdr_arena_release(&ar);
 }
 
+/* The data server crashed after the object's create and before the
+ * header reached the disk: an empty .meta, which it reads as no object. */
+static void lose_object(struct cds *d, uint64_t ino)
+{
+	struct mds_attr a = cl_attr(&L.m, ino);
+	struct ds_objid id;
+	mds_data_objid(&a, &id);
+	char p[PATH_MAX];
+	st_obj_path(d->set.store_dir, &id, ".meta", p, sizeof(p));
+	cds_stop(d);
+	CHECK_EQ(truncate(p, 0), 0);
+	cds_start(&L.m, d);
+}
+
+static int ds_write8k(struct cds *d, const struct lt_layout *l)
+{
+	return lt_ds_write(d, &l->ds[0], 0, buf, 8192, FILE_SYNC, l->ds[0].uid, l->ds[0].gid);
+}
+
+static void t_lost_object(void)
+{
+	struct ts_openres o;
+	lt_create(S, NULL, "lost", &o);
+	struct lt_layout l;
+	CHECK_EQ(lt_get_page(S, &o.fh, LAYOUTIOMODE4_RW, 0, &o.sid, &l), NFS4_OK);
+	CHECK_EQ(l.nmirrors, 1);
+	struct cds *d = lt_ds_of_dev(&L, S, l.ds[0].dev);
+	uint64_t ino = lt_ino(&L, &o.fh);
+	struct cfile cf = {.ino = ino, .attr = cl_attr(&L.m, ino)};
+	cl_fh_of(&L.m, ino, cf.attr.generation, &cf);
+	dt_fill(buf, 0, 8192, 33);
+
+	/* made by the LAYOUTGET, lost before the first write */
+	lose_object(d, ino);
+	CHECK_EQ(cl_obj_stat(&L.m, d, &cf, NULL), -ENOENT);
+	CHECK_EQ(ds_write8k(d, &l), NFS3ERR_STALE);
+	/* a report naming a data server without an object of the file makes none */
+	struct cds *other = NULL;
+	struct lt_layout lo2;
+	for (int i = 0; i < 32 && !other; i++) {
+		char name[16];
+		struct ts_openres o2;
+		snprintf(name, sizeof(name), "elsewhere%d", i);
+		lt_create(S, NULL, name, &o2);
+		CHECK_EQ(lt_get_page(S, &o2.fh, LAYOUTIOMODE4_RW, 0, &o2.sid, &lo2), NFS4_OK);
+		if (lt_ds_of_dev(&L, S, lo2.ds[0].dev) != d)
+			other = lt_ds_of_dev(&L, S, lo2.ds[0].dev);
+		CHECK_EQ(lt_return_all(S, &o2.fh, &lo2.sid), NFS4_OK);
+	}
+	CHECK(other);
+	CHECK_EQ(layouterror(&o.fh, &l.sid, lo2.ds[0].dev, NFS4ERR_STALE, true), NFS4_OK);
+	CHECK_EQ(cl_obj_stat(&L.m, other, &cf, NULL), -ENOENT);
+	/* the client's report makes it again; the write it resends lands */
+	CHECK_EQ(layouterror(&o.fh, &l.sid, l.ds[0].dev, NFS4ERR_STALE, true), NFS4_OK);
+	CHECK_EQ(cl_obj_stat(&L.m, d, &cf, NULL), 0);
+	CHECK_EQ(ds_write8k(d, &l), NFS3_OK);
+	bool changed;
+	uint64_t size;
+	CHECK_EQ(lt_layoutcommit(S, &o.fh, 0, 8192, &l.sid, 8191, &changed, &size), NFS4_OK);
+	CHECK(changed && size == 8192);
+	uint32_t n;
+	CHECK_EQ(lt_ds_read(d, &l.ds[0], 0, rbuf, 8192, l.ds[0].uid, l.ds[0].gid, &n), NFS3_OK);
+	CHECK(n == 8192 && !memcmp(buf, rbuf, 8192));
+	/* a report of an object that is there changes nothing */
+	CHECK_EQ(layouterror(&o.fh, &l.sid, l.ds[0].dev, NFS4ERR_STALE, true), NFS4_OK);
+	CHECK_EQ(lt_ds_read(d, &l.ds[0], 0, rbuf, 8192, l.ds[0].uid, l.ds[0].gid, &n), NFS3_OK);
+	CHECK(n == 8192 && !memcmp(buf, rbuf, 8192));
+
+	/* lost once it held bytes below the size: never made again empty, by
+	 * LAYOUTRETURN's report either */
+	lose_object(d, ino);
+	CHECK_EQ(ds_write8k(d, &l), NFS3ERR_STALE);
+	CHECK_EQ(layouterror(&o.fh, &l.sid, l.ds[0].dev, NFS4ERR_STALE, true), NFS4_OK);
+	CHECK_EQ(cl_obj_stat(&L.m, d, &cf, NULL), -ENOENT);
+	CHECK_EQ(ds_write8k(d, &l), NFS3ERR_STALE);
+	CHECK_EQ(lt_return_all(S, &o.fh, &l.sid), NFS4_OK);
+
+	/* the same loss reported by LAYOUTRETURN, for an object never written */
+	struct ts_openres o3;
+	lt_create(S, NULL, "lost-returned", &o3);
+	CHECK_EQ(lt_get_page(S, &o3.fh, LAYOUTIOMODE4_RW, 0, &o3.sid, &l), NFS4_OK);
+	d = lt_ds_of_dev(&L, S, l.ds[0].dev);
+	ino = lt_ino(&L, &o3.fh);
+	cf = (struct cfile){.ino = ino, .attr = cl_attr(&L.m, ino)};
+	cl_fh_of(&L.m, ino, cf.attr.generation, &cf);
+	lose_object(d, ino);
+	CHECK_EQ(ds_write8k(d, &l), NFS3ERR_STALE);
+	uint8_t mem[4096];
+	CHECK_EQ(lt_layoutreturn(S, &o3.fh, LAYOUTIOMODE4_RW, 0, NFS4_UINT64_MAX, &l.sid,
+				 stale_body(l.ds[0].dev, &l.sid, mem, sizeof(mem) / 2), NULL, NULL),
+		 NFS4_OK);
+	CHECK_EQ(cl_obj_stat(&L.m, d, &cf, NULL), 0);
+	CHECK_EQ(lt_get_page(S, &o3.fh, LAYOUTIOMODE4_RW, 0, &o3.sid, &l), NFS4_OK);
+	CHECK_EQ(ds_write8k(d, &l), NFS3_OK);
+	CHECK_EQ(lt_return_all(S, &o3.fh, &l.sid), NFS4_OK);
+}
+
 int main(void)
 {
 	buf = malloc(2 * MiB);
@@ -491,6 +616,7 @@ int main(void)
 	t_return_reports();
 	t_devicelist();
 	t_nospc();
+	t_lost_object();
 	t_layouterror_steers(); /* last: the failing data server stays avoided */
 	nfs41c_session_destroy(S);
 	lt_finish(&L);
