@@ -494,9 +494,8 @@ int mds_data_object_reported_missing(struct braid_mds *mds, uint64_t ino, uint32
 	struct seg_below b = {.pol = &m.pol, .ds = ds_id, .size = a.size};
 	if ((rc = mds_layout_list(mds->store, ino, seg_below_one, &b)) < 0)
 		return rc;
-	if (!b.below)
-		return mds_data_object_repair(mds, &a, ds_id);
-	/* said only when it is really gone (the report may be wrong, or old) */
+	/* acted on, and said, only when it is really gone: the report may be
+	 * old, wrong or hostile */
 	struct mds_ds_conn *dc = mds_ds_conn_get(mds, ds_id, &rc);
 	if (!dc)
 		return rc;
@@ -507,6 +506,8 @@ int mds_data_object_reported_missing(struct braid_mds *mds, uint64_t ino, uint32
 	mds_ds_conn_put(dc);
 	if (rc != -ENOENT)
 		return rc;
+	if (!b.below)
+		return mds_data_object_repair(mds, &a, ds_id);
 	mds_log("inode %llu: its object on data server %u is missing, and bytes below the "
 		"size (%llu) may have been there: not made again empty",
 		(unsigned long long)ino, ds_id, (unsigned long long)a.size);
