@@ -489,7 +489,9 @@ int mds_data_object_reported_missing(struct braid_mds *mds, uint64_t ino, uint32
 			in = (int)i;
 	if (in < 0)
 		return -EINVAL;
-	if (m.set[in] & MDS_LAYOUT_STALE)
+	/* a stale mirror is its resilver's; an erasure-coded file's chunks
+	 * (parity among them, named otherwise) are its rebuild's (mds/ec.h) */
+	if ((m.set[in] & MDS_LAYOUT_STALE) || layout_is_ec(&m.pol))
 		return 0;
 	struct seg_below b = {.pol = &m.pol, .ds = ds_id, .size = a.size};
 	if ((rc = mds_layout_list(mds->store, ino, seg_below_one, &b)) < 0)

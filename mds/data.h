@@ -109,8 +109,9 @@ int mds_data_object_repair(struct braid_mds *mds, const struct mds_attr *a, uint
  * ds_id starts at or past its size.  0: made again, or there already (a
  * CREATE of an existing object changes nothing).  -EINVAL: ds_id holds no
  * object of the file; -EIO: it is missing and may have held data (said in
- * the log: lost bytes read as an error, never as zeros); 0 too for a stale
- * mirror (its resilver makes it).
+ * the log: lost bytes read as an error, never as zeros); 0, and nothing
+ * done, for a stale mirror (its resilver makes it) and for an
+ * erasure-coded file (its rebuild, mds/ec.h).
  */
 int mds_data_object_reported_missing(struct braid_mds *mds, uint64_t ino, uint32_t ds_id);
 /*

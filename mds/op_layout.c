@@ -1194,7 +1194,7 @@ static void stale_repair(struct braid_mds *mds, uint64_t ino, const struct stale
 {
 	for (unsigned i = 0; i < sr->n; i++) {
 		int rc = mds_data_object_reported_missing(mds, ino, sr->ds[i]);
-		if (rc && rc != -EIO && rc != -EINVAL)
+		if (rc && rc != -EIO && rc != -EINVAL && rc != -ESTALE)
 			mds_log("inode %llu: its object on data server %u, reported missing, "
 				"could not be made again: %s",
 				(unsigned long long)ino, sr->ds[i], strerror(-rc));

@@ -22,7 +22,8 @@
  *    LAYOUTRETURN's ff_ioerr4) makes the MDS create it again, so the
  *    write it sends next lands, as the stock client's resend does; one
  *    that may have held bytes below the size is not made again empty, nor
- *    is an object on a data server that holds nothing of the file;
+ *    is an object on a data server that holds nothing of the file, nor an
+ *    erasure-coded file's chunk (its rebuild's);
  *  - GETDEVICELIST pages through every data server's device ID.
  */
 #include "config.h"
@@ -603,6 +604,22 @@ static void t_lost_object(void)
 	CHECK_EQ(lt_get_page(S, &o3.fh, LAYOUTIOMODE4_RW, 0, &o3.sid, &l), NFS4_OK);
 	CHECK_EQ(ds_write8k(d, &l), NFS3_OK);
 	CHECK_EQ(lt_return_all(S, &o3.fh, &l.sid), NFS4_OK);
+
+	/* an erasure-coded file's lost chunk is its rebuild's, not made empty here */
+	struct ts_fh ecdir;
+	lt_mkdir_policy(&L, "ec-lost", "ec,k=2,m=1", &ecdir);
+	struct ts_openres o4;
+	lt_create(S, &ecdir, "e", &o4);
+	CHECK_EQ(lt_get_page(S, &o4.fh, LAYOUTIOMODE4_RW, 0, &o4.sid, &l), NFS4_OK);
+	d = lt_ds_of_dev(&L, S, l.ds[0].dev);
+	ino = lt_ino(&L, &o4.fh);
+	cf = (struct cfile){.ino = ino, .attr = cl_attr(&L.m, ino)};
+	cl_fh_of(&L.m, ino, cf.attr.generation, &cf);
+	CHECK_EQ(cl_obj_stat(&L.m, d, &cf, NULL), 0);
+	lose_object(d, ino);
+	CHECK_EQ(layouterror(&o4.fh, &l.sid, l.ds[0].dev, NFS4ERR_STALE, true), NFS4_OK);
+	CHECK_EQ(cl_obj_stat(&L.m, d, &cf, NULL), -ENOENT);
+	CHECK_EQ(lt_return_all(S, &o4.fh, &l.sid), NFS4_OK);
 }
 
 int main(void)
