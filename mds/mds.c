@@ -91,6 +91,13 @@ const struct conf_schema mds_conf_schema[] = {
 	{ "mds", NULL, "data_io", CONF_ENUM, .values = data_io_modes, .def = "proxy", S(data_io),
 	  .desc = "READ/WRITE of file data sent to the MDS: proxy them to the data server, or "
 		  "refuse them (to prove that clients use layouts)." },
+	{ "mds", NULL, "small_file_threshold", CONF_SIZE, .max = 1ll << 40, .def = "1M",
+	  S(small_file_threshold),
+	  .desc = "With data_io = proxy: NFSv4.1 and 4.2 clients write files smaller than "
+		  "this through the MDS instead of asking for a layout (the mdsthreshold "
+		  "attribute, RFC 8881 §5.12.15; Linux honours it): a small file costs its "
+		  "writer no LAYOUTGET and LAYOUTCOMMIT round trips.  Reads still go to the "
+		  "data servers.  0: every write through layouts." },
 	{ "mds", NULL, "heartbeat_interval", CONF_DURATION, .min = 1000, .max = 600000,
 	  .def = "5s", S(heartbeat_ms), .desc = "How often data servers report in." },
 	{ "mds", NULL, "ds_timeout", CONF_DURATION, .min = 2000, .max = 3600000, .def = "20s",

@@ -45,6 +45,7 @@ struct mds_settings {
 	char nsm_name[256];	       /* SM_NOTIFY's mon_name; "": the address called */
 	int64_t nlm_rpcbind_port;      /* clients' rpcbind port, for callbacks (111) */
 	int data_io;		       /* enum mds_data_io */
+	uint64_t small_file_threshold; /* proxy: smaller files written through the MDS; 0: none */
 	uint64_t heartbeat_ms;	       /* interval asked of data servers */
 	uint64_t ds_timeout_ms;	       /* no heartbeat this long: DS is down */
 	uint64_t resilver_rate;	       /* bytes/s a resilver copy reads; 0: no bound */

@@ -51,7 +51,7 @@ static const uint32_t attr_supp[NW] = {
 	A1(FATTR4_TIME_MODIFY_SET) | A1(FATTR4_MOUNTED_ON_FILEID) | A1(FATTR4_FS_LAYOUT_TYPES),
     A2(FATTR4_LAYOUT_BLKSIZE) | A2(FATTR4_LAYOUT_ALIGNMENT) | A2(FATTR4_MODE_SET_MASKED) |
 	A2(FATTR4_SUPPATTR_EXCLCREAT) | A2(FATTR4_CHANGE_ATTR_TYPE) | A2(FATTR4_MODE_UMASK) |
-	A2(FATTR4_XATTR_SUPPORT),
+	A2(FATTR4_XATTR_SUPPORT) | A2(FATTR4_MDSTHRESHOLD),
 };
 /* NFSv4.2 only (RFC 7862 §12.2, RFC 8275, RFC 8276 §8.2): not in 4.1. */
 static const uint32_t attr_v42[NW] = {
@@ -87,10 +87,26 @@ static bool has(const uint32_t *w, unsigned n)
  * those after are 4.1's (RFC 8881 §5.8.2) or 4.2's. */
 #define ATTR_V40_LAST FATTR4_MOUNTED_ON_FILEID
 
-static void supported_of(uint32_t minor, uint32_t out[NW])
+/*
+ * mdsthreshold (RFC 8881 §5.12.15) is offered only while the MDS serves
+ * file data ([mds] data_io = proxy) and small_file_threshold is set: a
+ * client that knows of it asks for it in every OPEN (Linux since 3.5) and
+ * sends the data of files below it to the MDS instead of asking for
+ * layouts.
+ */
+static bool threshold_on(const struct braid_mds *mds)
+{
+	return mds->set.data_io == MDS_DATA_PROXY && mds->set.small_file_threshold;
+}
+
+/* The attributes minor version 'minor' supports; mds NULL: mdsthreshold
+ * counted in (decoding attributes to set, where it is read-only either way). */
+static void supported_of(uint32_t minor, const struct braid_mds *mds, uint32_t out[NW])
 {
 	for (unsigned i = 0; i < NW; i++) {
 		out[i] = attr_supp[i] & (minor >= 2 ? ~0u : ~attr_v42[i]);
+		if (i == FATTR4_MDSTHRESHOLD / 32 && mds && !threshold_on(mds))
+			out[i] &= ~A2(FATTR4_MDSTHRESHOLD);
 		if (minor == 0 && 32 * i > ATTR_V40_LAST)
 			out[i] = 0;
 		else if (minor == 0 && 32 * i + 31 > ATTR_V40_LAST)
@@ -233,7 +249,7 @@ static int enc_one(struct xdr_enc *e, struct enc *x, unsigned n)
 	nfstime4 t;
 	switch (n) {
 	case FATTR4_SUPPORTED_ATTRS:
-		supported_of(x->c->minorversion, w);
+		supported_of(x->c->minorversion, x->mds, w);
 		return enc_bitmap(e, w);
 	case FATTR4_TYPE:
 		return xdr_enc_uint32(e, a->type);
@@ -348,12 +364,27 @@ static int enc_one(struct xdr_enc *e, struct enc *x, unsigned n)
 	case FATTR4_LAYOUT_ALIGNMENT:
 		return xdr_enc_uint32(e, MDS_IO_MAX);
 	case FATTR4_SUPPATTR_EXCLCREAT:
-		supported_of(x->c->minorversion, w);
+		supported_of(x->c->minorversion, x->mds, w);
 		for (unsigned i = 0; i < NW; i++)
 			w[i] &= attr_set[i];
 		return enc_bitmap(e, w);
 	case FATTR4_CHANGE_ATTR_TYPE:
 		return xdr_enc_uint32(e, NFS4_CHANGE_TYPE_IS_MONOTONIC_INCR);
+	case FATTR4_MDSTHRESHOLD: {
+		/* one hint, threshold4_write_size: a file smaller than it has
+		 * its data written through the MDS; reads keep their layouts
+		 * (the OPEN hands out the read layout of a whole file) */
+		uint64_t thr = x->mds->set.small_file_threshold;
+		uint8_t v[8];
+		for (unsigned i = 0; i < 8; i++)
+			v[i] = (uint8_t)(thr >> (56 - 8 * i));
+		uint32_t hints = 1u << TH4_WRITE_SIZE;
+		threshold_item4 it = {.thi_layout_type = LAYOUT4_FLEX_FILES,
+				      .thi_hintset = {.len = 1, .val = &hints},
+				      .thi_hintlist = xdr_opaque_of(v, sizeof(v))};
+		fattr4_mdsthreshold m = {.mth_hints = {.len = 1, .val = &it}};
+		return xdr_enc_fattr4_mdsthreshold(e, &m);
+	}
 	}
 	return xdr_enc_error(e, -ENOTSUP); /* a supported attribute without a case */
 }
@@ -392,10 +423,10 @@ static nfsstat4 encode_words(struct enc *x, const uint32_t w[NW], fattr4 *out)
 }
 
 /* want ∩ supported, in NW words; NFS4ERR_INVAL if it has a write-only one. */
-static nfsstat4 want_words(uint32_t minor, const bitmap4 *want, uint32_t w[NW])
+static nfsstat4 want_words(const struct nfs41_compound *c, const bitmap4 *want, uint32_t w[NW])
 {
 	uint32_t s[NW];
-	supported_of(minor, s);
+	supported_of(c->minorversion, mds_of(c), s);
 	for (unsigned i = 0; i < NW; i++) {
 		w[i] = (i < want->len ? want->val[i] : 0) & s[i];
 		if (w[i] & attr_wo[i])
@@ -408,7 +439,7 @@ nfsstat4 mds_attr_encode_fh(struct nfs41_compound *c, const struct mds_attr *att
 			    uint32_t fhlen, const bitmap4 *want, fattr4 *out)
 {
 	uint32_t w[NW];
-	nfsstat4 st = want_words(c->minorversion, want, w);
+	nfsstat4 st = want_words(c, want, w);
 	if (st)
 		return st;
 	struct enc x = {.c = c, .mds = mds_of(c), .a = attr, .fh = fh, .fhlen = fhlen};
@@ -503,7 +534,7 @@ static nfsstat4 decode_set(struct nfs41_compound *c, const fattr4 *in, bool crea
 {
 	struct mds_setattr_args *a = r->a;
 	uint32_t s[NW];
-	supported_of(c->minorversion, s);
+	supported_of(c->minorversion, NULL, s);
 	memset(r->bits, 0, sizeof(r->bits));
 	for (uint32_t i = 0; i < in->attrmask.len; i++) {
 		uint32_t v = in->attrmask.val[i];
@@ -812,6 +843,7 @@ static int skip_one(struct xdr_dec *d, unsigned n)
 		utf8str_mixed s;
 		nfstime4 t;
 		fattr4_fs_layout_types lt;
+		fattr4_mdsthreshold th;
 	} u;
 	switch (n) {
 	case FATTR4_SUPPORTED_ATTRS:
@@ -873,6 +905,8 @@ static int skip_one(struct xdr_dec *d, unsigned n)
 		return xdr_dec_nfstime4(d, &u.t);
 	case FATTR4_FS_LAYOUT_TYPES:
 		return xdr_dec_fattr4_fs_layout_types(d, &u.lt);
+	case FATTR4_MDSTHRESHOLD:
+		return xdr_dec_fattr4_mdsthreshold(d, &u.th);
 	}
 	return -ENOTSUP;
 }
@@ -884,7 +918,7 @@ static nfsstat4 verify_same(struct nfs41_compound *c, const fattr4 *in, bool *sa
 	if (st)
 		return st;
 	uint32_t s[NW], w[NW] = {0};
-	supported_of(c->minorversion, s);
+	supported_of(c->minorversion, mds_of(c), s);
 	for (uint32_t i = 0; i < in->attrmask.len; i++) {
 		uint32_t v = in->attrmask.val[i];
 		if (i >= NW ? v != 0 : (v & ~s[i]) != 0)

@@ -327,6 +327,9 @@ void at_decode(const fattr4 *f, struct xdr_arena *arena, struct at_attrs *o)
 		case FATTR4_FS_LAYOUT_TYPES:
 			rc = xdr_dec_fattr4_fs_layout_types(&d, &o->layout_types);
 			break;
+		case FATTR4_MDSTHRESHOLD:
+			rc = xdr_dec_fattr4_mdsthreshold(&d, &o->mdsthreshold);
+			break;
 		default:
 			fprintf(stderr, "attribute %u returned but unknown to the test\n", n);
 			rc = -1;

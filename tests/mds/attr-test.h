@@ -125,6 +125,7 @@ struct at_attrs {
 	char owner[64], group[64];
 	nfstime4 atime, btime, delta, ctime, mtime;
 	fattr4_fs_layout_types layout_types;
+	fattr4_mdsthreshold mdsthreshold;
 };
 
 /* Decodes every attribute in f->attrmask; fails on one it does not know. */

@@ -57,6 +57,69 @@ struct obj {
 	uint8_t type;
 };
 
+/*
+ * mdsthreshold (RFC 8881 §5.12.15): one flexfiles item whose only hint is
+ * threshold4_write_size, want (big-endian length4, the hint list's one
+ * value), the size under which Linux writes a file through the MDS.
+ */
+static void check_threshold(const struct at_attrs *g, uint64_t want)
+{
+	CHECK(at_has(&g->mask, FATTR4_MDSTHRESHOLD));
+	CHECK_EQ(g->mdsthreshold.mth_hints.len, 1);
+	const threshold_item4 *it = &g->mdsthreshold.mth_hints.val[0];
+	CHECK_EQ(it->thi_layout_type, LAYOUT4_FLEX_FILES);
+	CHECK_EQ(it->thi_hintset.len, 1);
+	CHECK_EQ(it->thi_hintset.val[0], 1u << TH4_WRITE_SIZE);
+	CHECK_EQ(it->thi_hintlist.len, 8);
+	uint64_t v = 0;
+	for (unsigned i = 0; i < 8; i++)
+		v = v << 8 | ((const uint8_t *)it->thi_hintlist.val)[i];
+	CHECK_EQ(v, want);
+}
+
+/* Restarts t's MDS with its config plus line: whether it offers mdsthreshold
+ * (supported_attrs, 4.1 and 4.2), and its value on fh when it does. */
+static bool threshold_after(struct mt *t, struct at *a, const char *line, uint64_t file,
+			    uint32_t export_id, struct xdr_arena *arena, uint64_t *value)
+{
+	static char base[20000];
+	if (!base[0]) { /* the config as mt_prepare wrote it, once */
+		FILE *f = fopen(t->conf_path, "r");
+		CHECK(f);
+		size_t n = fread(base, 1, sizeof(base) - 1, f);
+		CHECK(n > 0 && n < sizeof(base) - 1 && fclose(f) == 0);
+		base[n] = 0;
+	}
+	char conf[sizeof(base) + 128];
+	snprintf(conf, sizeof(conf), "%s%s", base, line);
+	at_close(a);
+	mt_stop(t);
+	mt_write_file(t->conf_path, conf, 0644);
+	mt_boot(t);
+	at_open(a, t, "attrs-threshold");
+	nfs_fh4 fh = at_fh(t, arena, file, export_id);
+	bool on[3] = {false, false, false};
+	for (uint32_t minor = 1; minor <= 2; minor++) {
+		struct at_attrs g;
+		CHECK_EQ(at_get(a, minor, &at_root, &fh,
+				mt_bitmap(arena, FATTR4_SUPPORTED_ATTRS, FATTR4_MDSTHRESHOLD, -1), arena,
+				&g),
+			 NFS4_OK);
+		on[minor] = at_has(&g.supported, FATTR4_MDSTHRESHOLD);
+		/* asked for but not supported: left out of the answer */
+		CHECK_EQ(at_has(&g.mask, FATTR4_MDSTHRESHOLD), on[minor]);
+		if (on[minor]) {
+			*value = 0;
+			const threshold_item4 *it = &g.mdsthreshold.mth_hints.val[0];
+			CHECK(g.mdsthreshold.mth_hints.len == 1 && it->thi_hintlist.len == 8);
+			for (unsigned i = 0; i < 8; i++)
+				*value = *value << 8 | ((const uint8_t *)it->thi_hintlist.val)[i];
+		}
+	}
+	CHECK_EQ(on[1], on[2]);
+	return on[1];
+}
+
 int main(void)
 {
 	struct mt t;
@@ -209,6 +272,7 @@ int main(void)
 			CHECK_EQ(g.btime.seconds, m.btime.sec);
 			if (o->type == MDS_CHR)
 				CHECK(g.rawdev.specdata1 == 5 && g.rawdev.specdata2 == 1);
+			check_threshold(&g, 1 << 20); /* small_file_threshold's default */
 			if (minor == 2) {
 				CHECK_EQ(g.change_attr_type, NFS4_CHANGE_TYPE_IS_MONOTONIC_INCR);
 				CHECK(g.xattr_support);
@@ -307,6 +371,19 @@ int main(void)
 			&arena, &g0),
 		 NFS4_OK);
 	CHECK(g0.unique_handles);
+
+	/* mdsthreshold follows small_file_threshold, and only while the MDS
+	 * serves file data (data_io = proxy) */
+	{
+		uint32_t did = at_export_id(&t, "/data");
+		uint64_t v = 0;
+		CHECK(threshold_after(&t, &a, "small_file_threshold = 64k\n", file, did, &arena, &v));
+		CHECK_EQ(v, 64 << 10);
+		CHECK(!threshold_after(&t, &a, "small_file_threshold = 0\n", file, did, &arena, &v));
+		CHECK(threshold_after(&t, &a, "small_file_threshold = 3m\n", file, did, &arena, &v));
+		CHECK_EQ(v, 3 << 20);
+		CHECK(!threshold_after(&t, &a, "data_io = refuse\n", file, did, &arena, &v));
+	}
 
 	at_close(&a);
 	xdr_arena_release(&arena);
