@@ -835,6 +835,63 @@ check_unreach() {
 	ok "$((UNREACH_FILES * 4)) writes and reads, the slowest $worst s"
 	within "$worst" "$UNREACH_BOUND" || fail "an operation took $worst s, more than $UNREACH_BOUND s"
 	rm -f /tmp/un.*
+	small_through_mds
+}
+
+# ms_op OP: how many OPs this mount sent (mountstats' per-op line)
+ms_op() {
+	awk -v on=" mounted on $MNT " -v op="$1:" '/^device /{m = index($0, on) > 0}
+		m && $1 == op { n = $2 } END { print n + 0 }' /proc/self/mountstats
+}
+# mds_op OP: how many OPs braid-mds ran (braid_nfs4_ops_total)
+mds_op() {
+	mm=
+	for dm in $PNFS_METRICS; do case $dm in mds=*) mm=${dm#mds=};; esac; done
+	wget -q -O - "http://$mm/metrics" 2>/dev/null |
+		awk -v op="op=\"$1\"" '$1 ~ /^braid_nfs4_ops_total\{/ && index($1, op) { n += $2 } END { print n + 0 }'
+}
+
+# small_through_mds (data_io = proxy, small_file_threshold 1M by default):
+# files of 64 KiB, written as cp writes them (no fsync: the close flushes
+# them), go through braid-mds, which offers mdsthreshold in every OPEN:
+# no LAYOUTGET leaves this mount for them, braid-mds runs a WRITE for each,
+# and they read back; a 2 MiB file written after them still asks for its
+# layout (the threshold is the file's size, not the write's).  The WRITEs
+# braid-mds ran meanwhile are reported, so that the host's check of the
+# fallback (run.sh) counts only the others.
+small_through_mds() {
+	step small-write "files below small_file_threshold are written through the MDS"
+	mkdir -p "$MNT/whole/$W/small" || die "mkdir $MNT/whole/$W/small"
+	lg0=$(ms_op LAYOUTGET) w0=$(mds_op WRITE)
+	i=0
+	while [ $i -lt 4 ]; do
+		dd if=/dev/urandom of=/tmp/sm.$i bs=1k count=64 2>/dev/null || die "urandom"
+		cp /tmp/sm.$i "$MNT/whole/$W/small/s$i" || fail "cp of a 64 KiB file"
+		i=$((i + 1))
+	done
+	lg1=$(ms_op LAYOUTGET) w1=$(mds_op WRITE)
+	eq "LAYOUTGETs sent for 4 files of 64 KiB" $((lg1 - lg0)) 0
+	if [ $((w1 - w0)) -ge 4 ]; then
+		ok "braid-mds ran $((w1 - w0)) WRITEs for them"
+	else
+		fail "braid-mds ran $((w1 - w0)) WRITEs for 4 small files (mdsthreshold not honoured?)"
+	fi
+	dd if=/dev/urandom of=/tmp/sm.big bs=1M count=2 2>/dev/null || die "urandom"
+	cp /tmp/sm.big "$MNT/whole/$W/small/big" || fail "cp of a 2 MiB file"
+	lg2=$(ms_op LAYOUTGET)
+	[ $((lg2 - lg1)) -ge 1 ] && ok "the 2 MiB file asked for a layout" ||
+		fail "no LAYOUTGET for a 2 MiB file"
+	dropcaches
+	for f in 0 1 2 3; do
+		[ "$(md5sum < "$MNT/whole/$W/small/s$f")" = "$(md5sum < /tmp/sm.$f)" ] ||
+			fail "small file s$f read back differs"
+	done
+	[ "$(md5sum < "$MNT/whole/$W/small/big")" = "$(md5sum < /tmp/sm.big)" ] ||
+		fail "the 2 MiB file read back differs"
+	ok "the small files and the 2 MiB file read back"
+	# for the host, whose fallback check counts braid-mds's WRITEs
+	echo "@@PNFS small-mds-writes $(($(mds_op WRITE) - w0))"
+	rm -f /tmp/sm.*
 }
 
 # krb5_setup: the guest's Kerberos client from run.sh's /files/krb5:
