@@ -33,6 +33,7 @@
 #define SP_NIL	   UINT32_MAX
 #define SP_BUCKETS MDS_SPACE_QUEUE_MAX /* a power of 2 */
 #define SP_MAX_DS  64
+#define SP_ROUND   256 /* files summed in one round, at most */
 
 _Static_assert((SP_BUCKETS & (SP_BUCKETS - 1)) == 0, "buckets: a power of 2");
 
@@ -145,8 +146,11 @@ static void set_done(struct mds_op *op)
 	free(op);
 }
 
-int mds_space_update(struct braid_mds *mds, uint64_t ino)
+/* STATs ino's objects; *rec: the op recording a new sum, to submit (NULL
+ * when the sum is unchanged).  mds_space_update's errors. */
+static int space_sum(struct braid_mds *mds, uint64_t ino, struct mds_op **rec)
 {
+	*rec = NULL;
 	struct mds_attr at;
 	int rc = mds_inode_getattr(mds->store, ino, &at);
 	if (rc == -ENOENT || rc == -ESTALE || (!rc && at.type != MDS_REG))
@@ -193,8 +197,28 @@ int mds_space_update(struct braid_mds *mds, uint64_t ino)
 	op->args.setattr =
 	    (struct mds_setattr_args){.ino = ino, .mask = MDS_SET_SPACE_USED, .space_used = sum};
 	op->done = set_done;
-	mds_store_submit(mds->store, op);
+	*rec = op;
 	return 0;
+}
+
+int mds_space_update(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_op *op;
+	int rc = space_sum(mds, ino, &op);
+	if (op)
+		mds_store_submit(mds->store, op);
+	return rc;
+}
+
+/* The list whose head is due for the round under way: a fresh entry due
+ * before horizon, else a retry due now; NULL when neither.  With mu. */
+static struct sp_list *sp_next(struct mds_space *sp, uint64_t horizon, uint64_t now)
+{
+	if (sp->fresh.head != SP_NIL && sp->ents[sp->fresh.head].due_ns <= horizon)
+		return &sp->fresh;
+	if (sp->retry.head != SP_NIL && sp->ents[sp->retry.head].due_ns <= now)
+		return &sp->retry;
+	return NULL;
 }
 
 static void *space_main(void *arg)
@@ -226,24 +250,45 @@ static void *space_main(void *arg)
 			}
 			continue;
 		}
-		uint32_t tries;
-		uint64_t ino = sp_pop(sp, l, &tries);
+		/*
+		 * A round: the due entry, and the fresh ones due within
+		 * MDS_SPACE_BATCH_MS, their new sums recorded together (one
+		 * store commit for the round, not one per file beside the
+		 * clients' own).
+		 */
+		struct mds_op *recs[SP_ROUND];
+		unsigned nrec = 0, taken = 0;
+		uint64_t horizon = now + MDS_SPACE_BATCH_MS * 1000000ull;
+		while (l && taken < SP_ROUND && !sp->stop) {
+			uint32_t tries;
+			uint64_t ino = sp_pop(sp, l, &tries);
+			taken++;
+			pthread_mutex_unlock(&sp->mu);
+			struct mds_op *rec;
+			int rc = space_sum(sp->mds, ino, &rec);
+			if (rec)
+				recs[nrec++] = rec;
+			if (!rc)
+				nfsd_metric_add(sp->m_updates, 1);
+			pthread_mutex_lock(&sp->mu);
+			/* noted again meanwhile: that note's round comes anyway */
+			if (rc && !sp->stop && !sp_find(sp, ino)) {
+				bool again =
+				    tries + 1 < MDS_SPACE_TRIES &&
+				    sp_push(sp, &sp->retry, ino,
+					    nfsd_now_ns() + MDS_SPACE_RETRY_MS * 1000000ull, tries + 1);
+				nfsd_metric_add(again ? sp->m_retries : sp->m_dropped, 1);
+				if (!again && rc != -EAGAIN)
+					mds_log("inode %llu: space used not summed: %s; it stays until "
+						"the file changes again",
+						(unsigned long long)ino, strerror(-rc));
+			}
+			l = sp_next(sp, horizon, nfsd_now_ns());
+		}
 		pthread_mutex_unlock(&sp->mu);
-		int rc = mds_space_update(sp->mds, ino);
-		if (!rc)
-			nfsd_metric_add(sp->m_updates, 1);
+		for (unsigned i = 0; i < nrec; i++)
+			mds_store_submit(sp->mds->store, recs[i]);
 		pthread_mutex_lock(&sp->mu);
-		/* noted again meanwhile: that note's round comes anyway */
-		if (!rc || sp->stop || sp_find(sp, ino))
-			continue;
-		bool again = tries + 1 < MDS_SPACE_TRIES &&
-			     sp_push(sp, &sp->retry, ino,
-				     nfsd_now_ns() + MDS_SPACE_RETRY_MS * 1000000ull, tries + 1);
-		nfsd_metric_add(again ? sp->m_retries : sp->m_dropped, 1);
-		if (!again && rc != -EAGAIN)
-			mds_log("inode %llu: space used not summed: %s; it stays until the file "
-				"changes again",
-				(unsigned long long)ino, strerror(-rc));
 	}
 	pthread_mutex_unlock(&sp->mu);
 	return NULL;

@@ -17,7 +17,10 @@
  * the inode and returns at once.  One thread takes each inode after it
  * has waited MDS_SPACE_SETTLE_MS (so a burst of writes costs one round of
  * STATs), STATs its objects and records the sum, moving neither change
- * nor ctime (MDS_SET_SPACE_USED alone, mds/store.h).
+ * nor ctime (MDS_SET_SPACE_USED alone, mds/store.h).  A round takes, with
+ * the inode due, those due within the next MDS_SPACE_BATCH_MS (up to 256)
+ * and records their sums together: one store commit per round, not one
+ * per file written, beside the clients' own commits.
  *
  * Bounds: at most MDS_SPACE_QUEUE_MAX inodes wait (one entry per inode:
  * a note for an inode already waiting changes nothing); a note beyond that
@@ -43,6 +46,7 @@ struct braid_mds;
 
 #define MDS_SPACE_QUEUE_MAX 65536
 #define MDS_SPACE_SETTLE_MS 250
+#define MDS_SPACE_BATCH_MS  100
 #define MDS_SPACE_RETRY_MS  5000
 #define MDS_SPACE_TRIES	    12
 
