@@ -20,8 +20,10 @@
 #                 what it checks) on the export /; it must end with
 #                 POSIX-OK, and braid-mds must have run no READ, WRITE or
 #                 COMMIT meanwhile: the client's data went through layouts
-#                 (with data_io = proxy, as posix-run.sh --server braid
-#                 runs it, a passing run sends the MDS none either).
+#                 (data_io = refuse: no mdsthreshold is offered.  With
+#                 data_io = proxy, as posix-run.sh --server braid runs it,
+#                 files below small_file_threshold are written through
+#                 the MDS).
 # nfs3            the POSIX workload over NFSv3 (vers=3), its fcntl locks
 #                 through the guest kernel's lockd and NLM: the guest mounts
 #                 braid-mds at 10.0.2.101, a clientvm --fwd address whose
