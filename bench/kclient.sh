@@ -3,7 +3,9 @@
 # tests/linux-client/clientvm) against braid and against NFS-Ganesha in
 # the same run, phase by phase, with ratios (issue 20).
 #
-# On this host's loopback: braid-mds (its defaults: data_io = proxy) with
+# On this host's loopback: braid-mds (its defaults: data_io = proxy, and
+# small_file_threshold = 1M, so the small-file phase's files are written
+# through the MDS: no LAYOUTGET or LAYOUTCOMMIT for them) with
 # 2 braid-ds (tests/linux-client/cluster.sh's start_braid), and Debian's
 # ganesha.nfsd (FSAL VFS, NFSv4.1/4.2 only, no grace period; configured
 # here as bench/mds configures it), their stores and Ganesha's export all
@@ -194,7 +196,7 @@ setup = dict(zip(["backend", "kernel", "rounds", "mib", "files", "small_files", 
                   "store", "store_fstype", "store_dev", "guest_clock"], sys.argv[1:]))
 for k in ("rounds", "mib", "files", "small_files", "small_kib"):
     setup[k] = int(setup[k])
-setup["braid"] = "braid-mds (data_io = proxy) + 2 braid-ds, loopback"
+setup["braid"] = "braid-mds (data_io = proxy, small_file_threshold = 1M) + 2 braid-ds, loopback"
 setup["ganesha"] = "ganesha.nfsd FSAL VFS, NFSv4 only, loopback"
 setup["mount"] = "vers=4.1"
 PHASES = [("write", "MB/s"), ("read", "MB/s"), ("create", "files/s"), ("ls", "entries/s"),
