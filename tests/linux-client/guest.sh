@@ -257,6 +257,11 @@ trace_report() {
 	echo "@@PNFS trace-end"
 }
 
+# mds_metrics_addr: braid-mds's metrics address (PNFS_METRICS' mds=)
+mds_metrics_addr() {
+	for dm in $PNFS_METRICS; do case $dm in mds=*) echo "${dm#mds=}"; return;; esac; done
+}
+
 # snapshot AFTER: the counters of every daemon (PNFS_METRICS) that the host
 # judges, as "@@M AFTER DAEMON SAMPLE VALUE" lines; "@@M-FAIL AFTER DAEMON"
 # for one that does not answer
@@ -776,8 +781,7 @@ check_lost() {
 	# it lost; its copies are rebuilt from their mirrors
 	echo "@@PNFS lost2-start"
 	step rebuild "another data server lost for good: its copies rebuilt"
-	mm=
-	for dm in $PNFS_METRICS; do case $dm in mds=*) mm=${dm#mds=};; esac; done
+	mm=$(mds_metrics_addr)
 	lw=0 rebuilt=0
 	rt0=$(now)
 	while [ $lw -lt 360 ]; do
@@ -845,9 +849,7 @@ ms_op() {
 }
 # mds_op OP: how many OPs braid-mds ran (braid_nfs4_ops_total)
 mds_op() {
-	mm=
-	for dm in $PNFS_METRICS; do case $dm in mds=*) mm=${dm#mds=};; esac; done
-	wget -q -O - "http://$mm/metrics" 2>/dev/null |
+	wget -q -O - "http://$(mds_metrics_addr)/metrics" 2>/dev/null |
 		awk -v op="op=\"$1\"" '$1 ~ /^braid_nfs4_ops_total\{/ && index($1, op) { n += $2 } END { print n + 0 }'
 }
 
@@ -986,8 +988,7 @@ krb5_contexts() {
 # destroyed the client ID.  (A CLOSE or LAYOUTRETURN the server refuses
 # leaves a layout, and DESTROY_CLIENTID then gets NFS4ERR_CLIENTID_BUSY.)
 krb5_left() {
-	mm=
-	for dm in $PNFS_METRICS; do case $dm in mds=*) mm=${dm#mds=};; esac; done
+	mm=$(mds_metrics_addr)
 	if wget -q -O /tmp/mm "http://$mm/metrics" 2>/dev/null; then
 		for g in braid_mds_clients braid_mds_layouts_outstanding; do
 			eq "$1: braid-mds's $g" "$(awk -v g=$g '$1 == g { printf "%d", $2 }' /tmp/mm)" 0

@@ -62,6 +62,16 @@ struct obj {
  * threshold4_write_size, want (big-endian length4, the hint list's one
  * value), the size under which Linux writes a file through the MDS.
  */
+/* The one hint's value: the hint list's 8 bytes, big-endian. */
+static uint64_t hint_value(const threshold_item4 *it)
+{
+	CHECK_EQ(it->thi_hintlist.len, 8);
+	uint64_t v = 0;
+	for (unsigned i = 0; i < 8; i++)
+		v = v << 8 | ((const uint8_t *)it->thi_hintlist.val)[i];
+	return v;
+}
+
 static void check_threshold(const struct at_attrs *g, uint64_t want)
 {
 	CHECK(at_has(&g->mask, FATTR4_MDSTHRESHOLD));
@@ -70,11 +80,7 @@ static void check_threshold(const struct at_attrs *g, uint64_t want)
 	CHECK_EQ(it->thi_layout_type, LAYOUT4_FLEX_FILES);
 	CHECK_EQ(it->thi_hintset.len, 1);
 	CHECK_EQ(it->thi_hintset.val[0], 1u << TH4_WRITE_SIZE);
-	CHECK_EQ(it->thi_hintlist.len, 8);
-	uint64_t v = 0;
-	for (unsigned i = 0; i < 8; i++)
-		v = v << 8 | ((const uint8_t *)it->thi_hintlist.val)[i];
-	CHECK_EQ(v, want);
+	CHECK_EQ(hint_value(it), want);
 }
 
 /* Restarts t's MDS with its config plus line: whether it offers mdsthreshold
@@ -109,11 +115,8 @@ static bool threshold_after(struct mt *t, struct at *a, const char *line, uint64
 		/* asked for but not supported: left out of the answer */
 		CHECK_EQ(at_has(&g.mask, FATTR4_MDSTHRESHOLD), on[minor]);
 		if (on[minor]) {
-			*value = 0;
-			const threshold_item4 *it = &g.mdsthreshold.mth_hints.val[0];
-			CHECK(g.mdsthreshold.mth_hints.len == 1 && it->thi_hintlist.len == 8);
-			for (unsigned i = 0; i < 8; i++)
-				*value = *value << 8 | ((const uint8_t *)it->thi_hintlist.val)[i];
+			CHECK_EQ(g.mdsthreshold.mth_hints.len, 1);
+			*value = hint_value(&g.mdsthreshold.mth_hints.val[0]);
 		}
 	}
 	CHECK_EQ(on[1], on[2]);
