@@ -1608,8 +1608,15 @@ static void collect_delegations(struct braid_mds *mds, struct nfsd_metrics_out *
 	struct mds_deleg_counters d;
 	mds_deleg_counters(mds, &d);
 	nfsd_metrics_family(o, "braid_mds_delegations_outstanding", "gauge",
-			    "Read delegations granted and neither returned nor revoked.");
+			    "Delegations (read and write) granted and neither returned nor revoked.");
 	nfsd_metrics_sample_u64(o, "braid_mds_delegations_outstanding", NULL, d.outstanding);
+	nfsd_metrics_family(o, "braid_mds_write_delegations_outstanding", "gauge",
+			    "Of those, write delegations.");
+	nfsd_metrics_sample_u64(o, "braid_mds_write_delegations_outstanding", NULL,
+				d.outstanding_write);
+	nfsd_metrics_family(o, "braid_mds_write_delegations_total", "counter",
+			    "Write delegations granted by OPEN (also counted as granted).");
+	nfsd_metrics_sample_u64(o, "braid_mds_write_delegations_total", NULL, d.granted_write);
 	nfsd_metrics_family(o, "braid_mds_delegations_total", "counter",
 			    "Delegation events: granted by OPEN, recalled (CB_RECALL, on a "
 			    "conflict), returned (DELEGRETURN), revoked (not returned in time).");

@@ -1183,6 +1183,34 @@ void mds_data_release_later(struct braid_mds *mds, uint64_t ino)
 		mds_data_release(mds, ino);
 }
 
+int mds_data_objects_end(struct braid_mds *mds, const struct mds_attr *at, uint64_t *end)
+{
+	struct ds_set s;
+	int rc = ds_set_of(mds, at->ino, &s);
+	if (rc)
+		return rc;
+	struct ds_objid id;
+	mds_data_objid(at, &id);
+	*end = 0;
+	for (unsigned k = 0; k < s.n; k++) {
+		int err;
+		struct ds_ctl_stat st;
+		struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
+		if (!dc)
+			return err ? err : -EAGAIN; /* that data server is not up yet */
+		err = ds_ctl_stat(dc->clnt, &mds->key, &id, &st);
+		mds_ds_conn_put(dc);
+		/* NOENT: no object there, nothing written; STALE: not ours */
+		if (err == -ENOENT || err == -ESTALE)
+			continue;
+		if (err)
+			return err;
+		if (st.size > *end)
+			*end = st.size;
+	}
+	return 0;
+}
+
 int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino)
 {
 	for (unsigned tries = 0; tries < 8; tries++) {
@@ -1192,28 +1220,9 @@ int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino)
 			return 0; /* gone: nothing to count */
 		if (rc)
 			return rc;
-		struct ds_set s;
-		if ((rc = ds_set_of(mds, ino, &s)))
+		uint64_t end;
+		if ((rc = mds_data_objects_end(mds, &at, &end)))
 			return rc;
-		struct ds_objid id;
-		mds_data_objid(&at, &id);
-		uint64_t end = 0;
-		for (unsigned k = 0; k < s.n; k++) {
-			int err;
-			struct ds_ctl_stat st;
-			struct mds_ds_conn *dc = mds_ds_conn_get(mds, s.id[k], &err);
-			if (!dc)
-				return err ? err : -EAGAIN; /* that data server is not up yet */
-			err = ds_ctl_stat(dc->clnt, &mds->key, &id, &st);
-			mds_ds_conn_put(dc);
-			/* NOENT: no object there, nothing written; STALE: not ours */
-			if (err == -ENOENT || err == -ESTALE)
-				continue;
-			if (err)
-				return err;
-			if (st.size > end)
-				end = st.size;
-		}
 		mds_space_note(mds, ino); /* written before a stop: not yet counted */
 		if (end <= at.size)
 			return 0;
@@ -1240,6 +1249,9 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
 {
 	if (attr->type != MDS_REG)
 		return 0;
+	/* every object is cut to the size: LAYOUTCOMMITs of writes before
+	 * are checked against them (callers that did not note it yet) */
+	mds_layout_note_shrink(mds, attr->ino);
 	mds_data_write_gate(mds, attr->ino, MDS_GATE_WRITE);
 	pthread_mutex_t *mu = obj_lock(mds, attr->ino);
 	pthread_mutex_lock(mu);

@@ -234,5 +234,8 @@ int mds_data_truncate(struct braid_mds *mds, const struct mds_attr *attr, uint64
  * a data server not up yet, to try again later.
  */
 int mds_data_size_reconcile(struct braid_mds *mds, uint64_t ino);
+/* The end of ino's data on its data servers: the largest of its objects'
+ * sizes (none: 0).  -errno when a data server cannot say. */
+int mds_data_objects_end(struct braid_mds *mds, const struct mds_attr *at, uint64_t *end);
 
 #endif

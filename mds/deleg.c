@@ -5,22 +5,29 @@
  * lock st->mu).  A delegation is a stateid (ST_SID_DELEG) of a client on a
  * file, with no owner.
  *
- * Only read delegations are granted.  A write delegation would let one
- * client cache writes and the file's size: braid-mds would then owe every
- * other client's GETATTR a CB_GETATTR (§10.4.3) and bound the client's
- * cached writes (space_limit), while the bytes already go straight to the
- * data servers through RW layouts, which is where a writer's time goes.  So
- * OPEN_DELEGATE_WRITE is never offered and its reclaim is RECLAIM_BAD.
+ * Read delegations go to OPENs for reading, write delegations (with
+ * [mds] delegations = on, the default) to OPENs for writing.  A write
+ * delegation lets its holder cache writes and the file's size: Linux's
+ * close then starts the write-back instead of waiting for it
+ * (nfs4_file_flush), which is what makes a stream of small files cheap.
+ * Its space_limit (NFS_LIMIT_SIZE: small_file_threshold, 1M when that is
+ * 0, at most 64M) bounds what the client keeps unwritten past a close.
+ * Another client's GETATTR, READ (special stateid; NFSv3 GETATTR and READ
+ * too) recalls it (mds_deleg_break_write), rather than CB_GETATTR
+ * (§10.4.3), and so does every operation that recalls a read delegation,
+ * and any other client's OPEN.  READDIR's attributes of such a file are
+ * the MDS's (the holder's unwritten bytes not counted).
  *
- * Grant (st_deleg_answer, §18.16.3): an OPEN for reading only, no _WANT_
- * flag against it, by a client whose back channel has a connection, when
- * no other client has the file open for writing or holds an RW layout of
- * it, no recall of the file is under way, no conflicting operation touched
- * it in the last DL_BLOCK_MS (closes the race between mds_deleg_break's
- * answer and the change it allowed), and fewer than delegations_max are
- * out.  A client asking with _WANT_ flags is told why not
- * (OPEN_DELEGATE_NONE_EXT).  A client that already holds one gets the same
- * one again.
+ * Grant (st_deleg_answer, §18.16.3): an OPEN with no _WANT_ flag against
+ * it, by a client whose back channel has a connection, when no recall of
+ * the file is under way, no conflicting operation touched it in the last
+ * DL_BLOCK_MS (closes the race between mds_deleg_break's answer and the
+ * change it allowed), and fewer than delegations_max are out; for reading
+ * only, when no other client has the file open for writing or holds an RW
+ * layout of it; for writing, when no other client has it open at all or
+ * holds a delegation or RW layout of it.  A client asking with _WANT_
+ * flags is told why not (OPEN_DELEGATE_NONE_EXT).  A client that already
+ * holds one gets the same one again (a read one for a write open: none).
  *
  * Recall (§10.4.4): another client's OPEN for write or denying read
  * (st_deleg_open_conflict, atomically with the open), and its write with a
@@ -39,9 +46,10 @@
  * outstanding, the thread asks each client holding some (at most once a
  * lease) to keep only its share.
  *
- * Not kept across a restart: a client reclaims a read delegation during
- * grace with CLAIM_PREVIOUS (§10.2.1); it is granted back, pre-recalled
- * when delegations are off, the back channel is down or too many are out.
+ * Not kept across a restart: a client reclaims a delegation during grace
+ * with CLAIM_PREVIOUS (§10.2.1); it is granted back, of the kind it names,
+ * pre-recalled when that kind is off, the back channel is down or too many
+ * are out (a write delegation's holder then writes back what it cached).
  */
 #include "config.h"
 
@@ -65,6 +73,8 @@
 #define DL_BLOCK_MS    1000 /* no new delegation of such a file for this long */
 #define DL_SCAN_MS     1000 /* back channels and CB_RECALL_ANY looked at this often */
 #define DL_SCAN_MAX    256  /* clients looked at per scan */
+#define DL_WLIMIT_DEF  (1ull << 20) /* a write delegation's space_limit ... */
+#define DL_WLIMIT_MAX  (64ull << 20) /* ... when small_file_threshold says none, at most */
 
 /* Guarded by st->mu, but for the fields marked constant. */
 struct st_deleg {
@@ -78,6 +88,8 @@ struct st_deleg {
 	unsigned cb_inflight;	/* callback threads running */
 	struct st_sid *recalls; /* delegations being recalled (dl.rnext) */
 	unsigned n;		/* delegations outstanding */
+	atomic_uint nwrite;	/* of which write delegations (read without mu) */
+	uint64_t wlimit;	/* constant: a write delegation's space_limit */
 	struct mds_deleg_counters ctr;
 	struct {
 		uint64_t ino, until_ns, clientid; /* whose change (UINT64_MAX: several) */
@@ -154,12 +166,33 @@ static bool break_locked(struct st_deleg *dl, struct st_file *f, uint64_t client
 	return found;
 }
 
+static bool is_write(const struct st_sid *d)
+{
+	return d->access & OPEN4_SHARE_ACCESS_WRITE;
+}
+
+/* Recalls the write delegations of f held by clients other than clientid;
+ * whether there were any. */
+static bool break_write_locked(struct st_deleg *dl, struct st_file *f, uint64_t clientid,
+			       uint64_t now)
+{
+	bool found = false;
+	for (struct st_sid *d = f ? f->delegs : NULL; d; d = d->fnext)
+		if (d->cl->id != clientid && is_write(d)) {
+			recall_start(dl, d, now);
+			found = true;
+		}
+	return found;
+}
+
 nfsstat4 st_deleg_open_conflict(struct mds_state *st, struct st_client *cl, struct st_file *f,
 				uint32_t access, uint32_t deny)
 {
-	/* a read delegation's holder opens locally for reading only */
+	/* a read delegation's holder opens locally for reading only; a write
+	 * delegation's holder may have anything cached */
 	if (!(access & OPEN4_SHARE_ACCESS_WRITE) && !(deny & OPEN4_SHARE_DENY_READ))
-		return NFS4_OK;
+		return break_write_locked(st->dlg, f, cl->id, nfsd_now_ns()) ? NFS4ERR_DELAY
+									       : NFS4_OK;
 	/* no block needed: the open is on f before mu is let go */
 	return break_locked(st->dlg, f, cl->id, nfsd_now_ns()) ? NFS4ERR_DELAY : NFS4_OK;
 }
@@ -182,6 +215,18 @@ nfsstat4 mds_deleg_break_op(struct braid_mds *mds, uint64_t ino, uint64_t client
 	return mds_deleg_break(mds, ino, clientid, why) ? NFS4ERR_DELAY : NFS4_OK;
 }
 
+int mds_deleg_break_write(struct braid_mds *mds, uint64_t ino, uint64_t clientid)
+{
+	struct mds_state *st = mds->state;
+	if (!st || !st->dlg || !atomic_load(&st->dlg->nwrite))
+		return 0; /* the common case: no lock taken */
+	pthread_mutex_lock(&st->mu);
+	bool found =
+	    break_write_locked(st->dlg, st_file_get(st, ino, false), clientid, nfsd_now_ns());
+	pthread_mutex_unlock(&st->mu);
+	return found ? -EAGAIN : 0;
+}
+
 /* d was not returned in time: it leaves its file, its stateid stays
  * (NFS4ERR_DELEG_REVOKED) until FREE_STATEID (§8.2.4, §18.38). */
 static void revoke_locked(struct mds_state *st, struct st_sid *d, const char *why)
@@ -199,6 +244,8 @@ static void revoke_locked(struct mds_state *st, struct st_sid *d, const char *wh
 	st_file_put_unused(st, f);
 	d->dl.revoked = true;
 	dl->n--;
+	if (is_write(d))
+		atomic_fetch_sub(&dl->nwrite, 1);
 	d->cl->ndelegs--;
 	d->cl->nrevoked++;
 	atomic_fetch_add(&st->nrevoked, 1);
@@ -221,6 +268,8 @@ void st_deleg_free(struct mds_state *st, struct st_sid *d, bool returned)
 		if (d->dl.recalling)
 			recalls_unlink(dl, d);
 		dl->n--;
+		if (is_write(d))
+			atomic_fetch_sub(&dl->nwrite, 1);
 		d->cl->ndelegs--;
 		if (returned)
 			dl->ctr.returned++;
@@ -238,15 +287,30 @@ static bool cb_up(struct mds_state *st, uint64_t clientid)
 	return mds_cb_up(st->mds, clientid);
 }
 
-static void out_read(const struct st_sid *d, bool recall, open_delegation4 *out)
+/* d, as OPEN's answer (§18.16.2): the read or write delegation. */
+static void out_deleg(const struct st_deleg *dl, const struct st_sid *d, bool recall,
+		      open_delegation4 *out)
 {
-	out->delegation_type = OPEN_DELEGATE_READ;
-	open_read_delegation4 *r = &out->u.read;
-	r->stateid.seqid = d->seqid;
-	memcpy(r->stateid.other, d->other, NFS4_OTHER_SIZE);
-	r->recall = recall;
+	stateid4 sid = {.seqid = d->seqid};
+	memcpy(sid.other, d->other, NFS4_OTHER_SIZE);
 	/* §18.16.3: nobody is spared the ACCESS check (an empty who) */
-	r->permissions.type = ACE4_ACCESS_ALLOWED_ACE_TYPE;
+	nfsace4 ace = {.type = ACE4_ACCESS_ALLOWED_ACE_TYPE};
+	if (is_write(d)) {
+		out->delegation_type = OPEN_DELEGATE_WRITE;
+		open_write_delegation4 *w = &out->u.write;
+		w->stateid = sid;
+		w->recall = recall;
+		/* §10.4.1: Linux flushes on close past this many bytes dirty */
+		w->space_limit.limitby = NFS_LIMIT_SIZE;
+		w->space_limit.u.filesize = dl->wlimit;
+		w->permissions = ace;
+	} else {
+		out->delegation_type = OPEN_DELEGATE_READ;
+		open_read_delegation4 *r = &out->u.read;
+		r->stateid = sid;
+		r->recall = recall;
+		r->permissions = ace;
+	}
 }
 
 /* §18.16.3: a client that used _WANT_ flags is told why (NONE_EXT). */
@@ -261,16 +325,20 @@ static void out_none(bool ext, why_no_delegation4 why, open_delegation4 *out)
 }
 
 static struct st_sid *grant(struct mds_state *st, struct st_client *cl, struct st_file *f,
-			    const struct st_deleg_req *q)
+			    const struct st_deleg_req *q, bool write)
 {
 	struct st_deleg *dl = st->dlg;
 	struct st_sid *d = st_sid_new(st, ST_SID_DELEG, cl, NULL, f);
 	if (!d)
 		return NULL;
-	d->access = OPEN4_SHARE_ACCESS_READ;
+	d->access = write ? OPEN4_SHARE_ACCESS_BOTH : OPEN4_SHARE_ACCESS_READ;
 	d->dl.export_id = q->export_id;
 	d->dl.igen = q->igen;
 	dl->n++;
+	if (write) {
+		atomic_fetch_add(&dl->nwrite, 1);
+		dl->ctr.granted_write++;
+	}
 	cl->ndelegs++;
 	dl->ctr.granted++;
 	return d;
@@ -285,14 +353,16 @@ static struct st_sid *deleg_of(struct st_file *f, const struct st_client *cl)
 }
 
 /* Why f may not be delegated to cl now (mu held), or -1. */
-static int refusal(struct mds_state *st, struct st_client *cl, struct st_file *f, uint64_t now)
+static int refusal(struct mds_state *st, struct st_client *cl, struct st_file *f, bool write,
+		   uint64_t now)
 {
 	struct st_deleg *dl = st->dlg;
 	for (struct st_sid *d = f->delegs; d; d = d->fnext)
-		if (d->dl.recalling)
+		if (d->dl.recalling || (d->cl != cl && (write || is_write(d))))
 			return WND4_CONTENTION; /* a writer is waiting for it */
+	/* for reading: nobody else writing; for writing: nobody else at all */
 	for (struct st_sid *o = f->opens; o; o = o->fnext)
-		if (o->cl != cl && (o->access & OPEN4_SHARE_ACCESS_WRITE))
+		if (o->cl != cl && (write || (o->access & OPEN4_SHARE_ACCESS_WRITE)))
 			return WND4_CONTENTION;
 	if (blocked(dl, f->ino, cl->id, now) ||
 	    mds_layout_rw_held(st->mds, f->ino, cl->id))
@@ -308,7 +378,12 @@ void st_deleg_answer(struct mds_state *st, struct nfs41_compound *c, uint64_t in
 	struct st_deleg *dl = st->dlg;
 	uint32_t want = q->share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
 	bool ext = want || (q->share_access & ST_WANT_SIGNAL_FLAGS);
-	bool reclaim = q->prev == OPEN_DELEGATE_READ;
+	bool reclaim = q->prev == OPEN_DELEGATE_READ || q->prev == OPEN_DELEGATE_WRITE;
+	/* the kind that fits the open: a write delegation for writing */
+	bool write = reclaim ? q->prev == OPEN_DELEGATE_WRITE
+			     : (q->share_access & OPEN4_SHARE_ACCESS_WRITE) != 0;
+	bool kind_off = dl->policy == MDS_DELEGATIONS_OFF ||
+			(write && dl->policy != MDS_DELEGATIONS_ON);
 	memset(out, 0, sizeof(*out));
 	int why = -1;
 	if (reclaim)
@@ -323,9 +398,12 @@ void st_deleg_answer(struct mds_state *st, struct nfs41_compound *c, uint64_t in
 		why = WND4_NOT_SUPP_FTYPE; /* none on any file type */
 	else if (q->deleg_cur)
 		why = WND4_CONTENTION; /* it holds one, likely being recalled */
-	else if (want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG ||
-		 (q->share_access & OPEN4_SHARE_ACCESS_WRITE))
+	else if (kind_off || (want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG && !write))
+		/* write delegations off, or one asked for a read-only open
+		 * (its holder could then write without an open for it) */
 		why = WND4_WRITE_DELEG_NOT_SUPP_FTYPE;
+	else if (want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG && write)
+		why = WND4_CONTENTION; /* a read delegation would not cover the open */
 	if (why >= 0) {
 		out_none(ext, (why_no_delegation4)why, out);
 		return;
@@ -339,8 +417,10 @@ void st_deleg_answer(struct mds_state *st, struct nfs41_compound *c, uint64_t in
 	if (!f) {
 		why = WND4_RESOURCE; /* its open went meanwhile */
 	} else if (reclaim) {
-		bool recall = dl->policy == MDS_DELEGATIONS_OFF || !up || (!d && dl->n >= dl->max);
-		if (!d && !(d = grant(st, cl, f, q)))
+		bool recall = kind_off || !up || (!d && dl->n >= dl->max);
+		if (d && write && !is_write(d))
+			recall = true; /* it names more than it holds: give it back */
+		if (!d && !(d = grant(st, cl, f, q, write)))
 			why = WND4_RESOURCE;
 		else if (recall && !d->dl.recalling) {
 			/* pre-recalled: the flag tells it, no CB_RECALL needed */
@@ -348,18 +428,19 @@ void st_deleg_answer(struct mds_state *st, struct nfs41_compound *c, uint64_t in
 			d->dl.cb_ok = true;
 		}
 		if (d)
-			out_read(d, d->dl.recalling, out);
+			out_deleg(dl, d, d->dl.recalling, out);
 	} else if (d) {
-		/* it holds one already: the same again, unless being recalled */
-		if (d->dl.recalling)
+		/* it holds one already: the same again, unless being recalled
+		 * or a read one for writing */
+		if (d->dl.recalling || (write && !is_write(d)))
 			why = WND4_CONTENTION;
 		else
-			out_read(d, false, out);
+			out_deleg(dl, d, false, out);
 	} else if (!up) {
 		why = WND4_RESOURCE; /* no callback path: it could not be recalled */
-	} else if ((why = refusal(st, cl, f, now)) < 0) {
-		if ((d = grant(st, cl, f, q)))
-			out_read(d, false, out);
+	} else if ((why = refusal(st, cl, f, write, now)) < 0) {
+		if ((d = grant(st, cl, f, q, write)))
+			out_deleg(dl, d, false, out);
 		else
 			why = WND4_RESOURCE;
 	}
@@ -574,7 +655,9 @@ static void scan_run(struct mds_state *st, uint64_t now)
 			j->st = st;
 			j->kind = kind;
 			j->clientid = cl->id;
-			j->mask = (cl->ndelegs ? 1u << RCA4_TYPE_MASK_RDATA_DLG : 0) |
+			j->mask = (cl->ndelegs ? 1u << RCA4_TYPE_MASK_RDATA_DLG |
+							 1u << RCA4_TYPE_MASK_WDATA_DLG
+					       : 0) |
 				  (layouts ? 1u << RCA4_TYPE_MASK_FF_LAYOUT_MIN |
 						 1u << RCA4_TYPE_MASK_FF_LAYOUT_MAX
 					   : 0);
@@ -650,6 +733,9 @@ int st_deleg_init(struct mds_state *st, char *msg, size_t msglen)
 	dl->max = (unsigned)set->delegations_max;
 	dl->recall_any_above = (uint64_t)set->recall_any_above;
 	dl->lease_ns = set->lease_ms * 1000000ull;
+	dl->wlimit = set->small_file_threshold ? set->small_file_threshold : DL_WLIMIT_DEF;
+	if (dl->wlimit > DL_WLIMIT_MAX)
+		dl->wlimit = DL_WLIMIT_MAX;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -703,5 +789,6 @@ void mds_deleg_counters(struct braid_mds *mds, struct mds_deleg_counters *out)
 	pthread_mutex_lock(&st->mu);
 	*out = st->dlg->ctr;
 	out->outstanding = st->dlg->n;
+	out->outstanding_write = atomic_load(&st->dlg->nwrite);
 	pthread_mutex_unlock(&st->mu);
 }

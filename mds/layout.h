@@ -98,6 +98,11 @@ nfsstat4 mds_layout_sid_free(struct braid_mds *mds, uint64_t clientid, const sta
  */
 void mds_layout_resilver_begin(struct braid_mds *mds, uint64_t ino);
 bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino, uint64_t but);
+/* ino was cut shorter: a LAYOUTCOMMIT through a layout stateid of it
+ * granted before may report a write the cut undid (a client's LAYOUTCOMMIT
+ * in flight while its truncation ran: Linux under a write delegation), so
+ * op_layoutcommit checks such a report against the data servers' objects. */
+void mds_layout_note_shrink(struct braid_mds *mds, uint64_t ino);
 void mds_layout_resilver_end(struct braid_mds *mds, uint64_t ino);
 
 /*

@@ -115,6 +115,7 @@ struct lo_state {
 	} recent[LO_RECENT];
 	unsigned recent_next;
 	bool had_rw; /* an RW layout was granted: [rw_lo, rw_hi) hulls them */
+	bool shrunk; /* its file was cut since (mds_layout_note_shrink) */
 	uint64_t rw_lo, rw_hi;
 	uint32_t ds[LO_DS_MAX]; /* data servers its layouts named */
 	unsigned nds;

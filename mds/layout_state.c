@@ -450,6 +450,18 @@ bool mds_layout_rw_held(struct braid_mds *mds, uint64_t ino, uint64_t but)
 	return held;
 }
 
+void mds_layout_note_shrink(struct braid_mds *mds, uint64_t ino)
+{
+	struct mds_layout *lo = mds->layout;
+	if (!lo)
+		return;
+	pthread_mutex_lock(&lo->mu);
+	struct lo_file *f = lo_file_find(lo, ino);
+	for (struct lo_state *st = f ? f->states : NULL; st; st = st->fnext)
+		st->shrunk = true;
+	pthread_mutex_unlock(&lo->mu);
+}
+
 void mds_layout_resilver_end(struct braid_mds *mds, uint64_t ino)
 {
 	struct mds_layout *lo = mds->layout;

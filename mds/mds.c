@@ -149,11 +149,12 @@ const struct conf_schema mds_conf_schema[] = {
 	  .desc = "layout = striped: bytes per stripe unit, a power of two." },
 	{ "mds", NULL, "delegations", CONF_ENUM, .values = deleg_modes, .def = "on",
 	  S(delegations),
-	  .desc = "Delegations OPEN may grant (RFC 8881 §10.4): on (every kind braid-mds "
-		  "grants: read delegations; write delegations are never granted), read, or "
+	  .desc = "Delegations OPEN may grant (RFC 8881 §10.4): on (read delegations for "
+		  "reading, write delegations for writing), read (read delegations only), or "
 		  "off.  A read delegation lets a client open and cache a file without asking "
 		  "again until another client's write, SETATTR, REMOVE, RENAME or LINK recalls "
-		  "it." },
+		  "it; a write delegation lets it cache writes too (close does not wait for "
+		  "them), until another client's open or look at the file recalls it." },
 	{ "mds", NULL, "delegations_max", CONF_INT, .min = 0, .max = 1 << 24, .def = "16384",
 	  S(delegations_max),
 	  .desc = "Delegations outstanding at most; past it OPEN grants none "

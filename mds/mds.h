@@ -23,7 +23,7 @@ enum mds_data_io {
 
 /* Which delegations OPEN may grant ([mds] delegations; mds/deleg.c). */
 enum mds_delegations {
-	MDS_DELEGATIONS_ON = 0,	  /* every kind this server grants: read, today */
+	MDS_DELEGATIONS_ON = 0,	  /* read and write delegations */
 	MDS_DELEGATIONS_READ = 1, /* read delegations only */
 	MDS_DELEGATIONS_OFF = 2,
 };

@@ -327,7 +327,12 @@ static int p3_getattr(struct nfsd_req *req, void *argp, void *resp)
 	GETATTR3res *r = resp;
 	struct mds_attr at;
 	struct mds_cred cr;
-	if (!(r->status = fh3(req, &a->object, NULL, &at, &cr)))
+	if ((r->status = fh3(req, &a->object, NULL, &at, &cr)))
+		return NFSD_SUCCESS;
+	/* RFC 8881 §10.4.3: an NFSv4 client's write delegation is recalled */
+	if (at.type == MDS_REG && mds_deleg_break_write(req->priv, at.ino, 0) == -EAGAIN)
+		r->status = NFS3ERR_JUKEBOX;
+	else
 		fattr3_of(req->priv, &at, &r->u.resok.obj_attributes);
 	return NFSD_SUCCESS;
 }
@@ -470,6 +475,10 @@ static int p3_read(struct nfsd_req *req, void *argp, void *resp)
 	post_of(mds, &at, &r->u.resfail.file_attributes);
 	if ((r->status = may_io(&cr, &at, false)))
 		return NFSD_SUCCESS;
+	if (mds_deleg_break_write(mds, at.ino, 0) == -EAGAIN) {
+		r->status = NFS3ERR_JUKEBOX; /* an NFSv4 writer's cache is recalled first */
+		return NFSD_SUCCESS;
+	}
 	READ3resok *ok = &r->u.resok;
 	bool eof;
 	int rc = mds_io_read(mds, &at, mds_io_hop(&req->cred), a->offset, a->count, &req->arena,

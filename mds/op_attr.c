@@ -655,12 +655,26 @@ nfsstat4 mds_attr_decode_set(struct nfs41_compound *c, const fattr4 *in, struct 
 /*
  * GETATTR (RFC 8881 §18.7): unsupported attributes asked for are left out.
  */
+static bool bit_in(const bitmap4 *b, unsigned n)
+{
+	return n / 32 < b->len && (b->val[n / 32] >> (n % 32) & 1);
+}
+
 static nfsstat4 op_getattr(struct nfs41_compound *c, nfs_argop4 *arg, nfs_resop4 *res)
 {
 	struct mds_attr a;
 	nfsstat4 st = mds_cfh(c, NULL, &a, NULL);
 	if (st)
 		return st;
+	/* §10.4.3: another client's write delegation may hold a newer size
+	 * and times; recalled first (braid-mds sends no CB_GETATTR) */
+	const bitmap4 *rq = &arg->u.opgetattr.attr_request;
+	if (a.type == MDS_REG &&
+	    (bit_in(rq, FATTR4_CHANGE) || bit_in(rq, FATTR4_SIZE) ||
+	     bit_in(rq, FATTR4_SPACE_USED) || bit_in(rq, FATTR4_TIME_METADATA) ||
+	     bit_in(rq, FATTR4_TIME_MODIFY)) &&
+	    mds_deleg_break_write(mds_of(c), a.ino, c->clientid) == -EAGAIN)
+		return NFS4ERR_DELAY;
 	return mds_attr_encode(c, &a, &arg->u.opgetattr.attr_request,
 			       &res->u.opgetattr.u.resok4.obj_attributes);
 }
@@ -804,6 +818,11 @@ nfsstat4 mds_setattr_run(struct braid_mds *mds, const struct mds_cred *cr, const
 		x.mask |= MDS_SET_CHANGE_GUARD;
 		x.guard = at->change;
 		struct mds_setattr_res sr;
+		/* before the cut, so that a LAYOUTCOMMIT racing it is checked:
+		 * the objects may hold more than the size says (written, not
+		 * yet committed), and every size set cuts them */
+		if ((x.mask & MDS_SET_SIZE) && at->type == MDS_REG)
+			mds_layout_note_shrink(mds, fh->ino);
 		int rc = mds_inode_setattr(mds->store, &x, &sr);
 		if (rc == -EAGAIN) {
 			if ((rc = mds_inode_getattr(mds->store, fh->ino, at)))
@@ -815,7 +834,10 @@ nfsstat4 mds_setattr_run(struct braid_mds *mds, const struct mds_cred *cr, const
 		if (rc)
 			return mds_nfs4_status(rc);
 		*at = sr.attr;
-		if ((x.mask & MDS_SET_SIZE) && sr.old_size != sr.attr.size &&
+		/* the same size too while RW layouts are out: their writes not
+		 * yet committed may lie past it */
+		if ((x.mask & MDS_SET_SIZE) &&
+		    (sr.old_size != sr.attr.size || mds_layout_rw_held(mds, fh->ino, 0)) &&
 		    (rc = mds_data_truncate(mds, &sr.attr, sr.old_size)))
 			return mds_nfs4_status(rc);
 		if (out)

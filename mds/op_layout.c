@@ -1050,7 +1050,7 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 		return NFS4ERR_INVAL;
 	if (!cred.rw || cred.pseudo)
 		return NFS4ERR_ROFS;
-	bool grace = mds_state_in_grace(mds);
+	bool grace = mds_state_in_grace(mds), shrunk = false;
 	if (a->loca_reclaim) {
 		/* §18.42.3: a layout of the previous instance, in its grace */
 		if (!grace)
@@ -1068,6 +1068,8 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 		else if (!st && (!ls->had_rw ||
 				 (!norange && (a->loca_offset >= ls->rw_hi || end <= ls->rw_lo))))
 			st = NFS4ERR_BADLAYOUT;
+		else if (!st)
+			shrunk = ls->shrunk;
 		pthread_mutex_unlock(&lo->mu);
 		if (st)
 			return st;
@@ -1076,6 +1078,22 @@ static nfsstat4 op_layoutcommit(struct nfs41_compound *c, nfs_argop4 *arg, nfs_r
 	if (newoff) {
 		sa.mask |= MDS_SET_SIZE_MAX;
 		sa.size = lwo + 1;
+	}
+	/*
+	 * The file was cut since this layout was granted, and the report
+	 * would extend it: the write it reports may be one the cut undid (a
+	 * client that let its LAYOUTCOMMIT go after its own truncation, as
+	 * Linux does holding a write delegation).  The objects say what is
+	 * there: the size goes no further than their end.  A data server that
+	 * cannot say leaves the client's word.
+	 */
+	uint64_t oend;
+	if (shrunk && newoff && sa.size > at.size && !mds_data_objects_end(mds, &at, &oend) &&
+	    oend < sa.size) {
+		mds_log("inode %llu: LAYOUTCOMMIT to %llu after a truncation, objects end at %llu",
+			(unsigned long long)at.ino, (unsigned long long)sa.size,
+			(unsigned long long)oend);
+		sa.size = oend;
 	}
 	/*
 	 * Outside a reclaim the client holds an RW layout, so the file's write

@@ -709,6 +709,9 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 		/* §8.4.2.1: a reclaim may yet bring back a reservation denying it */
 		if (st_grace_poll(st))
 			return NFS4ERR_GRACE;
+		/* §10.4: another client's write delegation may hold newer bytes */
+		if (!write && mds_deleg_break_write(st->mds, ino, c->clientid) == -EAGAIN)
+			return NFS4ERR_DELAY;
 		/* §8.2.3: READ with the bypass stateid MAY ignore deny modes */
 		if (sid_bypass(sid) && !write)
 			return NFS4_OK;
@@ -1154,10 +1157,10 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 		pthread_mutex_unlock(&st->mu);
 		if (s)
 			return s;
-		/* §10.2.1: a read delegation is granted back; we never grant
-		 * write delegations, so none can be reclaimed (§15.1.9.4) */
+		/* §10.2.1: a read or write delegation is granted back */
 		if (oa->claim.u.delegate_type != OPEN_DELEGATE_NONE &&
-		    oa->claim.u.delegate_type != OPEN_DELEGATE_READ)
+		    oa->claim.u.delegate_type != OPEN_DELEGATE_READ &&
+		    oa->claim.u.delegate_type != OPEN_DELEGATE_WRITE)
 			return NFS4ERR_RECLAIM_BAD;
 	}
 
@@ -1190,6 +1193,7 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 	if (t.truncate && t.attr.size) {
 		struct mds_setattr_args ta = {.ino = t.attr.ino, .mask = MDS_SET_SIZE, .size = 0};
 		struct mds_setattr_res tr;
+		mds_layout_note_shrink(mds, t.attr.ino); /* before the cut (mds/layout.h) */
 		int rc = mds_ec_write_begin_ino(mds, t.attr.ino); /* mds/ec.h */
 		if (!rc)
 			rc = mds_inode_setattr(mds->store, &ta, &tr);
@@ -1227,9 +1231,9 @@ static nfsstat4 op_open(struct nfs41_compound *c, nfs_argop4 *a, nfs_resop4 *r)
 static uint32_t open_res_bound(const nfs_argop4 *a)
 {
 	(void)a;
-	/* op, status, stateid, cinfo, rflags, attrset (3 words); READ: type,
-	 * stateid, recall, an nfsace4 with an empty who */
-	return 4 + 4 + 16 + 20 + 4 + 16 + 4 + 16 + 4 + 16;
+	/* op, status, stateid, cinfo, rflags, attrset (3 words); WRITE: type,
+	 * stateid, recall, space_limit, an nfsace4 with an empty who */
+	return 4 + 4 + 16 + 20 + 4 + 16 + 4 + 16 + 4 + 12 + 16;
 }
 
 /* ------------------------------------------------------------ OPEN_DOWNGRADE, CLOSE */

@@ -111,10 +111,10 @@ bool mds_state_share_conflict(struct braid_mds *mds, uint64_t ino, uint32_t acce
 			      uint32_t deny);
 
 /*
- * Delegations (deleg.c; RFC 8881 §10.4).  Read delegations only: [mds]
- * delegations = on | read | off, at most delegations_max outstanding.
+ * Delegations (deleg.c; RFC 8881 §10.4): [mds] delegations = on (read and
+ * write) | read | off, at most delegations_max outstanding.
  *
- * mds_deleg_break: an operation that conflicts with other clients' read
+ * mds_deleg_break: an operation that conflicts with other clients'
  * delegations of ino (§10.4.4: a write, a change of attributes, REMOVE,
  * RENAME or LINK of the file) is about to run for clientid (0: no NFSv4
  * client, e.g. NFSv3).  0: none is held by another client, go ahead (and no
@@ -139,11 +139,18 @@ int mds_deleg_break(struct braid_mds *mds, uint64_t ino, uint64_t clientid, enum
 /* The same as an op's status: NFS4_OK or NFS4ERR_DELAY (NFSv3: JUKEBOX). */
 nfsstat4 mds_deleg_break_op(struct braid_mds *mds, uint64_t ino, uint64_t clientid,
 			    enum mds_deleg_why why);
+/* An operation that reads what a write delegation's holder may have cached
+ * (another client's GETATTR of the size or times, its READ): 0, or -EAGAIN
+ * when other clients' write delegations of ino are being recalled (answer
+ * DELAY / JUKEBOX).  Takes no lock while no write delegation is out. */
+int mds_deleg_break_write(struct braid_mds *mds, uint64_t ino, uint64_t clientid);
 
 /* Counters since start (metrics). */
 struct mds_deleg_counters {
 	uint64_t outstanding; /* granted, not returned nor revoked */
+	uint64_t outstanding_write; /* of which write delegations */
 	uint64_t granted, recalled, returned, revoked;
+	uint64_t granted_write; /* of granted */
 	uint64_t recall_any; /* CB_RECALL_ANY calls sent */
 };
 void mds_deleg_counters(struct braid_mds *mds, struct mds_deleg_counters *out);

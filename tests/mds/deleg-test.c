@@ -139,8 +139,11 @@ void dt_create(struct nfs41c_session *s, const char *name, struct ts_fh *fh)
 	CHECK_EQ(ts_open_name(s, NULL, "dt-creator", name, OPEN4_SHARE_ACCESS_BOTH,
 			      OPEN4_SHARE_DENY_NONE, true, &r),
 		 NFS4_OK);
-	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE); /* an open for writing */
+	/* an open for writing: a write delegation with a back channel */
+	CHECK(r.dtype == OPEN_DELEGATE_NONE || r.dtype == OPEN_DELEGATE_WRITE);
 	CHECK_EQ(ts_close(s, &r.fh, &r.sid, NULL), NFS4_OK);
+	if (r.dtype == OPEN_DELEGATE_WRITE)
+		CHECK_EQ(dt_delegreturn(s, &r.fh, &r.dsid), NFS4_OK);
 	*fh = r.fh;
 }
 

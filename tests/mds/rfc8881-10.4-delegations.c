@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Read delegations (RFC 8881 §10.4, §18.16.3, §18.6, §20.2, §20.6), over
- * test back channels that answer CB_RECALL and CB_RECALL_ANY:
+ * Read and write delegations (RFC 8881 §10.4, §18.16.3, §18.6, §20.2,
+ * §20.6), over test back channels that answer CB_RECALL and CB_RECALL_ANY:
  *  - an OPEN for reading by a client with a back channel gets a read
  *    delegation, good for TEST_STATEID, not freed by FREE_STATEID while
  *    held; another open of the same client gets the same one; several
@@ -30,10 +30,18 @@
  *  - past delegations_max, no more are granted (RESOURCE); past
  *    recall_any_above, the holders get CB_RECALL_ANY;
  *  - the counters (granted, recalled, returned, revoked) follow;
- *  - delegations = off grants none;
- *  - after a restart, during grace, CLAIM_PREVIOUS with a read delegation
- *    gets it back (pre-recalled for a client without a back channel), a
- *    write delegation's reclaim is NFS4ERR_RECLAIM_BAD, and the reclaimed
+ *  - an OPEN for writing gets a write delegation (space_limit by size,
+ *    small_file_threshold), good for SETATTR of the size and for another
+ *    open of the same client; not while another client has the file open
+ *    or holds a delegation of it; a read delegation's holder opening for
+ *    writing gets none; WANT_READ_DELEG on a write open: NONE_EXT;
+ *  - another client's OPEN (for reading too), GETATTR of the size or times
+ *    (not of the mode alone), READ with the anonymous stateid, NFSv3
+ *    GETATTR and READ recall a write delegation; the holder's own do not;
+ *  - delegations = off grants none; delegations = read no write ones;
+ *  - after a restart, during grace, CLAIM_PREVIOUS with a read or write
+ *    delegation gets it back (pre-recalled for a client without a back
+ *    channel), a NONE_EXT one is NFS4ERR_RECLAIM_BAD, and the reclaimed
  *    delegation is recalled on a conflict like any other (§10.2.1).
  */
 #include "config.h"
@@ -152,9 +160,14 @@ static void t_grant(void)
 	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
 	CHECK_EQ(ts_close(B, &fh, &rb.sid, NULL), NFS4_OK);
 
-	/* another client with the file open for writing: none */
+	/* another client with the file open for writing (no delegation of
+	 * its own, which A's open would recall): none */
 	struct ts_openres w;
-	CHECK_EQ(open_rw(B, "gw", "g", &w), NFS4_OK);
+	CHECK_EQ(ts_open_name(B, NULL, "gw", "g", RW | OPEN4_SHARE_ACCESS_WANT_NO_DELEG, DN, false,
+			      &w),
+		 NFS4_OK);
+	CHECK_EQ(w.dtype, OPEN_DELEGATE_NONE_EXT);
+	CHECK_EQ(w.why, WND4_NOT_WANTED);
 	CHECK_EQ(dt_open_read(A, "ga", "g", 0, &r2), NFS4_OK);
 	CHECK_EQ(r2.dtype, OPEN_DELEGATE_NONE);
 	CHECK_EQ(dt_open_read(A, "ga", "g", WANT_READ, &r2), NFS4_OK);
@@ -376,6 +389,196 @@ static void t_recall_ops(void)
 	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
 }
 
+/* ------------------------------------------------------------ write delegations */
+
+/* B's GETATTR of nm asking for attr alone. */
+static nfsstat4 b_getattr(const char *nm, int attr)
+{
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1 << 16);
+	nfs_argop4 ops[3] = {ts_put(NULL), mt_lookup(nm), ts_op(OP_GETATTR)};
+	ops[2].u.opgetattr.attr_request = mt_bitmap(&ar, attr, -1);
+	nfsstat4 st = dt_run(B, ops, 3);
+	xdr_arena_release(&ar);
+	return st;
+}
+
+static nfsstat4 b_getattr_size(const char *nm)
+{
+	return b_getattr(nm, FATTR4_SIZE);
+}
+
+static nfsstat4 b_getattr_change(const char *nm)
+{
+	return b_getattr(nm, FATTR4_CHANGE);
+}
+
+static nfsstat4 b_getattr_mtime(const char *nm)
+{
+	return b_getattr(nm, FATTR4_TIME_MODIFY);
+}
+
+static nfsstat4 b_open_read(const char *nm)
+{
+	struct ts_openres r;
+	nfsstat4 st = dt_open_read(B, "wb-read", nm, OPEN4_SHARE_ACCESS_WANT_NO_DELEG, &r);
+	if (st == NFS4_OK)
+		CHECK_EQ(ts_close(B, &r.fh, &r.sid, NULL), NFS4_OK);
+	return st;
+}
+
+/* READ with the anonymous stateid: through the MDS, an empty file */
+static nfsstat4 b_read_anon(const char *nm)
+{
+	nfs_argop4 ops[3] = {ts_put(NULL), mt_lookup(nm), ts_op(OP_READ)};
+	ops[2].u.opread.stateid = ts_sid_special(0, 0);
+	ops[2].u.opread.offset = 0;
+	ops[2].u.opread.count = 4096;
+	return dt_run(B, ops, 3);
+}
+
+static nfsstat4 v3_getattr(const char *nm)
+{
+	struct h3 f;
+	CHECK_EQ(n3_lookup(&T, &R3, nm, &f), NFS3_OK);
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1 << 16);
+	GETATTR3args a = {.object = h3_fh(&f)};
+	GETATTR3res r;
+	n3(&T, NFSPROC3_GETATTR, &a, &r, &ar);
+	xdr_arena_release(&ar);
+	return v3_status(r.status);
+}
+
+static nfsstat4 v3_read(const char *nm)
+{
+	struct h3 f;
+	CHECK_EQ(n3_lookup(&T, &R3, nm, &f), NFS3_OK);
+	char buf[16];
+	uint32_t n;
+	bool eof;
+	return v3_status(n3_read(&T, &f, 0, sizeof(buf), buf, &n, &eof));
+}
+
+/* A's write delegation of nm (its open for writing too). */
+static void wdeleg_of(const char *owner, const char *nm, struct ts_openres *r)
+{
+	CHECK_EQ(open_rw(A, owner, nm, r), NFS4_OK);
+	CHECK_EQ(r->dtype, OPEN_DELEGATE_WRITE);
+	CHECK(!r->drecall);
+}
+
+/* conflict() by B on A's write delegation of nm: DELAY, CB_RECALL, return, OK. */
+static void wrecall_by(const char *nm, const char *what, nfsstat4 (*conflict)(const char *))
+{
+	struct ts_openres r;
+	struct ts_fh fh;
+	dt_create(A, nm, &fh);
+	wdeleg_of("wa", nm, &r);
+	int n0 = atomic_load(&dt_cbs[0].recalls);
+	if (conflict(nm) != NFS4ERR_DELAY) {
+		fprintf(stderr, "%s did not recall the write delegation\n", what);
+		CHECK(0);
+	}
+	dt_wait(&dt_cbs[0].recalls, n0 + 1, 5);
+	dt_check_recall(0, &r.dsid, &fh);
+	CHECK_EQ(conflict(nm), NFS4ERR_DELAY);
+	CHECK_EQ(dt_delegreturn(A, &fh, &r.dsid), NFS4_OK);
+	nfsstat4 st = conflict(nm);
+	if (st != NFS4_OK) {
+		fprintf(stderr, "%s after DELEGRETURN: %d\n", what, (int)st);
+		CHECK(0);
+	}
+	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
+}
+
+static void t_write(void)
+{
+	struct ts_fh fh;
+	struct ts_openres r, r2, x;
+	dt_create(A, "w", &fh);
+	struct mds_deleg_counters c0 = counters();
+	wdeleg_of("wa", "w", &r);
+	CHECK(!ts_sid_eq_other(&r.sid, &r.dsid));
+	/* §10.4.1: the client flushes on close past small_file_threshold */
+	CHECK_EQ(r.dlimit_by, NFS_LIMIT_SIZE);
+	CHECK_EQ(r.dlimit, 1u << 20);
+	struct mds_deleg_counters c1 = counters();
+	CHECK_EQ(c1.granted_write, c0.granted_write + 1);
+	CHECK_EQ(c1.outstanding_write, c0.outstanding_write + 1);
+	CHECK_EQ(test_sid(A, &r.dsid), NFS4_OK);
+	/* the holder sets the size with it, and its own GETATTR recalls nothing */
+	int n0 = atomic_load(&dt_cbs[0].recalls);
+	nfs_argop4 sa = ts_op(OP_SETATTR);
+	struct ts_attrs ab;
+	sa.u.opsetattr.stateid = r.dsid;
+	sa.u.opsetattr.obj_attributes = ts_fattr(&ab, -1, 100);
+	CHECK_EQ(ts_on_file(A, &fh, sa, NULL), NFS4_OK);
+	struct xdr_arena ar;
+	xdr_arena_init(&ar, NULL, 0, 1 << 16);
+	nfs_argop4 ga[2] = {ts_put(&fh), ts_op(OP_GETATTR)};
+	ga[1].u.opgetattr.attr_request = mt_bitmap(&ar, FATTR4_SIZE, FATTR4_CHANGE, -1);
+	CHECK_EQ(dt_run(A, ga, 2), NFS4_OK);
+	xdr_arena_release(&ar);
+	/* another open of A's, for reading too: the same delegation */
+	CHECK_EQ(dt_open_read(A, "wa2", "w", 0, &r2), NFS4_OK);
+	CHECK_EQ(r2.dtype, OPEN_DELEGATE_WRITE);
+	CHECK(ts_sid_eq_other(&r.dsid, &r2.dsid));
+	CHECK_EQ(ts_close(A, &fh, &r2.sid, NULL), NFS4_OK);
+	/* B's GETATTR of what the holder cannot change recalls nothing */
+	CHECK_EQ(b_getattr("w", FATTR4_MODE), NFS4_OK);
+	CHECK_EQ(b_getattr("w", FATTR4_FILEID), NFS4_OK);
+	CHECK_EQ(atomic_load(&dt_cbs[0].recalls), n0);
+	CHECK_EQ(dt_delegreturn(A, &fh, &r.dsid), NFS4_OK);
+	CHECK_EQ(counters().outstanding_write, c0.outstanding_write);
+	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
+
+	/* WANT_READ_DELEG on an open for writing: told why not */
+	CHECK_EQ(ts_open_name(A, NULL, "wa4", "w", RW | WANT_READ, DN, false, &x), NFS4_OK);
+	CHECK_EQ(x.dtype, OPEN_DELEGATE_NONE_EXT);
+	CHECK_EQ(x.why, WND4_CONTENTION);
+	CHECK_EQ(ts_close(A, &fh, &x.sid, NULL), NFS4_OK);
+
+	/* another client has it open (for reading): none, told why */
+	struct ts_openres b;
+	CHECK_EQ(dt_open_read(B, "wb", "w", OPEN4_SHARE_ACCESS_WANT_NO_DELEG, &b), NFS4_OK);
+	CHECK_EQ(ts_open_name(A, NULL, "wa5", "w", RW | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, DN,
+			      false, &x),
+		 NFS4_OK);
+	CHECK_EQ(x.dtype, OPEN_DELEGATE_NONE_EXT);
+	CHECK_EQ(x.why, WND4_CONTENTION);
+	CHECK_EQ(ts_close(A, &fh, &x.sid, NULL), NFS4_OK);
+	CHECK_EQ(ts_close(B, &fh, &b.sid, NULL), NFS4_OK);
+	/* A holds a read delegation (and no open): another client's open for
+	 * writing recalls it first, then gets a write delegation (a file A's
+	 * SETATTR above did not touch: that blocks new ones a moment) */
+	struct ts_openres rd;
+	struct ts_fh fh2;
+	dt_create(A, "w2", &fh2);
+	CHECK_EQ(dt_open_read(A, "wa6", "w2", 0, &rd), NFS4_OK);
+	CHECK_EQ(rd.dtype, OPEN_DELEGATE_READ);
+	CHECK_EQ(ts_close(A, &fh2, &rd.sid, NULL), NFS4_OK);
+	CHECK_EQ(open_rw(B, "wb2", "w2", &b), NFS4ERR_DELAY);
+	CHECK_EQ(dt_delegreturn(A, &fh2, &rd.dsid), NFS4_OK);
+	CHECK_EQ(open_rw(B, "wb2", "w2", &b), NFS4_OK);
+	CHECK_EQ(b.dtype, OPEN_DELEGATE_WRITE); /* now B's */
+	CHECK_EQ(dt_delegreturn(B, &fh2, &b.dsid), NFS4_OK);
+	CHECK_EQ(ts_close(B, &fh2, &b.sid, NULL), NFS4_OK);
+
+	/* what recalls a write delegation and not a read one */
+	wrecall_by("w-open-read", "OPEN for reading", b_open_read);
+	wrecall_by("w-getattr-size", "GETATTR size", b_getattr_size);
+	wrecall_by("w-getattr-change", "GETATTR change", b_getattr_change);
+	wrecall_by("w-getattr-mtime", "GETATTR time_modify", b_getattr_mtime);
+	wrecall_by("w-read-anon", "READ, anonymous stateid", b_read_anon);
+	wrecall_by("w-v3-getattr", "NFSv3 GETATTR", v3_getattr);
+	wrecall_by("w-v3-read", "NFSv3 READ", v3_read);
+	/* and what recalls both */
+	wrecall_by("w-open-rw", "OPEN for writing", b_chmod);
+	wrecall_by("w-remove", "REMOVE", b_remove);
+	wrecall_by("w-v3-write", "NFSv3 write", v3_write);
+}
+
 /* A never returns it: revoked a lease after the recall. */
 static void t_revoke(void)
 {
@@ -513,6 +716,26 @@ static void t_off(void)
 	mt_stop(&t);
 	nfsd_clnt_free(conn);
 	mt_finish(&t);
+
+	/* delegations = read: no write delegations */
+	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", "delegations = read\n");
+	s = dt_session(&t, "read-a", 3, &conn, false);
+	dt_create(s, "f", &fh);
+	CHECK_EQ(ts_open_name(s, NULL, "o", "f", RW, DN, false, &r), NFS4_OK);
+	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE);
+	CHECK_EQ(ts_open_name(s, NULL, "o2", "f", RW | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, DN,
+			      false, &r),
+		 NFS4_OK);
+	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE_EXT);
+	CHECK_EQ(r.why, WND4_WRITE_DELEG_NOT_SUPP_FTYPE);
+	struct ts_openres rr;
+	CHECK_EQ(dt_open_read(s, "o3", "f", 0, &rr), NFS4_OK);
+	CHECK_EQ(rr.dtype, OPEN_DELEGATE_READ);
+	CHECK_EQ(dt_delegreturn(s, &fh, &rr.dsid), NFS4_OK);
+	nfs41c_session_destroy(s);
+	mt_stop(&t);
+	nfsd_clnt_free(conn);
+	mt_finish(&t);
 }
 
 /* OPEN with CLAIM_PREVIOUS of f: the open and the delegation it had (§10.2.1). */
@@ -542,6 +765,7 @@ static void t_reclaim(void)
 	dt_create(a, "p", &p);
 	deleg_of(a, "pa", "p", &r);
 	CHECK_EQ(ts_open_name(b, NULL, "qb", "q", RW, DN, true, &w), NFS4_OK);
+	CHECK_EQ(w.dtype, OPEN_DELEGATE_WRITE);
 	q = w.fh;
 	CHECK_EQ(dt_open_read(c, "pc", "p", 0, &x), NFS4_OK);
 	CHECK_EQ(x.dtype, OPEN_DELEGATE_NONE); /* no back channel */
@@ -562,15 +786,18 @@ static void t_reclaim(void)
 	CHECK_EQ(r.dtype, OPEN_DELEGATE_READ);
 	CHECK(!r.drecall);
 	CHECK_EQ(test_sid(a, &r.dsid), NFS4_OK);
-	/* no write delegation was ever granted */
-	CHECK_EQ(reclaim(a, &p, "pa2", RD, OPEN_DELEGATE_WRITE, NULL), NFS4ERR_RECLAIM_BAD);
+	/* no such delegation type */
+	CHECK_EQ(reclaim(a, &p, "pa2", RD, OPEN_DELEGATE_NONE_EXT, NULL), NFS4ERR_RECLAIM_BAD);
 	/* without a back channel: granted back, pre-recalled; returned */
 	CHECK_EQ(reclaim(c, &p, "pc", RD, OPEN_DELEGATE_READ, &x), NFS4_OK);
 	CHECK_EQ(x.dtype, OPEN_DELEGATE_READ);
 	CHECK(x.drecall);
 	CHECK_EQ(dt_delegreturn(c, &p, &x.dsid), NFS4_OK);
-	CHECK_EQ(reclaim(b, &q, "qb", RW, OPEN_DELEGATE_NONE, &w), NFS4_OK);
-	CHECK_EQ(w.dtype, OPEN_DELEGATE_NONE);
+	/* b's write delegation of q comes back as it was */
+	CHECK_EQ(reclaim(b, &q, "qb", RW, OPEN_DELEGATE_WRITE, &w), NFS4_OK);
+	CHECK_EQ(w.dtype, OPEN_DELEGATE_WRITE);
+	CHECK(!w.drecall);
+	CHECK_EQ(test_sid(b, &w.dsid), NFS4_OK);
 	CHECK_EQ(open_rw(b, "pb", "p", NULL), NFS4ERR_GRACE);
 	mt_reclaim_complete(a);
 	mt_reclaim_complete(b);
@@ -585,6 +812,15 @@ static void t_reclaim(void)
 	CHECK_EQ(dt_delegreturn(a, &p, &r.dsid), NFS4_OK);
 	CHECK_EQ(open_rw(b, "pb", "p", &wp), NFS4_OK);
 	CHECK_EQ(ts_close(b, &p, &wp.sid, NULL), NFS4_OK);
+	/* and the reclaimed write delegation too, by a's open for reading */
+	n0 = atomic_load(&dt_cbs[1].recalls);
+	struct ts_openres rq;
+	CHECK_EQ(dt_open_read(a, "qa", "q", 0, &rq), NFS4ERR_DELAY);
+	dt_wait(&dt_cbs[1].recalls, n0 + 1, 5);
+	dt_check_recall(1, &w.dsid, &q);
+	CHECK_EQ(dt_delegreturn(b, &q, &w.dsid), NFS4_OK);
+	CHECK_EQ(dt_open_read(a, "qa", "q", 0, &rq), NFS4_OK);
+	CHECK_EQ(ts_close(a, &q, &rq.sid, NULL), NFS4_OK);
 	CHECK_EQ(ts_close(b, &q, &w.sid, NULL), NFS4_OK);
 	CHECK_EQ(ts_close(a, &p, &r.sid, NULL), NFS4_OK);
 	CHECK_EQ(ts_close(c, &p, &x.sid, NULL), NFS4_OK);
@@ -609,6 +845,7 @@ int main(void)
 	t_grant();
 	t_recall_open();
 	t_recall_ops();
+	t_write();
 	t_revoke();
 	t_cb_down();
 	t_limits();

@@ -12,7 +12,14 @@
  *  - length 0 with a new offset: NFS4ERR_INVAL (an offset needs a range);
  *  - the stateid is still checked: an open stateid is BAD_STATEID, and a
  *    file laid out for reading only is BADLAYOUT;
- *  - a later LAYOUTCOMMIT with the last write offset still moves the size.
+ *  - a later LAYOUTCOMMIT with the last write offset still moves the size;
+ *  - a LAYOUTCOMMIT that arrives after the client's own truncation (Linux,
+ *    holding a write delegation, lets the one for its earlier writes go
+ *    while it truncates): the size goes no further than the objects' end,
+ *    the cut having undone the write (12 bytes written, SETATTR to 5 while
+ *    the MDS still says 0, then the report of the 12: the size is 5, read
+ *    back "hello"); a truncation to the size the MDS already has cuts the
+ *    objects too; a write after the truncation still moves the size.
  */
 #include "config.h"
 
@@ -59,6 +66,50 @@ int main(void)
 	CHECK_EQ(lt_layoutcommit(s, &o.fh, 0, MiB, &l.sid, MiB - 1, &changed, &size), NFS4_OK);
 	CHECK(changed && size == MiB);
 	CHECK_EQ(cl_attr(&L.m, ino).size, MiB);
+
+	/* the client's LAYOUTCOMMIT after its own truncation */
+	struct ts_openres t;
+	lt_create(s, NULL, "t", &t);
+	struct lt_layout tl;
+	CHECK_EQ(lt_get_page(s, &t.fh, LAYOUTIOMODE4_RW, 0, &t.sid, &tl), NFS4_OK);
+	uint64_t tino = lt_ino(&L, &t.fh);
+	struct mds_attr tat = cl_attr(&L.m, tino);
+	uint32_t uid, gid;
+	mds_data_fence(L.m.mds, &tat, &uid, &gid);
+	struct cds *d = lt_ds_of_dev(&L, s, tl.ds[0].dev);
+	CHECK_EQ(lt_ds_write(d, &tl.ds[0], 0, "hello world\n", 12, FILE_SYNC, uid, gid), NFS3_OK);
+	nfs_argop4 sa = ts_op(OP_SETATTR);
+	struct ts_attrs ab;
+	sa.u.opsetattr.stateid = t.sid;
+	sa.u.opsetattr.obj_attributes = ts_fattr(&ab, -1, 5);
+	CHECK_EQ(ts_on_file(s, &t.fh, sa, NULL), NFS4_OK);
+	CHECK_EQ(cl_attr(&L.m, tino).size, 5);
+	CHECK_EQ(lt_layoutcommit(s, &t.fh, 0, 12, &tl.sid, 11, &changed, &size), NFS4_OK);
+	CHECK(!changed);
+	CHECK_EQ(cl_attr(&L.m, tino).size, 5);
+	char got[16];
+	uint32_t n = 0;
+	CHECK_EQ(lt_mds_read(s, &t.fh, 0, 16, got, &n), NFS4_OK);
+	CHECK(n == 5 && !memcmp(got, "hello", 5));
+	/* to the size the MDS has (0 here): the objects are cut all the same */
+	struct ts_openres u;
+	lt_create(s, NULL, "u", &u);
+	struct lt_layout ul;
+	CHECK_EQ(lt_get_page(s, &u.fh, LAYOUTIOMODE4_RW, 0, &u.sid, &ul), NFS4_OK);
+	struct mds_attr uat = cl_attr(&L.m, lt_ino(&L, &u.fh));
+	mds_data_fence(L.m.mds, &uat, &uid, &gid);
+	d = lt_ds_of_dev(&L, s, ul.ds[0].dev);
+	CHECK_EQ(lt_ds_write(d, &ul.ds[0], 0, "hello world\n", 12, FILE_SYNC, uid, gid), NFS3_OK);
+	sa.u.opsetattr.stateid = u.sid;
+	sa.u.opsetattr.obj_attributes = ts_fattr(&ab, -1, 0);
+	CHECK_EQ(ts_on_file(s, &u.fh, sa, NULL), NFS4_OK);
+	CHECK_EQ(lt_layoutcommit(s, &u.fh, 0, 12, &ul.sid, 11, &changed, &size), NFS4_OK);
+	CHECK(!changed);
+	CHECK_EQ(cl_attr(&L.m, uat.ino).size, 0);
+	/* a write after the cut still counts */
+	CHECK_EQ(lt_ds_write(d, &ul.ds[0], 0, "bye\n", 4, FILE_SYNC, uid, gid), NFS3_OK);
+	CHECK_EQ(lt_layoutcommit(s, &u.fh, 0, 4, &ul.sid, 3, &changed, &size), NFS4_OK);
+	CHECK(changed && size == 4);
 
 	nfs41c_session_destroy(s);
 	lt_finish(&L);

@@ -6,7 +6,8 @@
  * without a record cannot reclaim (NFS4ERR_RECLAIM_BAD) nor get new state
  * (NFS4ERR_GRACE, also after its own RECLAIM_COMPLETE, and for LOCKT and
  * anonymous I/O); the recorded client reclaims its open (CLAIM_PREVIOUS) and
- * its lock (reclaim = TRUE) and cannot take new locks yet; its
+ * (its write delegation granted back, pre-recalled) and its lock (reclaim =
+ * TRUE) and cannot take new locks yet; its
  * RECLAIM_COMPLETE ends grace at once, after which reclaims are
  * NFS4ERR_NO_GRACE, a second RECLAIM_COMPLETE NFS4ERR_COMPLETE_ALREADY, and
  * the other client meets the reclaimed deny mode and lock.  After a second
@@ -101,11 +102,16 @@ int main(void)
 
 	/* a comes back (same owner, new client ID) and reclaims */
 	a = mt_session_noreclaim(&t, "grace-a", 0, 0);
-	/* no write delegation is ever granted, so none is reclaimed */
-	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_WRITE, NULL), NFS4ERR_RECLAIM_BAD);
-	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_NONE, &r), NFS4_OK);
+	/* its open, and its write delegation granted back (§10.2.1),
+	 * pre-recalled: a has no back channel; it returns it */
+	CHECK_EQ(reclaim_open(a, &of.fh, RW, DW, OPEN_DELEGATE_WRITE, &r), NFS4_OK);
+	CHECK_EQ(r.dtype, OPEN_DELEGATE_WRITE);
+	CHECK(r.drecall);
 	CHECK_EQ(r.sid.seqid, 1);
 	CHECK(!memcmp(r.fh.b, of.fh.b, of.fh.len));
+	nfs_argop4 dr = ts_op(OP_DELEGRETURN);
+	dr.u.opdelegreturn.deleg_stateid = r.dsid;
+	CHECK_EQ(ts_on_file(a, &of.fh, dr, NULL), NFS4_OK);
 	stateid4 fsid = r.sid;
 	/* a new lock is still refused, a reclaimed one granted */
 	CHECK_EQ(ts_lock(a, &of.fh, WRITE_LT, false, 20, 10, &fsid, "la", NULL, NULL),

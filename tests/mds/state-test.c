@@ -117,6 +117,13 @@ nfsstat4 ts_open(struct nfs41c_session *s, const struct ts_fh *at, const struct 
 			out->dsid = ok->delegation.u.read.stateid;
 			out->drecall = ok->delegation.u.read.recall;
 		}
+		if (out->dtype == OPEN_DELEGATE_WRITE) {
+			const open_write_delegation4 *w = &ok->delegation.u.write;
+			out->dsid = w->stateid;
+			out->drecall = w->recall;
+			out->dlimit_by = w->space_limit.limitby;
+			out->dlimit = w->space_limit.u.filesize;
+		}
 		CHECK_EQ(ts_st(&res, 2), NFS4_OK);
 		const nfs_fh4 *f = &res.resarray.val[3].u.opgetfh.u.resok4.object;
 		CHECK(f->len <= NFS4_FHSIZE);

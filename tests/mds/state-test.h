@@ -97,8 +97,10 @@ struct ts_openres {
 	uint32_t attrset_len;
 	open_delegation_type4 dtype;
 	why_no_delegation4 why;
-	stateid4 dsid; /* OPEN_DELEGATE_READ: the delegation stateid */
+	stateid4 dsid; /* OPEN_DELEGATE_READ or _WRITE: the delegation stateid */
 	bool drecall;  /* and its recall flag (§10.2.1) */
+	limit_by4 dlimit_by; /* _WRITE: its space_limit (NFS_LIMIT_SIZE: dlimit bytes) */
+	uint64_t dlimit;
 };
 
 /* PUTFH dir (NULL: root) or the file, OPEN, GETFH: OPEN's status. */
