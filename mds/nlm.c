@@ -510,6 +510,14 @@ static nlm4_stats do_lock(struct nfsd_req *req, const nlm4_lockargs *a, bool msg
 		r = NLM4_DENIED_GRACE_PERIOD;
 		goto out;
 	}
+	/* an NFSv4 client's delegation lets it lock locally (a write one any
+	 * lock, a read one shared ones): recalled first (RFC 8881 §10.4), and
+	 * lockd waits and asks again, as in grace */
+	if ((a->exclusive ? mds_deleg_break(mds, lk->ino, 0, MDS_DELEG_LOCK)
+			  : mds_deleg_break_write(mds, lk->ino, 0)) == -EAGAIN) {
+		r = NLM4_DENIED_GRACE_PERIOD;
+		goto out;
+	}
 	char addr[INET6_ADDRSTRLEN], local[INET6_ADDRSTRLEN] = "";
 	mds_peer_text(req_peer(req), addr);
 	struct sockaddr_storage ls;

@@ -37,8 +37,8 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 			    bool write);
 /* Does any client hold an open of ino?  (REMOVE keeps an open file's data.) */
 bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
-/* Does any client hold an open of ino with write access?  (mds/ec.c seals
- * only files nobody may write.) */
+/* Does any client hold an open of ino with write access, or a write
+ * delegation of it?  (mds/ec.c seals only files nobody may write.) */
 bool mds_state_ino_open_write(struct braid_mds *mds, uint64_t ino);
 /* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
 bool mds_state_in_grace(struct braid_mds *mds);
@@ -132,6 +132,7 @@ enum mds_deleg_why {
 	MDS_DELEG_RENAME,
 	MDS_DELEG_LINK,
 	MDS_DELEG_XATTR,
+	MDS_DELEG_LOCK,	   /* an NLM lock (the holder locks locally) */
 	MDS_DELEG_CB_DOWN, /* the holder's back channel was down a lease */
 	MDS_DELEG_LIMIT,   /* CB_RECALL_ANY: too many outstanding */
 };

@@ -16,7 +16,8 @@
  * garbage and bad handles; and a restart: SM_NOTIFY with the new NSM state,
  * DENIED_GRACE_PERIOD for new locks and TEST in grace, reclaim granted,
  * the reclaimed lock conflicting after grace, hosts without locks
- * forgotten.  Last, with lease_time = 2s, a blocked NLM request granted
+ * forgotten; an NFSv4 client's write delegation recalled by an NLM LOCK
+ * (DENIED_GRACE_PERIOD until it is returned).  Last, with lease_time = 2s, a blocked NLM request granted
  * when the NFSv4 client holding the range goes silent and its lease runs
  * out (no NFSv4 traffic at all to trigger expiry), and without nsm_name
  * the SM_NOTIFY after a restart naming the server by the address the host
@@ -33,6 +34,8 @@
 
 #include "tests/mds/mds-test.h"
 #include "tests/mds/state-test.h"
+
+#include "tests/mds/deleg-test.h"
 
 #define RW	 OPEN4_SHARE_ACCESS_BOTH
 #define DN	 OPEN4_SHARE_DENY_NONE
@@ -673,6 +676,28 @@ int main(void)
 	CHECK_EQ(nlm_lock(&t, f, &noname, true, 0, 1, false, false, 1), NLM4_FAILED);
 	CHECK_EQ(nlm_lock(&t, f, &A, true, UINT64_MAX - 5, 100, false, false, 1), NLM4_FBIG);
 	CHECK_EQ(nlm(&t, NLMPROC4_NULL, NULL, NULL, NULL), 0); /* still serving */
+
+	/* an NFSv4 client's write delegation (its holder locks locally): an
+	 * NLM LOCK gets DENIED_GRACE_PERIOD (lockd asks again) and the holder
+	 * CB_RECALL; once it is returned, the lock is granted */
+	{
+		struct nfsd_clnt *dc;
+		struct nfs41c_session *sd = dt_session(&t, "nlm-deleg", 0, &dc, false);
+		struct ts_openres od;
+		CHECK_EQ(ts_open_name(sd, NULL, "od", "f-deleg", RW, DN, true, &od), NFS4_OK);
+		CHECK_EQ(od.dtype, OPEN_DELEGATE_WRITE);
+		CHECK_EQ(ts_close(sd, &od.fh, &od.sid, NULL), NFS4_OK);
+		int n0 = atomic_load(&dt_cbs[0].recalls);
+		CHECK_EQ(nlm_lock(&t, &od.fh, &A, false, 0, 10, false, false, 1),
+			 NLM4_DENIED_GRACE_PERIOD);
+		dt_wait(&dt_cbs[0].recalls, n0 + 1, 5);
+		dt_check_recall(0, &od.dsid, &od.fh);
+		CHECK_EQ(dt_delegreturn(sd, &od.fh, &od.dsid), NFS4_OK);
+		CHECK_EQ(nlm_lock(&t, &od.fh, &A, false, 0, 10, false, false, 1), NLM4_GRANTED);
+		CHECK_EQ(nlm_unlock(&t, &od.fh, &A, 0, 10), NLM4_GRANTED);
+		nfs41c_session_destroy(sd);
+		nfsd_clnt_free(dc);
+	}
 
 	/* restart: the hosts are notified, only reclaims in grace */
 	struct own r = {"client-r", 9, "oh-r"};
