@@ -268,7 +268,7 @@ mds_metrics_addr() {
 snapshot() {
 	for dm in $PNFS_METRICS; do
 		if wget -q -O /tmp/metrics "http://${dm#*=}/metrics" 2>/dev/null; then
-			grep -E '^braid_(ds_id|ds_nospc_total|mds_ec_[a-z_]*|ds_ec_[a-z_]*|ds_(written|read)_bytes_total|mds_layoutgets_de(layed|ferred)_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|mds_delegations_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
+			grep -E '^braid_(ds_id|ds_nospc_total|mds_ec_[a-z_]*|ds_ec_[a-z_]*|ds_(written|read)_bytes_total|mds_layoutgets_de(layed|ferred)_total|nfs4_op(s|_errors)_total|rpc_(requests|errors)_total|mds_(write_)?delegations_total|rpcsec_gss_(contexts_created|init_failures|rejected)_total)[ {]' \
 				/tmp/metrics | sed "s/^/@@M $1 ${dm%%=*} /"
 		else
 			echo "@@M-FAIL $1 ${dm%%=*}"
@@ -406,9 +406,11 @@ check_nfs40() {
 # delegation); the 4.0 client then appends to it: its OPEN for writing
 # conflicts, so braid-mds recalls the delegation over the 4.1 back channel
 # and the 4.0 OPEN waits (NFS4ERR_DELAY) until it is returned.  The 4.1
-# client, opening the file again, must read the appended bytes (the host
-# checks braid-mds's delegation counters: granted, recalled, returned,
-# none revoked).
+# client, opening the file again, must read the appended bytes.  Then the
+# 4.1 client writes small files under write delegations and the 4.0 client
+# reads each right away: its OPEN recalls the delegation, and every byte
+# must be there (the host checks braid-mds's delegation counters: granted,
+# write delegations granted, recalled, returned, none revoked).
 check_deleg() {
 	step deleg "an NFSv4.0 client's open for write recalls an NFSv4.1 client's read delegation"
 	nfs-mount "$SERVER:$PORT" / "$MNT" "vers=4.1" || { fail "mount vers=4.1"; return; }
@@ -426,6 +428,29 @@ check_deleg() {
 	exec 3<&-
 	eq "the 4.1 client, opening again, reads the 4.0 client's append" "$(cat "$dd/f" | tr '\n' ' ')" "one two "
 	eq "the 4.0 client reads it" "$(cat "/mnt40/deleg.$W/f" | tr '\n' ' ')" "one two "
+	# a write delegation: the 4.1 client writes 20 files of 200 KB (its
+	# closes start the write-back without waiting for it), then the 4.0
+	# client reads each at once: its OPEN recalls the delegation, and the
+	# 4.1 client writes back before returning it; not a byte may be missing
+	head -c 204800 /dev/urandom > /tmp/wdeleg.src
+	i=0
+	while [ $i -lt 20 ]; do cp /tmp/wdeleg.src "$dd/w$i" || fail "the 4.1 client's cp $i"; i=$((i + 1)); done
+	i=0 bad=0
+	while [ $i -lt 20 ]; do
+		cmp -s /tmp/wdeleg.src "/mnt40/deleg.$W/w$i" || bad=$((bad + 1))
+		i=$((i + 1))
+	done
+	eq "files the 4.0 client read short or wrong, just after the 4.1 client wrote them" $bad 0
+	# and bytes the 4.1 client holds dirty in an open file: only the
+	# recall makes them reach the server before the 4.0 client reads
+	exec 4> "$dd/open"
+	cat /tmp/wdeleg.src >&4
+	if cmp -s /tmp/wdeleg.src "/mnt40/deleg.$W/open"; then
+		ok "the 4.0 client reads what the 4.1 client wrote into a file it keeps open"
+	else
+		fail "the 4.0 client reads $(size "/mnt40/deleg.$W/open") of 204800 bytes the 4.1 client wrote into a file it keeps open"
+	fi
+	exec 4>&-
 	rm -rf "$dd"
 	umount /mnt40 || fail "umount /mnt40"
 	umount "$MNT" || fail "umount $MNT"

@@ -49,9 +49,14 @@
 #                 NFSv4.1 mount holds a file open for reading (a read
 #                 delegation), an NFSv4.0 mount appends to it (its OPEN for
 #                 writing conflicts); the append must succeed and the 4.1
-#                 client, opening again, read it.  braid-mds's
+#                 client, opening again, read it.  Then the 4.1 client
+#                 writes 20 files of 200 KB (write delegations: its closes
+#                 do not wait for the write-back) and the 4.0 client reads
+#                 each at once (the recall makes the 4.1 client write back
+#                 first): every byte must be there.  braid-mds's
 #                 braid_mds_delegations_total during the check: granted,
-#                 recalled and returned at least once, none revoked.
+#                 recalled and returned at least once, none revoked;
+#                 braid_mds_write_delegations_total at least once.
 # data            exports /whole (layout=whole) and /striped
 #                 (layout=segments, 1 MiB segments).  The guest writes 40
 #                 files of 1 MiB under /whole and one file of each size (1,
@@ -1343,6 +1348,8 @@ for check in checks:
         for e in ("granted", "recalled", "returned"):
             (ok if ev[e] > 0 else bad)("braid-mds delegations %s: %d" % (e, ev[e]))
         (ok if ev["revoked"] == 0 else bad)("braid-mds delegations revoked: %d" % ev["revoked"])
+        wd = int(mdsm.get("braid_mds_write_delegations_total", 0))
+        (ok if wd > 0 else bad)("braid-mds write delegations granted: %d" % wd)
         continue
     if check in ("nfs3", "nfs40"):
         if "POSIX-OK" in section[check]:
