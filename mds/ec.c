@@ -615,6 +615,11 @@ static bool file_quiet(struct mds_ec *ec, const struct mds_attr *a)
 		return false;
 	if (mds_state_ino_open_write(mds, a->ino))
 		return false;
+	/* a write delegation's holder may still have writes to send, the
+	 * file closed: recalled (it writes back, then returns it), sealed on a
+	 * later pass */
+	if (mds_deleg_break_write(mds, a->ino, 0) == -EAGAIN)
+		return false;
 	if (!mds_layout_rw_held(mds, a->ino, 0))
 		return true;
 	struct ec_slot *sl = slot_of(ec, a->ino);

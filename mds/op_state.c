@@ -662,9 +662,6 @@ bool mds_state_ino_open_write(struct braid_mds *mds, uint64_t ino)
 	bool w = false;
 	for (const struct st_sid *o = f ? f->opens : NULL; o && !w; o = o->fnext)
 		w = o->access & OPEN4_SHARE_ACCESS_WRITE;
-	/* a write delegation's holder may still have writes to send */
-	for (const struct st_sid *d = f ? f->delegs : NULL; d && !w; d = d->fnext)
-		w = d->access & OPEN4_SHARE_ACCESS_WRITE;
 	pthread_mutex_unlock(&st->mu);
 	return w;
 }

@@ -37,8 +37,8 @@ nfsstat4 mds_state_check_io(struct nfs41_compound *c, const stateid4 *sid, uint6
 			    bool write);
 /* Does any client hold an open of ino?  (REMOVE keeps an open file's data.) */
 bool mds_state_ino_open(struct braid_mds *mds, uint64_t ino);
-/* Does any client hold an open of ino with write access, or a write
- * delegation of it?  (mds/ec.c seals only files nobody may write.) */
+/* Does any client hold an open of ino with write access?  (mds/ec.c seals
+ * only files nobody may write; a write delegation it recalls first.) */
 bool mds_state_ino_open_write(struct braid_mds *mds, uint64_t ino);
 /* The grace period after a restart is in progress (new state: NFS4ERR_GRACE). */
 bool mds_state_in_grace(struct braid_mds *mds);
