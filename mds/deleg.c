@@ -12,6 +12,11 @@
  * (nfs4_file_flush), which is what makes a stream of small files cheap.
  * Its space_limit (NFS_LIMIT_SIZE: small_file_threshold, 1M when that is
  * 0, at most 64M) bounds what the client keeps unwritten past a close.
+ * Only with data_io = proxy and a small_file_threshold, and recalled from
+ * a holder that asks for an RW layout of the file (mds_deleg_layout_rw):
+ * holding one, Linux may send a write's LAYOUTCOMMIT after its own
+ * truncation and keep the reported size in its cache, which the MDS
+ * cannot correct; writes through the MDS have no LAYOUTCOMMIT.
  * Another client's GETATTR, READ (special stateid; NFSv3 GETATTR and READ
  * too) recalls it (mds_deleg_break_write), rather than CB_GETATTR
  * (§10.4.3), and so does every operation that recalls a read delegation,
@@ -90,6 +95,7 @@ struct st_deleg {
 	unsigned n;		/* delegations outstanding */
 	atomic_uint nwrite;	/* of which write delegations (read without mu) */
 	uint64_t wlimit;	/* constant: a write delegation's space_limit */
+	bool wok;		/* constant: writes go through braid-mds (write delegations) */
 	struct mds_deleg_counters ctr;
 	struct {
 		uint64_t ino, until_ns, clientid; /* whose change (UINT64_MAX: several) */
@@ -213,6 +219,19 @@ nfsstat4 mds_deleg_break_op(struct braid_mds *mds, uint64_t ino, uint64_t client
 			    enum mds_deleg_why why)
 {
 	return mds_deleg_break(mds, ino, clientid, why) ? NFS4ERR_DELAY : NFS4_OK;
+}
+
+void mds_deleg_layout_rw(struct braid_mds *mds, uint64_t ino, uint64_t clientid)
+{
+	struct mds_state *st = mds->state;
+	if (!st || !st->dlg || !atomic_load(&st->dlg->nwrite))
+		return;
+	pthread_mutex_lock(&st->mu);
+	struct st_file *f = st_file_get(st, ino, false);
+	for (struct st_sid *d = f ? f->delegs : NULL; d; d = d->fnext)
+		if (d->cl->id == clientid && is_write(d))
+			recall_start(st->dlg, d, nfsd_now_ns());
+	pthread_mutex_unlock(&st->mu);
 }
 
 int mds_deleg_break_write(struct braid_mds *mds, uint64_t ino, uint64_t clientid)
@@ -382,8 +401,11 @@ void st_deleg_answer(struct mds_state *st, struct nfs41_compound *c, uint64_t in
 	/* the kind that fits the open: a write delegation for writing */
 	bool write = reclaim ? q->prev == OPEN_DELEGATE_WRITE
 			     : (q->share_access & OPEN4_SHARE_ACCESS_WRITE) != 0;
+	/* write delegations only where small files are written through
+	 * braid-mds: see the top (a LAYOUTCOMMIT racing the holder's own
+	 * truncation) */
 	bool kind_off = dl->policy == MDS_DELEGATIONS_OFF ||
-			(write && dl->policy != MDS_DELEGATIONS_ON);
+			(write && (dl->policy != MDS_DELEGATIONS_ON || !dl->wok));
 	memset(out, 0, sizeof(*out));
 	int why = -1;
 	if (reclaim)
@@ -733,6 +755,7 @@ int st_deleg_init(struct mds_state *st, char *msg, size_t msglen)
 	dl->max = (unsigned)set->delegations_max;
 	dl->recall_any_above = (uint64_t)set->recall_any_above;
 	dl->lease_ns = set->lease_ms * 1000000ull;
+	dl->wok = set->data_io == MDS_DATA_PROXY && set->small_file_threshold > 0;
 	dl->wlimit = set->small_file_threshold ? set->small_file_threshold : DL_WLIMIT_DEF;
 	if (dl->wlimit > DL_WLIMIT_MAX)
 		dl->wlimit = DL_WLIMIT_MAX;

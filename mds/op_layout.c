@@ -1000,6 +1000,10 @@ static nfsstat4 op_layoutget(struct nfs41_compound *c, nfs_argop4 *arg, nfs_reso
 	ok->logr_layout.len = 1;
 	ok->logr_layout.val = l;
 	nfs41_compound_set_stateid(c, &ok->logr_stateid);
+	/* its write delegation goes: a holder writing through layouts may
+	 * send a LAYOUTCOMMIT after its own truncation (mds/deleg.c) */
+	if (rw)
+		mds_deleg_layout_rw(mds, at.ino, c->clientid);
 	BRAID_TRACE(layout__grant, at.ino, c->clientid, (uint32_t)a->loga_iomode, s0, l->lo_length,
 		    nm);
 	return NFS4_OK;

@@ -145,6 +145,10 @@ nfsstat4 mds_deleg_break_op(struct braid_mds *mds, uint64_t ino, uint64_t client
  * when other clients' write delegations of ino are being recalled (answer
  * DELAY / JUKEBOX).  Takes no lock while no write delegation is out. */
 int mds_deleg_break_write(struct braid_mds *mds, uint64_t ino, uint64_t clientid);
+/* clientid asks for an RW layout of ino: its own write delegation of it is
+ * recalled (writes through layouts end in LAYOUTCOMMITs, which a holder
+ * may send late; see deleg.c).  The LAYOUTGET goes ahead. */
+void mds_deleg_layout_rw(struct braid_mds *mds, uint64_t ino, uint64_t clientid);
 
 /* Counters since start (metrics). */
 struct mds_deleg_counters {

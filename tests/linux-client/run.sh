@@ -49,14 +49,17 @@
 #                 NFSv4.1 mount holds a file open for reading (a read
 #                 delegation), an NFSv4.0 mount appends to it (its OPEN for
 #                 writing conflicts); the append must succeed and the 4.1
-#                 client, opening again, read it.  Then the 4.1 client
-#                 writes 20 files of 200 KB (write delegations: its closes
-#                 do not wait for the write-back) and the 4.0 client reads
-#                 each at once (the recall makes the 4.1 client write back
+#                 client, opening again, read it.  With data_io = proxy
+#                 (the unreach cluster: write delegations exist only
+#                 there), the 4.1 client then writes 20 files of 200 KB
+#                 (its closes do not wait for the write-back) and keeps
+#                 one open with 200 KB dirty, and the 4.0 client reads
+#                 each (the recall makes the 4.1 client write back
 #                 first): every byte must be there.  braid-mds's
 #                 braid_mds_delegations_total during the check: granted,
 #                 recalled and returned at least once, none revoked;
-#                 braid_mds_write_delegations_total at least once.
+#                 braid_mds_write_delegations_total at least once with
+#                 proxy, never with refuse.
 # data            exports /whole (layout=whole) and /striped
 #                 (layout=segments, 1 MiB segments).  The guest writes 40
 #                 files of 1 MiB under /whole and one file of each size (1,
@@ -151,7 +154,8 @@
 #                 (small_file_threshold, mdsthreshold): 4 files of 64 KiB
 #                 written by cp send no LAYOUTGET and make braid-mds run a
 #                 WRITE each, a 2 MiB file still asks for a layout, and all
-#                 read back.  It runs alone.
+#                 read back.  It runs alone, or with deleg (whose write
+#                 delegations need this proxy cluster).
 # enospc          a full data server (issue 21): 2 data servers whose
 #                 stores are 48 MiB tmpfs mounts (in a mount namespace of
 #                 the run's own: unshare -m; needs root), [ds] reserve =
@@ -253,7 +257,7 @@ usage() {
 	echo "usage: $PROG --backend qemu|uml --vers 4.1|4.2 --checks CHECK[,CHECK...]" \
 		"[--ds-vers 4.1|3] [--max-mib N] [--timeout S] [--keep]" \
 		"(checks: posix nfs3 nfs40 deleg data mirror lost trunk enospc unreach krb5; trunk, enospc," \
-		"lost, unreach and krb5 alone)" >&2
+		"lost, unreach and krb5 alone; unreach with deleg)" >&2
 	exit 99
 }
 while [[ $# -gt 0 ]]; do
@@ -286,7 +290,9 @@ for c in "${CHECK_LIST[@]}"; do
 done
 [[ -z ${HAS[trunk]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 [[ -z ${HAS[enospc]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
-[[ -z ${HAS[unreach]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
+# unreach's cluster proxies small files: deleg's write part runs there
+[[ -z ${HAS[unreach]:-} || ${#CHECK_LIST[@]} = 1 ||
+	(${#CHECK_LIST[@]} = 2 && -n ${HAS[deleg]:-}) ]] || usage
 [[ -z ${HAS[lost]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 [[ -z ${HAS[krb5]:-} || ${#CHECK_LIST[@]} = 1 ]] || usage
 
@@ -412,6 +418,9 @@ if [[ ${HAS[trunk]:-} ]]; then
 	MOPTS+=",nconnect=2,max_connect=4"
 	GUEST_ENV+=(--env PNFS_TRUNK_MIB=64)
 fi
+# write delegations exist only where small files go through braid-mds
+# (mds/deleg.c): the deleg check's write part runs in such a cluster
+[[ $BRAID_MDS_CONF == *"data_io = proxy"* ]] && GUEST_ENV+=(--env DELEG_WRITE=1)
 CLIENTVM_ARGS=()
 if [[ ${HAS[krb5]:-} ]]; then
 	# A realm of the run's own (tests/krb5-realm.sh); the guest reaches its
@@ -790,7 +799,7 @@ fi
 # daemons' counters (see the header for what each check asserts).
 IDMAP=
 for id in "${!IDX_OF[@]}"; do IDMAP+=" $id=${IDX_OF[$id]}"; done
-python3 - "$T" "$CHECKS" "$BRAID_NDS" "$DS_VERS" "${KILLED:-0}" "${KILL_AT:-0}" "${OTHER_AT:-0}" "$IDMAP" \
+BRAID_MDS_CONF=$BRAID_MDS_CONF python3 - "$T" "$CHECKS" "$BRAID_NDS" "$DS_VERS" "${KILLED:-0}" "${KILL_AT:-0}" "${OTHER_AT:-0}" "$IDMAP" \
 	"${DS_PORT[@]}" <<'PYEOF' >&2
 import json, os, sys
 T, checks, nds, ds_vers, killed, kill_at, other_at, idmap = sys.argv[1:9]
@@ -1349,7 +1358,10 @@ for check in checks:
             (ok if ev[e] > 0 else bad)("braid-mds delegations %s: %d" % (e, ev[e]))
         (ok if ev["revoked"] == 0 else bad)("braid-mds delegations revoked: %d" % ev["revoked"])
         wd = int(mdsm.get("braid_mds_write_delegations_total", 0))
-        (ok if wd > 0 else bad)("braid-mds write delegations granted: %d" % wd)
+        if "data_io = proxy" in os.environ.get("BRAID_MDS_CONF", ""):
+            (ok if wd > 0 else bad)("braid-mds write delegations granted: %d" % wd)
+        else:
+            (ok if wd == 0 else bad)("braid-mds write delegations granted: %d (data_io = refuse: none)" % wd)
         continue
     if check in ("nfs3", "nfs40"):
         if "POSIX-OK" in section[check]:

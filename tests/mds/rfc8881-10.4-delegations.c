@@ -38,7 +38,8 @@
  *  - another client's OPEN (for reading too), GETATTR of the size or times
  *    (not of the mode alone), READ with the anonymous stateid, NFSv3
  *    GETATTR and READ recall a write delegation; the holder's own do not;
- *  - delegations = off grants none; delegations = read no write ones;
+ *  - delegations = off grants none; delegations = read and data_io =
+ *    refuse no write ones;
  *  - after a restart, during grace, CLAIM_PREVIOUS with a read or write
  *    delegation gets it back (pre-recalled for a client without a back
  *    channel), a NONE_EXT one is NFS4ERR_RECLAIM_BAD, and the reclaimed
@@ -729,6 +730,26 @@ static void t_off(void)
 	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE_EXT);
 	CHECK_EQ(r.why, WND4_WRITE_DELEG_NOT_SUPP_FTYPE);
 	struct ts_openres rr;
+	CHECK_EQ(dt_open_read(s, "o3", "f", 0, &rr), NFS4_OK);
+	CHECK_EQ(rr.dtype, OPEN_DELEGATE_READ);
+	CHECK_EQ(dt_delegreturn(s, &fh, &rr.dsid), NFS4_OK);
+	nfs41c_session_destroy(s);
+	mt_stop(&t);
+	nfsd_clnt_free(conn);
+	mt_finish(&t);
+
+	/* data_io = refuse (every write through layouts): no write
+	 * delegations either (mds/deleg.c: LAYOUTCOMMITs a holder may send
+	 * after its own truncation); read ones still */
+	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", "data_io = refuse\n");
+	s = dt_session(&t, "refuse-a", 3, &conn, false);
+	dt_create(s, "f", &fh);
+	CHECK_EQ(ts_open_name(s, NULL, "o", "f", RW | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, DN,
+			      false, &r),
+		 NFS4_OK);
+	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE_EXT);
+	CHECK_EQ(r.why, WND4_WRITE_DELEG_NOT_SUPP_FTYPE);
+	CHECK_EQ(ts_close(s, &fh, &r.sid, NULL), NFS4_OK);
 	CHECK_EQ(dt_open_read(s, "o3", "f", 0, &rr), NFS4_OK);
 	CHECK_EQ(rr.dtype, OPEN_DELEGATE_READ);
 	CHECK_EQ(dt_delegreturn(s, &fh, &rr.dsid), NFS4_OK);

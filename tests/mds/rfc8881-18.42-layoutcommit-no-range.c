@@ -19,11 +19,15 @@
  *    the cut having undone the write (12 bytes written, SETATTR to 5 while
  *    the MDS still says 0, then the report of the 12: the size is 5, read
  *    back "hello"); a truncation to the size the MDS already has cuts the
- *    objects too; a write after the truncation still moves the size.
+ *    objects too; a write after the truncation still moves the size;
+ *  - which is why a write delegation's holder asking for an RW layout (not
+ *    a READ one) has the delegation recalled.
  */
 #include "config.h"
 
 #include "tests/mds/layout-test.h"
+
+#include "mds/state.h"
 
 static struct lt L;
 
@@ -110,6 +114,32 @@ int main(void)
 	CHECK_EQ(lt_ds_write(d, &ul.ds[0], 0, "bye\n", 4, FILE_SYNC, uid, gid), NFS3_OK);
 	CHECK_EQ(lt_layoutcommit(s, &u.fh, 0, 4, &ul.sid, 3, &changed, &size), NFS4_OK);
 	CHECK(changed && size == 4);
+
+	/* so a write delegation's holder that asks for an RW layout has it
+	 * recalled (mds/deleg.c): its writes then end in LAYOUTCOMMITs */
+	struct nfsd_clnt *cbc;
+	struct nfs41c_session *w = lt_session_cb(&L, "lc-deleg", &cbc);
+	struct ts_openres wo;
+	CHECK_EQ(ts_open_name(w, NULL, "wd", "wd", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE,
+			      true, &wo),
+		 NFS4_OK);
+	CHECK_EQ(wo.dtype, OPEN_DELEGATE_WRITE);
+	struct mds_deleg_counters d0, d1;
+	mds_deleg_counters(L.m.mds, &d0);
+	struct lt_layout wl;
+	CHECK_EQ(lt_get_page(w, &wo.fh, LAYOUTIOMODE4_READ, 0, &wo.sid, &wl), NFS4_OK);
+	mds_deleg_counters(L.m.mds, &d1);
+	CHECK_EQ(d1.recalled, d0.recalled); /* a read layout: kept */
+	CHECK_EQ(lt_get_page(w, &wo.fh, LAYOUTIOMODE4_RW, 0, &wo.sid, &wl), NFS4_OK);
+	mds_deleg_counters(L.m.mds, &d1);
+	CHECK_EQ(d1.recalled, d0.recalled + 1);
+	nfs_argop4 dr = ts_op(OP_DELEGRETURN);
+	dr.u.opdelegreturn.deleg_stateid = wo.dsid;
+	CHECK_EQ(ts_on_file(w, &wo.fh, dr, NULL), NFS4_OK);
+	CHECK_EQ(lt_return_all(w, &wo.fh, &wl.sid), NFS4_OK);
+	CHECK_EQ(ts_close(w, &wo.fh, &wo.sid, NULL), NFS4_OK);
+	nfs41c_session_destroy(w);
+	nfsd_clnt_free(cbc);
 
 	nfs41c_session_destroy(s);
 	lt_finish(&L);
