@@ -247,24 +247,52 @@ static void t_recall_open(void)
 	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
 }
 
-/* conflict() by B on A's delegation of nm: DELAY, CB_RECALL, return, OK. */
-static void recall_by(const char *nm, const char *what, nfsstat4 (*conflict)(const char *))
+/* A's write delegation of nm (its open for writing too). */
+static void wdeleg_of(const char *owner, const char *nm, struct ts_openres *r)
+{
+	CHECK_EQ(open_rw(A, owner, nm, r), NFS4_OK);
+	CHECK_EQ(r->dtype, OPEN_DELEGATE_WRITE);
+	CHECK(!r->drecall);
+}
+
+/* conflict() by B on A's read (or write) delegation of nm: DELAY,
+ * CB_RECALL, return, OK. */
+static void recall_of(const char *nm, const char *what, nfsstat4 (*conflict)(const char *),
+		      bool write)
 {
 	struct ts_openres r;
 	struct ts_fh fh;
 	dt_create(A, nm, &fh);
-	deleg_of(A, "oa", nm, &r);
+	if (write)
+		wdeleg_of("wa", nm, &r);
+	else
+		deleg_of(A, "oa", nm, &r);
 	int n0 = atomic_load(&dt_cbs[0].recalls);
-	CHECK_EQ(conflict(nm), NFS4ERR_DELAY);
+	if (conflict(nm) != NFS4ERR_DELAY) {
+		fprintf(stderr, "%s did not recall the %s delegation\n", what,
+			write ? "write" : "read");
+		CHECK(0);
+	}
 	dt_wait(&dt_cbs[0].recalls, n0 + 1, 5);
 	dt_check_recall(0, &r.dsid, &fh);
 	CHECK_EQ(conflict(nm), NFS4ERR_DELAY);
 	CHECK_EQ(dt_delegreturn(A, &fh, &r.dsid), NFS4_OK);
-	if (conflict(nm) != NFS4_OK) {
-		fprintf(stderr, "%s after DELEGRETURN: not OK\n", what);
+	nfsstat4 st = conflict(nm);
+	if (st != NFS4_OK) {
+		fprintf(stderr, "%s after DELEGRETURN: %d\n", what, (int)st);
 		CHECK(0);
 	}
 	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
+}
+
+static void recall_by(const char *nm, const char *what, nfsstat4 (*conflict)(const char *))
+{
+	recall_of(nm, what, conflict, false);
+}
+
+static void wrecall_by(const char *nm, const char *what, nfsstat4 (*conflict)(const char *))
+{
+	recall_of(nm, what, conflict, true);
 }
 
 static nfsstat4 b_chmod(const char *nm)
@@ -459,38 +487,6 @@ static nfsstat4 v3_read(const char *nm)
 	uint32_t n;
 	bool eof;
 	return v3_status(n3_read(&T, &f, 0, sizeof(buf), buf, &n, &eof));
-}
-
-/* A's write delegation of nm (its open for writing too). */
-static void wdeleg_of(const char *owner, const char *nm, struct ts_openres *r)
-{
-	CHECK_EQ(open_rw(A, owner, nm, r), NFS4_OK);
-	CHECK_EQ(r->dtype, OPEN_DELEGATE_WRITE);
-	CHECK(!r->drecall);
-}
-
-/* conflict() by B on A's write delegation of nm: DELAY, CB_RECALL, return, OK. */
-static void wrecall_by(const char *nm, const char *what, nfsstat4 (*conflict)(const char *))
-{
-	struct ts_openres r;
-	struct ts_fh fh;
-	dt_create(A, nm, &fh);
-	wdeleg_of("wa", nm, &r);
-	int n0 = atomic_load(&dt_cbs[0].recalls);
-	if (conflict(nm) != NFS4ERR_DELAY) {
-		fprintf(stderr, "%s did not recall the write delegation\n", what);
-		CHECK(0);
-	}
-	dt_wait(&dt_cbs[0].recalls, n0 + 1, 5);
-	dt_check_recall(0, &r.dsid, &fh);
-	CHECK_EQ(conflict(nm), NFS4ERR_DELAY);
-	CHECK_EQ(dt_delegreturn(A, &fh, &r.dsid), NFS4_OK);
-	nfsstat4 st = conflict(nm);
-	if (st != NFS4_OK) {
-		fprintf(stderr, "%s after DELEGRETURN: %d\n", what, (int)st);
-		CHECK(0);
-	}
-	CHECK_EQ(ts_close(A, &fh, &r.sid, NULL), NFS4_OK);
 }
 
 static void t_write(void)
@@ -698,6 +694,33 @@ static void t_limits(void)
 	CHECK_EQ(counters().outstanding, 0);
 }
 
+/* A server started with conf grants no write delegation, read ones still. */
+static void no_write_delegations(const char *conf, const char *owner)
+{
+	struct mt t;
+	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", conf);
+	struct nfsd_clnt *conn;
+	struct nfs41c_session *s = dt_session(&t, owner, 3, &conn, false);
+	struct ts_fh fh;
+	struct ts_openres r, rr;
+	dt_create(s, "f", &fh);
+	CHECK_EQ(ts_open_name(s, NULL, "o", "f", RW, DN, false, &r), NFS4_OK);
+	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE);
+	CHECK_EQ(ts_open_name(s, NULL, "o2", "f", RW | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, DN,
+			      false, &r),
+		 NFS4_OK);
+	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE_EXT);
+	CHECK_EQ(r.why, WND4_WRITE_DELEG_NOT_SUPP_FTYPE);
+	CHECK_EQ(ts_close(s, &fh, &r.sid, NULL), NFS4_OK);
+	CHECK_EQ(dt_open_read(s, "o3", "f", 0, &rr), NFS4_OK);
+	CHECK_EQ(rr.dtype, OPEN_DELEGATE_READ);
+	CHECK_EQ(dt_delegreturn(s, &fh, &rr.dsid), NFS4_OK);
+	nfs41c_session_destroy(s);
+	mt_stop(&t);
+	nfsd_clnt_free(conn);
+	mt_finish(&t);
+}
+
 static void t_off(void)
 {
 	struct mt t;
@@ -718,45 +741,11 @@ static void t_off(void)
 	nfsd_clnt_free(conn);
 	mt_finish(&t);
 
-	/* delegations = read: no write delegations */
-	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", "delegations = read\n");
-	s = dt_session(&t, "read-a", 3, &conn, false);
-	dt_create(s, "f", &fh);
-	CHECK_EQ(ts_open_name(s, NULL, "o", "f", RW, DN, false, &r), NFS4_OK);
-	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE);
-	CHECK_EQ(ts_open_name(s, NULL, "o2", "f", RW | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, DN,
-			      false, &r),
-		 NFS4_OK);
-	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE_EXT);
-	CHECK_EQ(r.why, WND4_WRITE_DELEG_NOT_SUPP_FTYPE);
-	struct ts_openres rr;
-	CHECK_EQ(dt_open_read(s, "o3", "f", 0, &rr), NFS4_OK);
-	CHECK_EQ(rr.dtype, OPEN_DELEGATE_READ);
-	CHECK_EQ(dt_delegreturn(s, &fh, &rr.dsid), NFS4_OK);
-	nfs41c_session_destroy(s);
-	mt_stop(&t);
-	nfsd_clnt_free(conn);
-	mt_finish(&t);
-
-	/* data_io = refuse (every write through layouts): no write
-	 * delegations either (mds/deleg.c: LAYOUTCOMMITs a holder may send
-	 * after its own truncation); read ones still */
-	mt_start(&t, "/ *(rw,no_root_squash,insecure)\n", "data_io = refuse\n");
-	s = dt_session(&t, "refuse-a", 3, &conn, false);
-	dt_create(s, "f", &fh);
-	CHECK_EQ(ts_open_name(s, NULL, "o", "f", RW | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, DN,
-			      false, &r),
-		 NFS4_OK);
-	CHECK_EQ(r.dtype, OPEN_DELEGATE_NONE_EXT);
-	CHECK_EQ(r.why, WND4_WRITE_DELEG_NOT_SUPP_FTYPE);
-	CHECK_EQ(ts_close(s, &fh, &r.sid, NULL), NFS4_OK);
-	CHECK_EQ(dt_open_read(s, "o3", "f", 0, &rr), NFS4_OK);
-	CHECK_EQ(rr.dtype, OPEN_DELEGATE_READ);
-	CHECK_EQ(dt_delegreturn(s, &fh, &rr.dsid), NFS4_OK);
-	nfs41c_session_destroy(s);
-	mt_stop(&t);
-	nfsd_clnt_free(conn);
-	mt_finish(&t);
+	no_write_delegations("delegations = read\n", "read-a");
+	/* data_io = refuse (every write through layouts): none either
+	 * (mds/deleg.c: LAYOUTCOMMITs a holder may send after its own
+	 * truncation) */
+	no_write_delegations("data_io = refuse\n", "refuse-a");
 }
 
 /* OPEN with CLAIM_PREVIOUS of f: the open and the delegation it had (§10.2.1). */
